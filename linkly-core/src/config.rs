@@ -1,0 +1,167 @@
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result, env};
+
+/// The data directory: where Linkly keeps its config, index, notes and port file.
+///
+/// `LINKLY_HOME` when set, else `~/.linkly`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataDir {
+    root: PathBuf,
+}
+
+impl DataDir {
+    /// A data directory at `root` (not created yet).
+    pub fn new(root: impl Into<PathBuf>) -> DataDir {
+        DataDir { root: root.into() }
+    }
+
+    /// The data directory the environment names: `$LINKLY_HOME`, else `~/.linkly`.
+    pub fn from_env() -> DataDir {
+        if let Some(home) = std::env::var_os(env::LINKLY_HOME).filter(|v| !v.is_empty()) {
+            return DataDir::new(home);
+        }
+        let home = std::env::var_os("HOME")
+            .or_else(|| std::env::var_os("USERPROFILE"))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."));
+        DataDir::new(home.join(".linkly"))
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `config.toml`: watched folders and exclusions.
+    pub fn config_file(&self) -> PathBuf {
+        self.root.join("config.toml")
+    }
+
+    /// The folder of the search index and metadata store.
+    pub fn index_dir(&self) -> PathBuf {
+        self.root.join("index")
+    }
+
+    /// `port`: `{"port": N}` written by a running server.
+    pub fn port_file(&self) -> PathBuf {
+        self.root.join("port")
+    }
+
+    /// The default notes folder.
+    pub fn default_notes_dir(&self) -> PathBuf {
+        self.root.join("notes")
+    }
+
+    /// Creates the root folder if needed.
+    pub fn ensure(&self) -> Result<()> {
+        fs_err::create_dir_all(&self.root)?;
+        Ok(())
+    }
+}
+
+/// The one config file (`<data dir>/config.toml`). Every field has a documented default, so an
+/// absent file is an empty configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Watched folders, absolute paths. Default: none.
+    pub folders: Vec<PathBuf>,
+    /// Exclusion globs, matched against each path relative to its watched folder and against
+    /// the file or folder name (`node_modules`, `*.log`, `drafts/**`). Hidden files and
+    /// `.gitignore`d paths are always skipped. Default: none.
+    pub exclude: Vec<String>,
+    /// The notes folder. Default: `<data dir>/notes`.
+    pub notes_dir: Option<PathBuf>,
+}
+
+impl Config {
+    /// Reads the config of a data directory; a missing file is the default config.
+    pub fn load(dir: &DataDir) -> Result<Config> {
+        let path = dir.config_file();
+        let text = match fs_err::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => return Err(e.into()),
+        };
+        toml::from_str(&text).map_err(|e| Error::Config {
+            path,
+            message: e.to_string(),
+        })
+    }
+
+    /// Writes the config atomically (temporary file, then rename).
+    pub fn save(&self, dir: &DataDir) -> Result<()> {
+        dir.ensure()?;
+        let path = dir.config_file();
+        let text = toml::to_string_pretty(self).map_err(|e| Error::Config {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        let tmp = path.with_extension("toml.tmp");
+        fs_err::write(&tmp, text)?;
+        fs_err::rename(&tmp, &path)?;
+        Ok(())
+    }
+
+    /// The notes folder in effect.
+    pub fn notes_dir(&self, dir: &DataDir) -> PathBuf {
+        self.notes_dir
+            .clone()
+            .unwrap_or_else(|| dir.default_notes_dir())
+    }
+
+    /// Adds a watched folder (made absolute and canonical); false if it was there already.
+    pub fn add_folder(&mut self, folder: &Path) -> Result<bool> {
+        let canonical = fs_err::canonicalize(folder)?;
+        if !canonical.is_dir() {
+            return Err(Error::Io(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", canonical.display()),
+            )));
+        }
+        if self.folders.contains(&canonical) {
+            return Ok(false);
+        }
+        self.folders.push(canonical);
+        Ok(true)
+    }
+
+    /// Removes a watched folder; false if it was not watched.
+    pub fn remove_folder(&mut self, folder: &Path) -> bool {
+        let canonical = fs_err::canonicalize(folder).unwrap_or_else(|_| folder.to_path_buf());
+        let before = self.folders.len();
+        self.folders.retain(|f| f != &canonical && f != folder);
+        self.folders.len() != before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_defaults() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = DataDir::new(tmp.path().join("home"));
+        assert_eq!(Config::load(&dir).unwrap(), Config::default());
+        let mut cfg = Config::default();
+        assert!(cfg.add_folder(tmp.path()).unwrap());
+        assert!(!cfg.add_folder(tmp.path()).unwrap());
+        cfg.exclude.push("*.log".into());
+        cfg.save(&dir).unwrap();
+        assert_eq!(Config::load(&dir).unwrap(), cfg);
+        assert!(cfg.remove_folder(tmp.path()));
+    }
+
+    #[test]
+    fn invalid_file_names_its_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = DataDir::new(tmp.path());
+        fs_err::write(dir.config_file(), "folders = 3").unwrap();
+        let err = Config::load(&dir).unwrap_err().to_string();
+        assert!(err.contains("config.toml"), "{err}");
+    }
+}

@@ -1,0 +1,54 @@
+use std::fmt;
+
+/// Why a file is indexed by name only: its content could not be extracted.
+///
+/// The token (`as_str`) is what tools show as `skip_reason`; the detail says more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkipReason {
+    /// A stable machine token, e.g. `empty_file`.
+    pub code: &'static str,
+    /// A human explanation.
+    pub detail: String,
+}
+
+impl SkipReason {
+    /// The file has no bytes.
+    pub const EMPTY: &'static str = "empty_file";
+    /// The file is over the size cap of its format.
+    pub const TOO_LARGE: &'static str = "too_large";
+    /// The file's text encoding could not be determined.
+    pub const UNKNOWN_ENCODING: &'static str = "unknown_encoding";
+    /// The file is damaged or not what its extension says.
+    pub const CORRUPT: &'static str = "corrupt";
+    /// The file is password-protected.
+    pub const ENCRYPTED: &'static str = "encrypted";
+    /// The format is recognised but not supported by this build.
+    pub const UNSUPPORTED: &'static str = "unsupported_format";
+    /// The extractor took too long.
+    pub const TIMEOUT: &'static str = "timeout";
+    /// The extractor failed unexpectedly.
+    pub const EXTRACTOR_FAILED: &'static str = "extractor_failed";
+
+    /// Builds a reason.
+    pub fn new(code: &'static str, detail: impl Into<String>) -> SkipReason {
+        SkipReason {
+            code,
+            detail: detail.into(),
+        }
+    }
+
+    /// The text stored and shown as `skip_reason`: `code: detail`.
+    pub fn to_display_string(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.detail.is_empty() {
+            f.write_str(self.code)
+        } else {
+            write!(f, "{}: {}", self.code, self.detail)
+        }
+    }
+}

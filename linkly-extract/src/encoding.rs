@@ -1,0 +1,1 @@
+//! Text encoding detection (placeholder).

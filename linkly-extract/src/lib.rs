@@ -1,0 +1,16 @@
+//! Turns one document file into line-numbered text, an outline with line ranges and a title —
+//! or a [`SkipReason`] saying why its content cannot be had.
+//!
+//! One module per format under `formats/`, each implementing [`Extractor`] and listed once in
+//! the [`formats::FORMATS`] registry. This crate is a functional core: same bytes in, same text
+//! out, and no writes. It knows nothing of indexes and depends on no search engine, model or
+//! transport crate.
+
+mod encoding;
+mod error;
+pub mod formats;
+mod registry;
+
+pub use crate::error::{Error, Result};
+pub use crate::registry::{Extracted, Extractor, Input, extract_path, extractor_for};
+pub use linkly_core::SkipReason;

@@ -1,0 +1,154 @@
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+
+use linkly_core::{DocType, OutlineNode, SkipReason};
+
+use crate::formats::FORMATS;
+
+/// What an extractor reads: the file's path (for its name, extension and folder) and its bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    /// The file's path.
+    pub path: &'a Path,
+    /// The whole file.
+    pub bytes: &'a [u8],
+}
+
+/// The text of a document and its structure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extracted {
+    /// The document's type.
+    pub doc_type: DocType,
+    /// The extracted text: lines separated by `\n`, no `\r`, no trailing newline. Line 1 is the
+    /// first line; `read`, `grep` and the outline's ranges all count the same lines.
+    pub text: String,
+    /// The document's title, when it declares one (HTML `<title>`, first `#` heading, ...).
+    pub title: Option<String>,
+    /// The outline, with inclusive 1-based line ranges into `text`. Empty when there is none.
+    pub outline: Vec<OutlineNode>,
+    /// The character encoding the bytes were decoded from, when that was a question
+    /// (`UTF-8`, `Shift_JIS`, ...).
+    pub encoding: Option<&'static str>,
+}
+
+impl Extracted {
+    /// An extraction with text only.
+    pub fn text(doc_type: DocType, text: String) -> Extracted {
+        Extracted {
+            doc_type,
+            text,
+            title: None,
+            outline: Vec::new(),
+            encoding: None,
+        }
+    }
+
+    /// The number of lines of `text` (0 for empty text).
+    pub fn total_lines(&self) -> u32 {
+        if self.text.is_empty() {
+            0
+        } else {
+            self.text.split('\n').count() as u32
+        }
+    }
+
+    /// Normalises line ends to `\n` and drops trailing blank lines.
+    fn normalise(mut self) -> Extracted {
+        if self.text.contains('\r') {
+            self.text = self.text.replace("\r\n", "\n").replace('\r', "\n");
+        }
+        let trimmed_len = self.text.trim_end_matches(['\n', ' ', '\t']).len();
+        self.text.truncate(trimmed_len);
+        let total = self.total_lines();
+        clamp_outline(&mut self.outline, total);
+        self
+    }
+}
+
+fn clamp_outline(nodes: &mut [OutlineNode], total: u32) {
+    let total = total.max(1);
+    for n in nodes {
+        n.start_line = n.start_line.clamp(1, total);
+        n.end_line = n.end_line.clamp(n.start_line, total);
+        clamp_outline(&mut n.children, total);
+    }
+}
+
+/// One document format: a module under `formats/` and a line in [`FORMATS`].
+pub trait Extractor: Send + Sync {
+    /// The doc type this format produces.
+    fn doc_type(&self) -> DocType;
+    /// The file extensions (lower case, no dot) this extractor reads.
+    fn extensions(&self) -> &'static [&'static str];
+    /// Files larger than this are skipped as `too_large` without being read.
+    fn max_bytes(&self) -> u64 {
+        64 * 1024 * 1024
+    }
+    /// Extracts the text and outline, or says why not.
+    fn extract(&self, input: &Input<'_>) -> Result<Extracted, SkipReason>;
+}
+
+/// The extractor registered for a path's extension, if any.
+pub fn extractor_for(path: &Path) -> Option<&'static dyn Extractor> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    FORMATS
+        .iter()
+        .copied()
+        .find(|e| e.extensions().contains(&ext.as_str()))
+}
+
+/// Reads and extracts one file. Never panics and never returns garbage: an empty, huge,
+/// corrupt, mislabelled or unsupported file comes back as a [`SkipReason`].
+pub fn extract_path(path: &Path) -> Result<Extracted, SkipReason> {
+    let Some(extractor) = extractor_for(path) else {
+        let what = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(|e| format!(".{e} files are not supported by this build"))
+            .unwrap_or_else(|| "files without an extension are not supported".into());
+        return Err(SkipReason::new(SkipReason::UNSUPPORTED, what));
+    };
+    let meta = fs_err::metadata(path)
+        .map_err(|e| SkipReason::new(SkipReason::CORRUPT, format!("cannot read file: {e}")))?;
+    if meta.len() == 0 {
+        return Err(SkipReason::new(SkipReason::EMPTY, "the file has no bytes"));
+    }
+    if meta.len() > extractor.max_bytes() {
+        return Err(SkipReason::new(
+            SkipReason::TOO_LARGE,
+            format!(
+                "{} bytes is over the {} MiB cap for {} files",
+                meta.len(),
+                extractor.max_bytes() / (1024 * 1024),
+                extractor.doc_type()
+            ),
+        ));
+    }
+    let bytes = fs_err::read(path)
+        .map_err(|e| SkipReason::new(SkipReason::CORRUPT, format!("cannot read file: {e}")))?;
+    extract_bytes(extractor, path, &bytes)
+}
+
+/// Extracts from bytes already in memory with a given extractor, catching panics.
+pub(crate) fn extract_bytes(
+    extractor: &dyn Extractor,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<Extracted, SkipReason> {
+    let input = Input { path, bytes };
+    match catch_unwind(AssertUnwindSafe(|| extractor.extract(&input))) {
+        Ok(result) => result.map(Extracted::normalise),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            tracing::warn!(path = %path.display(), %msg, "extractor panicked");
+            Err(SkipReason::new(
+                SkipReason::EXTRACTOR_FAILED,
+                format!("the {} extractor failed: {msg}", extractor.doc_type()),
+            ))
+        }
+    }
+}
