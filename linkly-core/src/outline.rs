@@ -52,7 +52,7 @@ impl OutlineNode {
     ///
     /// Levels may skip (an h3 straight under an h1 becomes its child).
     pub fn from_headings(headings: &[Heading], total_lines: u32) -> Vec<OutlineNode> {
-        fn build(headings: &[Heading], total_lines: u32, end: u32) -> Vec<OutlineNode> {
+        fn build(headings: &[Heading], end: u32) -> Vec<OutlineNode> {
             let mut nodes = Vec::new();
             let mut i = 0;
             while i < headings.len() {
@@ -68,13 +68,13 @@ impl OutlineNode {
                     end.max(h.line)
                 };
                 let mut node = OutlineNode::new(h.title.clone(), h.line, node_end);
-                node.children = build(&headings[i + 1..j], total_lines, node_end);
+                node.children = build(&headings[i + 1..j], node_end);
                 nodes.push(node);
                 i = j;
             }
             nodes
         }
-        build(headings, total_lines, total_lines.max(1))
+        build(headings, total_lines.max(1))
     }
 
     /// Counts this node and all nodes below it.

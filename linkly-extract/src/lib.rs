@@ -12,5 +12,8 @@ pub mod formats;
 mod registry;
 
 pub use crate::error::{Error, Result};
-pub use crate::registry::{Extracted, Extractor, Input, extract_path, extractor_for};
+pub use crate::registry::{
+    Extracted, Extractor, Input, extract_loaded, extract_path, extractor_for, too_large,
+    unsupported,
+};
 pub use linkly_core::SkipReason;

@@ -101,12 +101,7 @@ pub fn extractor_for(path: &Path) -> Option<&'static dyn Extractor> {
 /// corrupt, mislabelled or unsupported file comes back as a [`SkipReason`].
 pub fn extract_path(path: &Path) -> Result<Extracted, SkipReason> {
     let Some(extractor) = extractor_for(path) else {
-        let what = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(|e| format!(".{e} files are not supported by this build"))
-            .unwrap_or_else(|| "files without an extension are not supported".into());
-        return Err(SkipReason::new(SkipReason::UNSUPPORTED, what));
+        return Err(unsupported(path));
     };
     let meta = fs_err::metadata(path)
         .map_err(|e| SkipReason::new(SkipReason::CORRUPT, format!("cannot read file: {e}")))?;
@@ -114,19 +109,48 @@ pub fn extract_path(path: &Path) -> Result<Extracted, SkipReason> {
         return Err(SkipReason::new(SkipReason::EMPTY, "the file has no bytes"));
     }
     if meta.len() > extractor.max_bytes() {
-        return Err(SkipReason::new(
-            SkipReason::TOO_LARGE,
-            format!(
-                "{} bytes is over the {} MiB cap for {} files",
-                meta.len(),
-                extractor.max_bytes() / (1024 * 1024),
-                extractor.doc_type()
-            ),
-        ));
+        return Err(too_large(extractor, meta.len()));
     }
     let bytes = fs_err::read(path)
         .map_err(|e| SkipReason::new(SkipReason::CORRUPT, format!("cannot read file: {e}")))?;
     extract_bytes(extractor, path, &bytes)
+}
+
+/// Extracts a file whose bytes the caller has already read (to hash them, say), with the same
+/// checks as [`extract_path`]: unsupported extension, empty, over the cap, panics.
+pub fn extract_loaded(path: &Path, bytes: &[u8]) -> Result<Extracted, SkipReason> {
+    let Some(extractor) = extractor_for(path) else {
+        return Err(unsupported(path));
+    };
+    if bytes.is_empty() {
+        return Err(SkipReason::new(SkipReason::EMPTY, "the file has no bytes"));
+    }
+    if bytes.len() as u64 > extractor.max_bytes() {
+        return Err(too_large(extractor, bytes.len() as u64));
+    }
+    extract_bytes(extractor, path, bytes)
+}
+
+/// The skip reason of a file no extractor reads.
+pub fn unsupported(path: &Path) -> SkipReason {
+    let what = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(|e| format!(".{e} files are not supported by this build"))
+        .unwrap_or_else(|| "files without an extension are not supported".into());
+    SkipReason::new(SkipReason::UNSUPPORTED, what)
+}
+
+/// The skip reason of a file over its format's cap.
+pub fn too_large(extractor: &dyn Extractor, len: u64) -> SkipReason {
+    SkipReason::new(
+        SkipReason::TOO_LARGE,
+        format!(
+            "{len} bytes is over the {} MiB cap for {} files",
+            extractor.max_bytes() / (1024 * 1024),
+            extractor.doc_type()
+        ),
+    )
 }
 
 /// Extracts from bytes already in memory with a given extractor, catching panics.

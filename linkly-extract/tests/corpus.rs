@@ -1,0 +1,482 @@
+//! Runs `extract_path` on every file of the shared test corpus (`md`, `txt`, `html`, `csv`,
+//! `edge`) and checks the facts its MANIFEST states.
+//!
+//! The corpus is found at `$LINKLY_SHARED_DIR/corpus` (or `$LINKLY_SHARED_DIR` itself when it is
+//! the corpus folder), else at `shared/corpus` next to the repository.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use linkly_core::{OutlineNode, SkipReason, is_cjk};
+use linkly_extract::{Extracted, extract_path};
+
+const FOLDERS: [&str; 5] = ["md", "txt", "html", "csv", "edge"];
+
+fn corpus_dir() -> PathBuf {
+    let mut candidates = Vec::new();
+    if let Some(dir) = std::env::var_os("LINKLY_SHARED_DIR").filter(|v| !v.is_empty()) {
+        let dir = PathBuf::from(dir);
+        candidates.push(dir.join("corpus"));
+        candidates.push(dir);
+    }
+    candidates.push(PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/corpus"
+    )));
+    candidates.push(PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/corpus"
+    )));
+    candidates
+        .iter()
+        .find(|d| d.join("MANIFEST.md").is_file())
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "the shared test corpus was not found (set LINKLY_SHARED_DIR); tried {candidates:?}"
+            )
+        })
+}
+
+/// Every file of the five folders, extracted once: file name → result.
+fn extract_all() -> BTreeMap<String, (PathBuf, Result<Extracted, SkipReason>)> {
+    let corpus = corpus_dir();
+    let mut all = BTreeMap::new();
+    for folder in FOLDERS {
+        let dir = corpus.join(folder);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .collect();
+        files.sort();
+        for path in files {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let result = extract_path(&path);
+            all.insert(name, (path, result));
+        }
+    }
+    all
+}
+
+/// The extraction of a corpus file, if the file is in this corpus (it must then extract).
+fn ok<'a>(
+    all: &'a BTreeMap<String, (PathBuf, Result<Extracted, SkipReason>)>,
+    name: &str,
+) -> Option<&'a Extracted> {
+    let (_, result) = all.get(name)?;
+    match result {
+        Ok(e) => Some(e),
+        Err(skip) => panic!("{name} was skipped: {skip}"),
+    }
+}
+
+fn lines(e: &Extracted) -> Vec<&str> {
+    e.text.split('\n').collect()
+}
+
+fn top_titles(e: &Extracted) -> Vec<&str> {
+    e.outline.iter().map(|n| n.title.as_str()).collect()
+}
+
+fn check_ranges(name: &str, nodes: &[OutlineNode], lo: u32, hi: u32) {
+    for n in nodes {
+        assert!(
+            lo <= n.start_line && n.start_line <= n.end_line && n.end_line <= hi,
+            "{name}: node {:?} {}..{} outside {lo}..{hi}",
+            n.title,
+            n.start_line,
+            n.end_line
+        );
+        check_ranges(name, &n.children, n.start_line, n.end_line);
+    }
+}
+
+/// Every heading node's first line shows the heading's title (markup characters aside).
+fn check_heading_lines(name: &str, e: &Extracted, nodes: &[OutlineNode]) {
+    let text_lines = lines(e);
+    let strip = |s: &str| -> String {
+        s.chars()
+            .filter(|c| !matches!(c, '`' | '*' | '_' | '\\') && !c.is_whitespace())
+            .collect()
+    };
+    for n in nodes {
+        let line = text_lines[n.start_line as usize - 1];
+        assert!(
+            strip(line).contains(&strip(&n.title)),
+            "{name}: line {} {line:?} does not show heading {:?}",
+            n.start_line,
+            n.title
+        );
+        check_heading_lines(name, e, &n.children);
+    }
+}
+
+#[test]
+fn every_file_extracts_without_failure_and_with_valid_structure() {
+    let all = extract_all();
+    assert!(all.len() >= 20, "only {} corpus files found", all.len());
+    for (name, (path, result)) in &all {
+        let e = match result {
+            Ok(e) => e,
+            Err(skip) => {
+                assert_ne!(skip.code, SkipReason::EXTRACTOR_FAILED, "{name}: {skip}");
+                continue;
+            }
+        };
+        assert!(!e.text.contains('\r'), "{name}: CR in text");
+        assert!(!e.text.contains('\0'), "{name}: NUL in text");
+        assert!(
+            !e.text.contains('\u{FFFD}'),
+            "{name}: replacement character in text"
+        );
+        assert!(
+            !e.text.chars().any(|c| ('\u{80}'..='\u{9f}').contains(&c)),
+            "{name}: C1 control in text (mojibake)"
+        );
+        assert!(!e.text.ends_with('\n'), "{name}: trailing newline");
+        let total = e.total_lines();
+        check_ranges(name, &e.outline, 1, total.max(1));
+        let ext = path.extension().and_then(|x| x.to_str()).unwrap_or("");
+        if matches!(ext, "md" | "html" | "htm") {
+            check_heading_lines(name, e, &e.outline);
+        }
+    }
+}
+
+#[test]
+fn markdown_headings_title_and_text() {
+    let all = extract_all();
+    let corpus = corpus_dir();
+
+    // Text is the file as is: grep and read line numbers match the file.
+    for (name, (path, result)) in &all {
+        if path.extension().is_some_and(|x| x == "md") {
+            let e = result.as_ref().unwrap_or_else(|s| panic!("{name}: {s}"));
+            let raw = std::fs::read_to_string(corpus.join("md").join(name)).unwrap();
+            assert_eq!(
+                e.text,
+                raw.replace("\r\n", "\n")
+                    .trim_end_matches(['\n', ' ', '\t']),
+                "{name}"
+            );
+            assert_eq!(e.encoding, Some("UTF-8"));
+        }
+    }
+
+    if let Some(e) = ok(&all, "vuedocs-zh-component-basics.md") {
+        assert_eq!(top_titles(e), ["组件基础"]);
+        assert_eq!(e.title.as_deref(), Some("组件基础"));
+        assert_eq!(e.outline[0].start_line, 1);
+        let h2: Vec<&str> = e.outline[0]
+            .children
+            .iter()
+            .map(|n| n.title.as_str())
+            .collect();
+        assert!(h2.contains(&"定义一个组件"), "{h2:?}");
+        assert!(h2.contains(&"传递 props"), "{h2:?}");
+    }
+    for (name, title) in [
+        (
+            "vuedocs-fr-component-basics.md",
+            "Principes fondamentaux des composants",
+        ),
+        ("vuedocs-ja-component-basics.md", "コンポーネントの基礎"),
+        (
+            "vuedocs-ja-reactivity-fundamentals.md",
+            "リアクティビティーの基礎",
+        ),
+        ("vuedocs-zh-reactivity-fundamentals.md", "响应式基础"),
+    ] {
+        if let Some(e) = ok(&all, name) {
+            assert_eq!(top_titles(e), [title], "{name}");
+            assert_eq!(e.title.as_deref(), Some(title), "{name}");
+        }
+    }
+
+    if let Some(e) = ok(&all, "reactdocs-es-thinking-in-react.md") {
+        assert_eq!(
+            top_titles(e),
+            [
+                "Comienza con el boceto",
+                "Paso 1: Separa la UI en una jerarquía de componentes",
+                "Paso 2: Construye una versión estática en React",
+                "Paso 3: Encuentra la representación mínima pero completa del estado de la UI",
+                "Paso 4: Identificar dónde debe vivir tu estado",
+                "Paso 5: Añade flujo de datos inverso",
+                "¿A dónde ir a partir de aquí?",
+            ]
+        );
+        // Front matter: the title, never a heading.
+        assert_eq!(e.title.as_deref(), Some("Pensar en React"));
+        assert!(
+            e.outline[0].start_line > 3,
+            "front matter lines in the outline"
+        );
+        assert!(lines(e)[e.outline[1].start_line as usize - 1].starts_with("## Paso 1"));
+        // The h4 under step 3.
+        assert_eq!(e.outline[3].children[0].title, "Props vs. estado");
+    }
+    if let Some(e) = ok(&all, "reactdocs-es-state-a-components-memory.md") {
+        assert_eq!(
+            top_titles(e),
+            [
+                "Cuando una variable regular no es suficiente",
+                "Agregar una variable de estado",
+                "Colocar múltiples variables de estado a un componente",
+                "El estado es aislado y privado.",
+            ]
+        );
+        assert!(e.title.is_some());
+        assert!(!e.outline.iter().any(|n| n.title.contains("{/")));
+    }
+}
+
+#[test]
+fn text_encodings() {
+    let all = extract_all();
+    if let Some(e) = ok(&all, "chardet-EUC-JP__ude_1.txt") {
+        assert_eq!(e.encoding, Some("EUC-JP"));
+        assert!(e.text.contains("コンソール アプリケーション"), "{}", e.text);
+        assert!(e.text.contains("プロジェクト"));
+        // 40 lines in the file, the last five blank (trailing blank lines are dropped).
+        assert_eq!(e.total_lines(), 35);
+        // The same text in UTF-8, when the corpus has it.
+        for (name, (path, result)) in &all {
+            let lower = name.to_ascii_lowercase();
+            if path.extension().is_some_and(|x| x == "txt")
+                && lower.contains("utf-8")
+                && lower.contains("ude_1")
+                && let Ok(utf8) = result
+            {
+                let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+                assert_eq!(norm(&e.text), norm(&utf8.text), "{name}");
+            }
+        }
+    }
+    if let Some(e) = ok(&all, "chardet-windows-1250-czech__ude_1.txt") {
+        assert_eq!(e.encoding, Some("windows-1250"));
+        for word in ["veřejností", "českou", "dětmi", "žebráky", "ř", "č"] {
+            assert!(e.text.contains(word), "missing {word}");
+        }
+    }
+    if let Some(e) = ok(&all, "chardet-windows-1252__ude_2.txt") {
+        assert_eq!(e.encoding, Some("windows-1252"));
+        assert!(e.text.starts_with("Stipan Arkadiewitsch"));
+        assert!(e.text.contains('…'));
+    }
+    if let Some(e) = ok(&all, "chardet-UTF-16LE_nobom-utf16le.txt") {
+        assert_eq!(e.encoding, Some("UTF-16LE"));
+        assert_eq!(lines(e)[0], "DateTime,Bid,Ask");
+        assert!(lines(e)[1].starts_with("07/19/2015 21:00:15.469"));
+        assert_eq!(e.total_lines(), 20);
+        assert!(e.text.ends_with("07/19/2015 21:00:20.319,1.08307,1.08353"));
+    }
+    if let Some(e) = ok(&all, "textract-raw_text.txt") {
+        let raw = std::fs::read_to_string(corpus_dir().join("txt/textract-raw_text.txt")).unwrap();
+        assert_eq!(e.text, raw.trim_end_matches(['\n', ' ', '\t']));
+    }
+}
+
+#[test]
+fn html_titles_headings_and_charsets() {
+    let all = extract_all();
+    if let Some(e) = ok(&all, "pandoc-html-reader.html") {
+        assert_eq!(e.title.as_deref(), Some("Pandoc Test Suite"));
+        let tops = top_titles(e);
+        assert_eq!(
+            &tops[..6],
+            [
+                "Pandoc Test Suite",
+                "Headers",
+                "Level 1",
+                "Paragraphs",
+                "Block Quotes",
+                "Inline quotes"
+            ]
+        );
+        let text = &e.text;
+        assert!(
+            text.contains("X | Y | Z"),
+            "table rows as cells joined by |"
+        );
+        assert!(
+            !text.contains("\n\n\n"),
+            "more than one blank line in a row"
+        );
+        assert!(
+            !lines(e)
+                .iter()
+                .any(|l| l.trim().is_empty() && !l.is_empty())
+        );
+    }
+    if let Some(e) = ok(&all, "tika-testArabicMisleadingCharset.html") {
+        assert_eq!(e.title.as_deref(), Some("Test Arabic"));
+        let arabic = e
+            .text
+            .chars()
+            .filter(|c| ('\u{600}'..='\u{6ff}').contains(c))
+            .count();
+        assert!(arabic > 100, "{arabic} Arabic letters: {}", e.text);
+        assert!(e.text.contains("اللغة العربية"));
+    }
+    if let Some(e) = ok(&all, "tika-testHTMLNoisyMetaEncoding_1.html") {
+        let arabic = e
+            .text
+            .chars()
+            .filter(|c| ('\u{600}'..='\u{6ff}').contains(c))
+            .count();
+        assert!(arabic > 50, "{}", e.text);
+        assert!(!e.text.contains("font-family"), "style text leaked");
+    }
+    if let Some(e) = ok(&all, "tika-testHTML_charset_utf16le.html") {
+        assert_eq!(e.title.as_deref(), Some("Title"));
+        assert_eq!(e.encoding, Some("UTF-16LE"));
+        assert!(e.text.contains("This is a sample text"));
+    }
+    if let Some(e) = ok(&all, "tika-testHTML_embedded_img_in_js.html") {
+        assert_eq!(e.title.as_deref(), Some("Title"));
+        assert!(e.text.contains("some content"));
+        assert!(!e.text.contains("base64"));
+        assert!(!e.text.contains("data:image"));
+        assert!(
+            e.text.len() < 1000,
+            "script content leaked: {} bytes",
+            e.text.len()
+        );
+    }
+    if let Some(e) = ok(&all, "chardet-GB2312__mozilla_bug171813_text.html") {
+        assert!(e.text.contains("搜狐在线"), "{}", e.text);
+    }
+    // Undeclared legacy CJK charsets (GB2312, SHIFT_JIS samples) decode to CJK text.
+    for (name, (_, result)) in &all {
+        let upper = name.to_ascii_uppercase();
+        if name.ends_with(".html") && (upper.contains("GB2312") || upper.contains("SHIFT_JIS")) {
+            let e = result.as_ref().unwrap_or_else(|s| panic!("{name}: {s}"));
+            let cjk = e.text.chars().filter(|&c| is_cjk(c)).count();
+            assert!(cjk >= 10, "{name}: {cjk} CJK characters in {:?}", e.text);
+        }
+    }
+}
+
+#[test]
+fn csv_tables_and_encodings() {
+    let all = extract_all();
+    // Every CSV that extracts is one Markdown table with one outline node over all of it.
+    for (name, (path, result)) in &all {
+        if path.extension().is_none_or(|x| x != "csv") {
+            continue;
+        }
+        let Ok(e) = result else { continue };
+        assert_eq!(e.title, None, "{name}");
+        assert_eq!(e.outline.len(), 1, "{name}");
+        let node = &e.outline[0];
+        assert_eq!(
+            (node.start_line, node.end_line),
+            (1, e.total_lines()),
+            "{name}"
+        );
+        let text_lines = lines(e);
+        assert!(text_lines[1].starts_with("| --- |"), "{name}");
+        for line in &text_lines {
+            assert!(
+                line.starts_with('|') && line.ends_with(" |"),
+                "{name}: {line:?}"
+            );
+        }
+        let rows = e.total_lines() - 2;
+        let rows_text = if rows == 1 {
+            "1 row".to_string()
+        } else {
+            format!("{rows} rows")
+        };
+        let shown = node.title.replace(',', "");
+        assert!(
+            shown.ends_with(&rows_text),
+            "{name}: {} vs {rows}",
+            node.title
+        );
+        assert!(node.detail[0].starts_with("Columns: "), "{name}");
+    }
+
+    let expect = |name: &str, words: &[&str]| {
+        if let Some(e) = ok(&all, name) {
+            for w in words {
+                assert!(e.text.contains(w), "{name}: missing {w:?}");
+            }
+        }
+    };
+    expect("csvkit-test_latin1.csv", &["| 4 | 5 | © |"]);
+    expect("rust-csv-uspop-latin1.csv", &["Õakman"]);
+    expect("qx-stock-names-gbk.csv", &["| 000009.SZ | 中国宝安 |"]);
+    expect(
+        "sabae-fire-hydrants-cp932.csv",
+        &["消火栓名", "鯖江市", "福井県"],
+    );
+    expect(
+        "estat-population-cp932.csv",
+        &["北海道", "| 127,768 |", "全国・都道府県"],
+    );
+    expect("csvkit-test_utf16_little.csv", &["| a | b | c |", "ʤ"]);
+    expect(
+        "rust-csv-worldcitiespop.csv",
+        &["| Country | City | AccentCity |"],
+    );
+
+    let title = |name: &str| ok(&all, name).map(|e| e.outline[0].title.clone());
+    if let Some(t) = title("csvkit-realdata-ks_1033_data.csv") {
+        assert_eq!(t, "Table: 14 columns × 1,575 rows");
+    }
+    if let Some(t) = title("sabae-fire-hydrants-cp932.csv") {
+        assert_eq!(t, "Table: 16 columns × 2,568 rows");
+    }
+    if let Some(t) = title("rust-csv-worldcitiespop.csv") {
+        assert_eq!(t, "Table: 7 columns × 20,000 rows");
+    }
+    if let Some(e) = ok(&all, "csvkit-test_utf8_bom.csv") {
+        assert_eq!(lines(e)[0], "| foo | bar | baz |");
+        assert_eq!(e.outline[0].detail[0], "Columns: foo, bar, baz");
+        assert!(e.text.contains("ʤ"));
+    }
+    if let Some(e) = ok(&all, "csvkit-null_byte.csv") {
+        assert_eq!(lines(e)[2], "|  | 2 | 3 |");
+    }
+    for legacy in [
+        "sabae-fire-hydrants-cp932.csv",
+        "estat-population-cp932.csv",
+    ] {
+        if let Some(e) = ok(&all, legacy) {
+            assert_eq!(e.encoding, Some("Shift_JIS"), "{legacy}");
+        }
+    }
+    if let Some(e) = ok(&all, "qx-stock-names-gbk.csv") {
+        assert!(
+            matches!(e.encoding, Some("GBK" | "gb18030")),
+            "{:?}",
+            e.encoding
+        );
+    }
+    for (empty, code) in [
+        ("csvkit-empty.csv", SkipReason::EMPTY),
+        ("scautable-empty_file-zero-bytes.csv", SkipReason::EMPTY),
+    ] {
+        if let Some((_, result)) = all.get(empty) {
+            assert_eq!(result.as_ref().unwrap_err().code, code, "{empty}");
+        }
+    }
+}
+
+#[test]
+fn edge_files() {
+    let all = extract_all();
+    if let Some((_, result)) = all.get("scautable-empty_file-zero-bytes.csv") {
+        let skip = result.as_ref().unwrap_err();
+        assert_eq!(skip.code, SkipReason::EMPTY);
+    }
+    // Files of formats this crate does not read (yet) are skipped, never garbage.
+    for name in ["pdfplumber-empty-zero-bytes.pdf", "calamine-too_small.xls"] {
+        if let Some((_, Err(skip))) = all.get(name) {
+            assert_ne!(skip.code, SkipReason::EXTRACTOR_FAILED, "{name}");
+        }
+    }
+}
