@@ -13,17 +13,22 @@ pub struct SkipReason {
 
 impl SkipReason {
     /// The file has no bytes.
-    pub const EMPTY: &'static str = "empty_file";
+    pub const EMPTY: &'static str = "empty";
     /// The file is over the size cap of its format.
     pub const TOO_LARGE: &'static str = "too_large";
     /// The file's text encoding could not be determined.
-    pub const UNKNOWN_ENCODING: &'static str = "unknown_encoding";
+    pub const UNKNOWN_ENCODING: &'static str = "encoding_unknown";
     /// The file is damaged or not what its extension says.
     pub const CORRUPT: &'static str = "corrupt";
     /// The file is password-protected.
     pub const ENCRYPTED: &'static str = "encrypted";
-    /// The format is recognised but not supported by this build.
+    /// The file type is not supported by this build (no extractor for it).
     pub const UNSUPPORTED: &'static str = "unsupported_format";
+    /// A variant of a supported family that is not read (`.xls`, `.xlsb`, `.ods`, WordPerfect
+    /// named `.doc`, an EPUB without the `epub` feature).
+    pub const UNSUPPORTED_VARIANT: &'static str = "unsupported_variant";
+    /// A PDF (or scan) without a text layer; OCR may fill it.
+    pub const NO_TEXT_LAYER: &'static str = "no_text_layer";
     /// The extractor took too long.
     pub const TIMEOUT: &'static str = "timeout";
     /// The extractor failed unexpectedly.

@@ -2,7 +2,7 @@
 //!
 //! The encoding must be known with confidence: a file that is not conclusive on its own borrows
 //! the encoding its sibling files share, and a file that stays in doubt is skipped as
-//! `unknown_encoding` rather than indexed as mojibake.
+//! `encoding_unknown` rather than indexed as mojibake.
 
 use std::collections::BTreeMap;
 use std::io::Read;
