@@ -1,1 +1,229 @@
-//! placeholder
+//! Linkly's index: the SQLite metadata store (records and extracted text), the tantivy BM25
+//! index with CJK-aware tokenizing, and the incremental indexer that keeps both in step with
+//! the watched folders.
+//!
+//! This is the only crate that names tantivy or SQLite; none of their types appear in its
+//! public API. It depends on `linkly-core` and `linkly-extract`, never on `linkly-tools` or a
+//! front end.
+//!
+//! Concurrency: any number of readers, in any number of processes. One writer at a time: a
+//! sync takes tantivy's writer lock (held across processes) for its duration and fails with
+//! [`Error::Locked`] if another process holds it. Store rows are written dirty before the
+//! lexical commit and marked clean after it, so a crash loses no consistency (see `indexer`).
+
+mod error;
+mod indexer;
+mod keywords;
+mod lexical;
+mod store;
+mod tokenizer;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use linkly_core::{DocId, DocType};
+
+pub use crate::error::{Error, Result};
+pub use crate::indexer::{Phase, Progress, SyncOptions, SyncReport};
+pub use crate::store::DocRecord;
+
+use crate::lexical::Lexical;
+use crate::store::{INDEX_FORMAT_VERSION, Store};
+
+/// A predicate over a document's absolute path.
+pub type PathPredicate = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// Restrictions applied before the top-K cut.
+#[derive(Clone, Default)]
+pub struct DocFilter {
+    /// Only these types.
+    pub doc_types: Option<Vec<DocType>>,
+    /// Modified at or after (Unix ms).
+    pub modified_after: Option<i64>,
+    /// Modified at or before (Unix ms).
+    pub modified_before: Option<i64>,
+    /// Only paths the predicate accepts.
+    pub path: Option<PathPredicate>,
+}
+
+impl DocFilter {
+    /// True when nothing is restricted.
+    pub fn is_empty(&self) -> bool {
+        self.doc_types.is_none()
+            && self.modified_after.is_none()
+            && self.modified_before.is_none()
+            && self.path.is_none()
+    }
+
+    fn accepts(&self, path: &str, doc_type: DocType, modified_at: i64) -> bool {
+        self.doc_types.as_ref().is_none_or(|t| t.contains(&doc_type))
+            && self.modified_after.is_none_or(|a| modified_at >= a)
+            && self.modified_before.is_none_or(|b| modified_at <= b)
+            && self.path.as_ref().is_none_or(|p| p(path))
+    }
+}
+
+impl std::fmt::Debug for DocFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DocFilter")
+            .field("doc_types", &self.doc_types)
+            .field("modified_after", &self.modified_after)
+            .field("modified_before", &self.modified_before)
+            .field("path", &self.path.as_ref().map(|_| "<predicate>"))
+            .finish()
+    }
+}
+
+/// A keyword search hit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    /// The document.
+    pub id: DocId,
+    /// The BM25 score (field boosts included).
+    pub score: f32,
+}
+
+/// The hits of a search and how many documents matched in all.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchOutcome {
+    /// The best hits, best first.
+    pub hits: Vec<Hit>,
+    /// Every matching document that passed the filter.
+    pub total: usize,
+}
+
+/// The index of one data directory.
+pub struct Index {
+    dir: PathBuf,
+    store: Store,
+    lexical: Lexical,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index").field("dir", &self.dir).finish()
+    }
+}
+
+impl Index {
+    /// Opens the index in `dir`, creating it if needed. An index of another format version is
+    /// cleared, to be rebuilt from the files by the next sync.
+    pub fn open(dir: &Path) -> Result<Index> {
+        fs_err::create_dir_all(dir)?;
+        let (store, mismatch) = Store::open(&dir.join("meta.sqlite"))?;
+        let lexical = Lexical::open(&dir.join("lexical"))?;
+        let index = Index {
+            dir: dir.to_path_buf(),
+            store,
+            lexical,
+        };
+        if mismatch {
+            tracing::warn!(dir = %dir.display(), version = INDEX_FORMAT_VERSION, "index format changed; rebuilding");
+            index.rebuild_marker()?;
+        }
+        Ok(index)
+    }
+
+    fn rebuild_marker(&self) -> Result<()> {
+        let ids: Vec<u64> = self.store.file_states()?.values().map(|s| s.id).collect();
+        self.lexical.clear()?;
+        self.store.delete(&ids)?;
+        Ok(())
+    }
+
+    /// The folder holding the index.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The terms a text is indexed under (lower-cased, folded, CJK bigrams), in order.
+    pub fn query_terms(text: &str) -> Vec<String> {
+        tokenizer::terms(text)
+    }
+
+    /// Keyword (BM25) search. Terms are OR-ed; the filter applies before the top-`limit` cut.
+    pub fn search(&self, query: &str, limit: usize, filter: &DocFilter) -> Result<SearchOutcome> {
+        let mut terms = tokenizer::terms(query);
+        let mut seen = HashSet::new();
+        terms.retain(|t| seen.insert(t.clone()));
+        let allowed = if filter.is_empty() {
+            None
+        } else {
+            let ids: HashSet<u64> = self
+                .store
+                .filter_rows()?
+                .into_iter()
+                .filter(|r| filter.accepts(&r.path, r.doc_type, r.modified_at))
+                .map(|r| r.id)
+                .collect();
+            if ids.is_empty() {
+                return Ok(SearchOutcome::default());
+            }
+            Some(Arc::new(ids))
+        };
+        let (hits, total) = self.lexical.search(&terms, limit, allowed)?;
+        Ok(SearchOutcome {
+            hits: hits
+                .into_iter()
+                .map(|(id, score)| Hit {
+                    id: DocId(id),
+                    score,
+                })
+                .collect(),
+            total,
+        })
+    }
+
+    /// One document's record, if the id resolves.
+    pub fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
+        self.store.get(id)
+    }
+
+    /// The record of the document at an absolute path, if it is indexed.
+    pub fn doc_by_path(&self, path: &str) -> Result<Option<DocRecord>> {
+        self.store.get_by_path(path)
+    }
+
+    /// Records of several documents (ids that do not resolve are left out), in order.
+    pub fn docs(&self, ids: &[DocId]) -> Result<Vec<DocRecord>> {
+        let raw: Vec<u64> = ids.iter().map(|d| d.0).collect();
+        self.store.get_many(&raw)
+    }
+
+    /// Every record, ordered by path.
+    pub fn all_docs(&self) -> Result<Vec<DocRecord>> {
+        self.store.all()
+    }
+
+    /// The extracted text of a document.
+    pub fn content(&self, id: DocId) -> Result<Option<String>> {
+        self.store.content(id)
+    }
+
+    /// The number of documents in the store.
+    pub fn doc_count(&self) -> Result<u64> {
+        self.store.count()
+    }
+
+    /// Consistency facts for tests and `doctor`: documents in the store, live documents in the
+    /// lexical index, and rows still marked dirty.
+    pub fn health(&self) -> Result<IndexHealth> {
+        Ok(IndexHealth {
+            stored: self.store.count()?,
+            lexical: self.lexical.num_docs(),
+            dirty: self.store.dirty_ids()?.len() as u64,
+        })
+    }
+}
+
+/// Consistency facts of an index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexHealth {
+    /// Documents in the metadata store.
+    pub stored: u64,
+    /// Live documents in the lexical index.
+    pub lexical: u64,
+    /// Store rows written but not yet confirmed in the lexical index.
+    pub dirty: u64,
+}

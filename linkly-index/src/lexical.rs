@@ -1,0 +1,221 @@
+//! The tantivy BM25 index: one tantivy document per file, fields title (×3), file name (×2),
+//! content (×1) and directory path (×0.5), all with the CJK-aware analyzer.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tantivy::collector::{Count, FilterCollector, TopDocs};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions,
+    Value,
+};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
+
+use crate::tokenizer;
+use crate::{Error, Result};
+
+/// Field boosts of the ranking contract.
+const BOOST_TITLE: f32 = 3.0;
+const BOOST_FILENAME: f32 = 2.0;
+const BOOST_CONTENT: f32 = 1.0;
+const BOOST_PATH: f32 = 0.5;
+
+/// The writer's memory budget.
+const WRITER_MEMORY: usize = 64 * 1024 * 1024;
+
+#[derive(Clone, Copy)]
+struct Fields {
+    id: Field,
+    title: Field,
+    filename: Field,
+    content: Field,
+    path: Field,
+}
+
+/// The text of one document for the lexical index.
+pub(crate) struct LexicalDoc<'a> {
+    pub(crate) id: u64,
+    pub(crate) title: &'a str,
+    pub(crate) filename: &'a str,
+    pub(crate) dir: &'a str,
+    pub(crate) content: &'a str,
+}
+
+pub(crate) struct Lexical {
+    dir: PathBuf,
+    index: Index,
+    reader: IndexReader,
+    writer: Mutex<Option<IndexWriter>>,
+    fields: Fields,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let text = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(tokenizer::NAME)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let id = b.add_u64_field("id", INDEXED | FAST | STORED);
+    let title = b.add_text_field("title", text.clone());
+    let filename = b.add_text_field("filename", text.clone());
+    let content = b.add_text_field("content", text.clone());
+    let path = b.add_text_field("path", text);
+    (
+        b.build(),
+        Fields {
+            id,
+            title,
+            filename,
+            content,
+            path,
+        },
+    )
+}
+
+impl Lexical {
+    pub(crate) fn open(dir: &Path) -> Result<Lexical> {
+        fs_err::create_dir_all(dir)?;
+        let (schema, fields) = schema();
+        let directory = tantivy::directory::MmapDirectory::open(dir)?;
+        let index = Index::open_or_create(directory, schema)?;
+        index
+            .tokenizers()
+            .register(tokenizer::NAME, tokenizer::analyzer());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::OnCommitWithDelay)
+            .try_into()?;
+        Ok(Lexical {
+            dir: dir.to_path_buf(),
+            index,
+            reader,
+            writer: Mutex::new(None),
+            fields,
+        })
+    }
+
+    fn with_writer<T>(&self, f: impl FnOnce(&mut IndexWriter, Fields) -> Result<T>) -> Result<T> {
+        let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            let writer = self.index.writer(WRITER_MEMORY).map_err(|e| match e {
+                tantivy::TantivyError::LockFailure(..) => Error::Locked(self.dir.clone()),
+                other => Error::Lexical(other),
+            })?;
+            *guard = Some(writer);
+        }
+        let writer = guard.as_mut().expect("writer was just set");
+        f(writer, self.fields)
+    }
+
+    /// Takes the writer lock now, so that a second writer fails early with [`Error::Locked`].
+    pub(crate) fn acquire_writer(&self) -> Result<()> {
+        self.with_writer(|_, _| Ok(()))
+    }
+
+    /// Releases the writer lock (after a sync, so another process may write).
+    pub(crate) fn release_writer(&self) -> Result<()> {
+        let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = guard.take() {
+            w.wait_merging_threads()?;
+        }
+        Ok(())
+    }
+
+    /// Replaces (or adds) documents and deletes others; nothing is visible until `commit`.
+    pub(crate) fn stage(&self, docs: &[LexicalDoc<'_>], deletes: &[u64]) -> Result<()> {
+        self.with_writer(|w, f| {
+            for id in deletes {
+                w.delete_term(Term::from_field_u64(f.id, *id));
+            }
+            for d in docs {
+                w.delete_term(Term::from_field_u64(f.id, d.id));
+                w.add_document(doc!(
+                    f.id => d.id,
+                    f.title => d.title,
+                    f.filename => d.filename,
+                    f.content => d.content,
+                    f.path => d.dir,
+                ))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Makes staged changes durable and visible.
+    pub(crate) fn commit(&self) -> Result<()> {
+        self.with_writer(|w, _| {
+            w.commit()?;
+            Ok(())
+        })?;
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Drops every document (used when rebuilding after a format change).
+    pub(crate) fn clear(&self) -> Result<()> {
+        self.with_writer(|w, _| {
+            w.delete_all_documents()?;
+            w.commit()?;
+            Ok(())
+        })?;
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// BM25 search over the boosted fields. Terms are OR-ed, so documents matching more terms
+    /// rank higher. `allowed`, when given, is applied inside the collector, before the top-K
+    /// cut. Returns the hits (id, score) and the total number of matching documents.
+    pub(crate) fn search(
+        &self,
+        terms: &[String],
+        limit: usize,
+        allowed: Option<Arc<HashSet<u64>>>,
+    ) -> Result<(Vec<(u64, f32)>, usize)> {
+        if terms.is_empty() || limit == 0 {
+            return Ok((Vec::new(), 0));
+        }
+        let f = self.fields;
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for term in terms {
+            for (field, boost) in [
+                (f.title, BOOST_TITLE),
+                (f.filename, BOOST_FILENAME),
+                (f.content, BOOST_CONTENT),
+                (f.path, BOOST_PATH),
+            ] {
+                let q = TermQuery::new(
+                    Term::from_field_text(field, term),
+                    IndexRecordOption::WithFreqs,
+                );
+                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
+            }
+        }
+        let query = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
+        let top = TopDocs::with_limit(limit).order_by_score();
+        let (total, top) = match allowed {
+            None => searcher.search(&query, &(Count, top))?,
+            Some(set) => {
+                let pred = move |id: u64| set.contains(&id);
+                let collector = FilterCollector::new("id".to_string(), pred, (Count, top));
+                searcher.search(&query, &collector)?
+            }
+        };
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let d: TantivyDocument = searcher.doc(addr)?;
+            if let Some(id) = d.get_first(f.id).and_then(|v| v.as_u64()) {
+                hits.push((id, score));
+            }
+        }
+        Ok((hits, total))
+    }
+
+    /// The number of live documents in the lexical index.
+    pub(crate) fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+}

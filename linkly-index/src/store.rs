@@ -1,0 +1,419 @@
+//! The SQLite metadata store: one row per file (path, type, size, times, hash, counts, outline,
+//! keywords, abstract, skip reason) and the extracted text that `read` and `grep` serve.
+//!
+//! A row's `dirty` flag is set in the same transaction that writes new metadata and cleared only
+//! after the lexical index has committed that document, so a crash between the two leaves rows
+//! that the next sync redoes.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Mutex;
+
+use linkly_core::{DocId, DocType, OutlineNode};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::{Error, Result};
+
+/// The on-disk format version of the whole index (store + lexical). A different version is
+/// rebuilt from the files.
+pub(crate) const INDEX_FORMAT_VERSION: &str = "1";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    path TEXT NOT NULL UNIQUE,
+    doc_type TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    modified_at INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    title TEXT,
+    word_count INTEGER NOT NULL DEFAULT 0,
+    char_count INTEGER NOT NULL DEFAULT 0,
+    total_lines INTEGER NOT NULL DEFAULT 0,
+    outline TEXT NOT NULL DEFAULT '[]',
+    keywords TEXT NOT NULL DEFAULT '[]',
+    abstract TEXT NOT NULL DEFAULT '',
+    skip_reason TEXT,
+    encoding TEXT,
+    indexed_at INTEGER NOT NULL,
+    dirty INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE IF NOT EXISTS content (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
+";
+
+/// Everything the store knows of one document, except its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocRecord {
+    /// The stable id.
+    pub id: DocId,
+    /// The absolute path.
+    pub path: String,
+    /// The document type.
+    pub doc_type: DocType,
+    /// The file size in bytes.
+    pub size: u64,
+    /// Modification time, Unix milliseconds.
+    pub modified_at: i64,
+    /// The declared or derived title, if any.
+    pub title: Option<String>,
+    /// Words of the extracted text (a CJK character is one word).
+    pub word_count: u64,
+    /// Characters of the extracted text, `\r` excluded.
+    pub char_count: u64,
+    /// Lines of the extracted text.
+    pub total_lines: u32,
+    /// The outline (empty when there is none).
+    pub outline: Vec<OutlineNode>,
+    /// The document's top keywords.
+    pub keywords: Vec<String>,
+    /// The start of the text, whitespace collapsed (for list snippets).
+    pub abstract_text: String,
+    /// Why the content is unreadable, when it is.
+    pub skip_reason: Option<String>,
+    /// The encoding the text was decoded from, when that was a question.
+    pub encoding: Option<String>,
+    /// When the document was last (re)indexed, Unix milliseconds.
+    pub indexed_at: i64,
+}
+
+impl DocRecord {
+    /// The title to show: the declared one, else the file name.
+    pub fn display_title(&self) -> String {
+        self.title.clone().unwrap_or_else(|| self.file_name().to_string())
+    }
+
+    /// The file name part of the path.
+    pub fn file_name(&self) -> &str {
+        self.path.rsplit(['/', '\\']).next().unwrap_or(&self.path)
+    }
+}
+
+/// What the sync needs to know about a stored file to decide whether it changed.
+#[derive(Debug, Clone)]
+pub(crate) struct FileState {
+    pub(crate) id: u64,
+    pub(crate) size: u64,
+    pub(crate) modified_at: i64,
+    pub(crate) hash: String,
+    pub(crate) dirty: bool,
+}
+
+/// A document to write, as the indexer prepared it.
+#[derive(Debug, Clone)]
+pub(crate) struct NewDoc {
+    pub(crate) path: String,
+    pub(crate) doc_type: DocType,
+    pub(crate) size: u64,
+    pub(crate) modified_at: i64,
+    pub(crate) hash: String,
+    pub(crate) title: Option<String>,
+    pub(crate) word_count: u64,
+    pub(crate) char_count: u64,
+    pub(crate) total_lines: u32,
+    pub(crate) outline: Vec<OutlineNode>,
+    pub(crate) keywords: Vec<String>,
+    pub(crate) abstract_text: String,
+    pub(crate) skip_reason: Option<String>,
+    pub(crate) encoding: Option<String>,
+    pub(crate) text: String,
+}
+
+/// The light columns used to evaluate filters.
+#[derive(Debug, Clone)]
+pub(crate) struct FilterRow {
+    pub(crate) id: u64,
+    pub(crate) path: String,
+    pub(crate) doc_type: DocType,
+    pub(crate) modified_at: i64,
+}
+
+pub(crate) struct Store {
+    conn: Mutex<Connection>,
+}
+
+const RECORD_COLUMNS: &str = "id, path, doc_type, size, modified_at, title, word_count, char_count, \
+     total_lines, outline, keywords, abstract, skip_reason, encoding, indexed_at";
+
+impl Store {
+    /// Opens (creating if needed) the store at `path`. Returns the store and whether its
+    /// format version differed from ours (then the caller rebuilds).
+    pub(crate) fn open(path: &Path) -> Result<(Store, bool)> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch(SCHEMA)?;
+        let version: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'format_version'", [], |r| r.get(0))
+            .optional()?;
+        let mismatch = match version {
+            Some(v) => v != INDEX_FORMAT_VERSION,
+            None => {
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('format_version', ?1)",
+                    [INDEX_FORMAT_VERSION],
+                )?;
+                false
+            }
+        };
+        Ok((
+            Store {
+                conn: Mutex::new(conn),
+            },
+            mismatch,
+        ))
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every stored file, by path.
+    pub(crate) fn file_states(&self) -> Result<HashMap<String, FileState>> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare("SELECT path, id, size, modified_at, hash, dirty FROM docs")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                FileState {
+                    id: r.get::<_, i64>(1)? as u64,
+                    size: r.get::<_, i64>(2)? as u64,
+                    modified_at: r.get(3)?,
+                    hash: r.get(4)?,
+                    dirty: r.get::<_, i64>(5)? != 0,
+                },
+            ))
+        })?;
+        let mut out = HashMap::new();
+        for row in rows {
+            let (path, state) = row?;
+            out.insert(path, state);
+        }
+        Ok(out)
+    }
+
+    /// Writes a batch of documents (dirty) in one transaction and returns their ids, in order.
+    pub(crate) fn upsert_batch(&self, docs: &[&NewDoc], now: i64) -> Result<Vec<u64>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let mut ids = Vec::with_capacity(docs.len());
+        {
+            let mut upsert = tx.prepare_cached(
+                "INSERT INTO docs (path, doc_type, size, modified_at, hash, title, word_count, \
+                 char_count, total_lines, outline, keywords, abstract, skip_reason, encoding, \
+                 indexed_at, dirty) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
+                 ?13, ?14, ?15, 1) \
+                 ON CONFLICT(path) DO UPDATE SET doc_type = excluded.doc_type, size = excluded.size, \
+                 modified_at = excluded.modified_at, hash = excluded.hash, title = excluded.title, \
+                 word_count = excluded.word_count, char_count = excluded.char_count, \
+                 total_lines = excluded.total_lines, outline = excluded.outline, \
+                 keywords = excluded.keywords, abstract = excluded.abstract, \
+                 skip_reason = excluded.skip_reason, encoding = excluded.encoding, \
+                 indexed_at = excluded.indexed_at, dirty = 1 \
+                 RETURNING id",
+            )?;
+            let mut content =
+                tx.prepare_cached("INSERT OR REPLACE INTO content (id, text) VALUES (?1, ?2)")?;
+            for d in docs {
+                let outline = serde_json::to_string(&d.outline)?;
+                let keywords = serde_json::to_string(&d.keywords)?;
+                let id: i64 = upsert.query_row(
+                    params![
+                        d.path,
+                        d.doc_type.as_str(),
+                        d.size as i64,
+                        d.modified_at,
+                        d.hash,
+                        d.title,
+                        d.word_count as i64,
+                        d.char_count as i64,
+                        d.total_lines as i64,
+                        outline,
+                        keywords,
+                        d.abstract_text,
+                        d.skip_reason,
+                        d.encoding,
+                        now,
+                    ],
+                    |r| r.get(0),
+                )?;
+                content.execute(params![id, d.text])?;
+                ids.push(id as u64);
+            }
+        }
+        tx.commit()?;
+        Ok(ids)
+    }
+
+    /// Records a new modification time for files whose bytes did not change.
+    pub(crate) fn touch(&self, updates: &[(u64, i64)]) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached("UPDATE docs SET modified_at = ?2 WHERE id = ?1")?;
+            for (id, mtime) in updates {
+                stmt.execute(params![*id as i64, mtime])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Clears the dirty flag once the lexical index holds these documents.
+    pub(crate) fn mark_clean(&self, ids: &[u64]) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached("UPDATE docs SET dirty = 0 WHERE id = ?1")?;
+            for id in ids {
+                stmt.execute([*id as i64])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Removes documents and their text.
+    pub(crate) fn delete(&self, ids: &[u64]) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        {
+            let mut docs = tx.prepare_cached("DELETE FROM docs WHERE id = ?1")?;
+            let mut content = tx.prepare_cached("DELETE FROM content WHERE id = ?1")?;
+            for id in ids {
+                docs.execute([*id as i64])?;
+                content.execute([*id as i64])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// One document's record.
+    pub(crate) fn get(&self, id: DocId) -> Result<Option<DocRecord>> {
+        let conn = self.conn();
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM docs WHERE id = ?1");
+        Ok(conn
+            .query_row(&sql, [id.0 as i64], read_record)
+            .optional()?
+            .transpose()?)
+    }
+
+    /// The record of the document at a path.
+    pub(crate) fn get_by_path(&self, path: &str) -> Result<Option<DocRecord>> {
+        let conn = self.conn();
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM docs WHERE path = ?1");
+        Ok(conn
+            .query_row(&sql, [path], read_record)
+            .optional()?
+            .transpose()?)
+    }
+
+    /// Records for several ids (missing ids are left out), in the order given.
+    pub(crate) fn get_many(&self, ids: &[u64]) -> Result<Vec<DocRecord>> {
+        let conn = self.conn();
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM docs WHERE id = ?1");
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(rec) = stmt.query_row([*id as i64], read_record).optional()? {
+                out.push(rec?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every record, ordered by path.
+    pub(crate) fn all(&self) -> Result<Vec<DocRecord>> {
+        let conn = self.conn();
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM docs ORDER BY path");
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt.query_map([], read_record)?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(row??);
+        }
+        Ok(out)
+    }
+
+    /// The extracted text of a document.
+    pub(crate) fn content(&self, id: DocId) -> Result<Option<String>> {
+        let conn = self.conn();
+        Ok(conn
+            .query_row("SELECT text FROM content WHERE id = ?1", [id.0 as i64], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// The light columns of every document, for filtering.
+    pub(crate) fn filter_rows(&self) -> Result<Vec<FilterRow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT id, path, doc_type, modified_at FROM docs")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, path, doc_type, modified_at) = row?;
+            let doc_type = DocType::from_token(&doc_type).unwrap_or(DocType::Txt);
+            out.push(FilterRow {
+                id: id as u64,
+                path,
+                doc_type,
+                modified_at,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The number of documents.
+    pub(crate) fn count(&self) -> Result<u64> {
+        let conn = self.conn();
+        Ok(conn.query_row("SELECT COUNT(*) FROM docs", [], |r| r.get::<_, i64>(0))? as u64)
+    }
+
+    /// Ids of rows still marked dirty.
+    pub(crate) fn dirty_ids(&self) -> Result<HashSet<u64>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT id FROM docs WHERE dirty = 1")?;
+        let rows = stmt.query_map([], |r| r.get::<_, i64>(0))?;
+        let mut out = HashSet::new();
+        for row in rows {
+            out.insert(row? as u64);
+        }
+        Ok(out)
+    }
+}
+
+fn read_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<DocRecord>> {
+    let doc_type: String = r.get(2)?;
+    let outline: String = r.get(9)?;
+    let keywords: String = r.get(10)?;
+    let build = || -> Result<DocRecord> {
+        Ok(DocRecord {
+            id: DocId(r.get::<_, i64>(0)? as u64),
+            path: r.get(1)?,
+            doc_type: DocType::from_token(&doc_type)
+                .map_err(|e| Error::Corrupt(e.to_string()))?,
+            size: r.get::<_, i64>(3)? as u64,
+            modified_at: r.get(4)?,
+            title: r.get(5)?,
+            word_count: r.get::<_, i64>(6)? as u64,
+            char_count: r.get::<_, i64>(7)? as u64,
+            total_lines: r.get::<_, i64>(8)? as u32,
+            outline: serde_json::from_str(&outline)?,
+            keywords: serde_json::from_str(&keywords)?,
+            abstract_text: r.get(11)?,
+            skip_reason: r.get(12)?,
+            encoding: r.get(13)?,
+            indexed_at: r.get(14)?,
+        })
+    };
+    Ok(build())
+}

@@ -1,0 +1,127 @@
+//! The CJK-aware tokenizer of every text field.
+//!
+//! CJK runs become overlapping character bigrams (a lone CJK character stays a unigram); runs
+//! of other letters and digits become words. Then lower-casing and ASCII folding (`café` and
+//! `cafe` meet). Bigrams need no dictionary, treat Chinese and Japanese alike, and a query word
+//! inside a CJK run is found because its bigrams are all there (see ARCHITECTURE.md).
+
+use linkly_core::is_cjk;
+use tantivy::tokenizer::{
+    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, TextAnalyzer, Token, TokenStream, Tokenizer,
+};
+
+/// The name under which the analyzer is registered on every index handle.
+pub(crate) const NAME: &str = "linkly";
+
+/// The analyzer used for indexing and for queries.
+pub(crate) fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(CjkBigramTokenizer)
+        .filter(RemoveLongFilter::limit(64))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .build()
+}
+
+/// Splits text into words and CJK bigrams.
+#[derive(Clone, Default)]
+pub(crate) struct CjkBigramTokenizer;
+
+/// The tokens of one text, produced eagerly.
+pub(crate) struct VecTokenStream {
+    tokens: Vec<Token>,
+    index: usize,
+}
+
+impl TokenStream for VecTokenStream {
+    fn advance(&mut self) -> bool {
+        self.index += 1;
+        self.index <= self.tokens.len()
+    }
+    fn token(&self) -> &Token {
+        &self.tokens[self.index - 1]
+    }
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.tokens[self.index - 1]
+    }
+}
+
+impl Tokenizer for CjkBigramTokenizer {
+    type TokenStream<'a> = VecTokenStream;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> VecTokenStream {
+        VecTokenStream {
+            tokens: tokenize(text),
+            index: 0,
+        }
+    }
+}
+
+/// The raw tokens (before lower-casing and folding) of a text.
+pub(crate) fn tokenize(text: &str) -> Vec<Token> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let end_of = |i: usize| chars.get(i + 1).map_or(text.len(), |c| c.0);
+    let mut tokens = Vec::new();
+    let push = |from: usize, to: usize, tokens: &mut Vec<Token>| {
+        let position = tokens.len();
+        tokens.push(Token {
+            offset_from: from,
+            offset_to: to,
+            position,
+            text: text[from..to].to_string(),
+            position_length: 1,
+        });
+    };
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i].1;
+        if is_cjk(c) {
+            let start = i;
+            while i < chars.len() && is_cjk(chars[i].1) {
+                i += 1;
+            }
+            if i - start == 1 {
+                push(chars[start].0, end_of(start), &mut tokens);
+            } else {
+                for k in start..i - 1 {
+                    push(chars[k].0, end_of(k + 1), &mut tokens);
+                }
+            }
+        } else if c.is_alphanumeric() {
+            let start = i;
+            while i < chars.len() && chars[i].1.is_alphanumeric() && !is_cjk(chars[i].1) {
+                i += 1;
+            }
+            push(chars[start].0, end_of(i - 1), &mut tokens);
+        } else {
+            i += 1;
+        }
+    }
+    tokens
+}
+
+/// The analysed terms of a text (lower-cased, folded), in order.
+pub(crate) fn terms(text: &str) -> Vec<String> {
+    let mut analyzer = analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while stream.advance() {
+        out.push(stream.token().text.clone());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cjk_bigrams_and_words() {
+        assert_eq!(terms("機械学習 Rust"), ["機械", "械学", "学習", "rust"]);
+        assert_eq!(terms("東"), ["東"]);
+        assert_eq!(terms("Café au lait"), ["cafe", "au", "lait"]);
+        assert_eq!(terms("コンポーネントの基礎"), [
+            "コン", "ンポ", "ポー", "ーネ", "ネン", "ント", "トの", "の基", "基礎"
+        ]);
+        assert_eq!(terms("abc東京def"), ["abc", "東京", "def"]);
+    }
+}

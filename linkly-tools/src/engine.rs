@@ -1,0 +1,127 @@
+//! The engine handle and the name + JSON entry point shared by the front ends.
+
+use std::sync::Arc;
+
+use linkly_core::{Config, DataDir, ErrorCode};
+use linkly_index::Index;
+use serde_json::Value;
+
+use crate::render::{OutputFormat, finish_json, finish_markdown};
+use crate::tools::{Rendered, TOOLS};
+use crate::{Result, ToolError};
+
+/// The text a tool call produced, as a front end shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// Markdown or JSON, footer included on success; `[CODE] message` (or the JSON error
+    /// object) on failure.
+    pub text: String,
+    /// True when the call failed.
+    pub is_error: bool,
+}
+
+/// A call named a tool that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown tool {name:?}; available tools: {available}")]
+pub struct UnknownTool {
+    /// The name that was asked for.
+    pub name: String,
+    /// The tool names, comma-separated.
+    pub available: String,
+}
+
+/// Linkly's tools over one data directory's index.
+///
+/// Cheap to share: wrap it in an `Arc` and call it from any thread.
+#[derive(Debug)]
+pub struct Linkly {
+    index: Arc<Index>,
+    data_dir: DataDir,
+    config: Config,
+}
+
+impl Linkly {
+    /// Opens the index and config of a data directory.
+    pub fn open(data_dir: DataDir) -> Result<Linkly> {
+        let config = Config::load(&data_dir)
+            .map_err(|e| ToolError::new(ErrorCode::Internal, e.to_string()))?;
+        let index = Index::open(&data_dir.index_dir())?;
+        Ok(Linkly::new(Arc::new(index), data_dir, config))
+    }
+
+    /// Tools over an index that is already open.
+    pub fn new(index: Arc<Index>, data_dir: DataDir, config: Config) -> Linkly {
+        Linkly {
+            index,
+            data_dir,
+            config,
+        }
+    }
+
+    /// The index.
+    pub fn index(&self) -> &Arc<Index> {
+        &self.index
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &DataDir {
+        &self.data_dir
+    }
+
+    /// The configuration in effect.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Calls a tool by name with JSON arguments (`null` = no arguments), as MCP and the CLI do.
+    ///
+    /// Argument and domain failures come back as a [`ToolOutput`] with `is_error`; only an
+    /// unknown tool name is an `Err`.
+    pub fn call(&self, name: &str, args: Value) -> Result<ToolOutput, UnknownTool> {
+        let Some(spec) = TOOLS.iter().find(|t| t.name == name) else {
+            return Err(UnknownTool {
+                name: name.to_string(),
+                available: TOOLS.iter().map(|t| t.name).collect::<Vec<_>>().join(", "),
+            });
+        };
+        let span = tracing::info_span!("tool", tool = name);
+        let _guard = span.enter();
+        let started = std::time::Instant::now();
+        // The error format follows output_format when it can be read at all.
+        let error_format = args
+            .get("output_format")
+            .and_then(Value::as_str)
+            .and_then(|f| OutputFormat::parse(Some(f)).ok())
+            .unwrap_or_default();
+        let args = if args.is_null() {
+            Value::Object(Default::default())
+        } else {
+            args
+        };
+        let result = (spec.run)(self, args);
+        let now = linkly_core::now_millis();
+        let output = match result {
+            Ok(Rendered::Markdown(body)) => ToolOutput {
+                text: finish_markdown(body, now),
+                is_error: false,
+            },
+            Ok(Rendered::Json(value)) => ToolOutput {
+                text: finish_json(value, now),
+                is_error: false,
+            },
+            Err(err) => ToolOutput {
+                text: match error_format {
+                    OutputFormat::Json => err.to_json().to_string(),
+                    OutputFormat::Markdown => err.to_string(),
+                },
+                is_error: true,
+            },
+        };
+        tracing::debug!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            is_error = output.is_error,
+            "tool call finished"
+        );
+        Ok(output)
+    }
+}

@@ -1,0 +1,100 @@
+//! Response rendering shared by every tool.
+//!
+//! Every successful response carries the current UTC time: Markdown ends with a line `---`
+//! and a line `[meta] now=2026-05-08T14:43:14Z`; JSON has a top-level `"_meta": {"now": "…"}`.
+//! Error responses carry no footer. Numbers in Markdown use `,` thousands separators.
+
+use serde_json::{Value, json};
+
+use crate::{Result, ToolError};
+
+/// The format of a tool's text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Markdown for people and models (the default).
+    #[default]
+    Markdown,
+    /// One JSON object.
+    Json,
+}
+
+impl OutputFormat {
+    /// Parses `output_format` (`markdown` or `json`); `None` is the default.
+    pub fn parse(value: Option<&str>) -> Result<OutputFormat> {
+        match value {
+            None | Some("markdown") => Ok(OutputFormat::Markdown),
+            Some("json") => Ok(OutputFormat::Json),
+            Some(other) => Err(ToolError::invalid(format!(
+                "output_format must be one of \"markdown\", \"json\" (got {other:?})"
+            ))),
+        }
+    }
+}
+
+/// The footer lines (`---` and `[meta] now=…`) for a time in Unix milliseconds.
+pub fn meta_footer(now_millis: i64) -> String {
+    format!("---\n[meta] now={}", linkly_core::format_rfc3339(now_millis))
+}
+
+/// Appends the footer to a Markdown body.
+pub(crate) fn finish_markdown(mut body: String, now: i64) -> String {
+    while body.ends_with('\n') {
+        body.pop();
+    }
+    body.push_str("\n\n");
+    body.push_str(&meta_footer(now));
+    body
+}
+
+/// Adds `_meta` to a JSON object and serialises it.
+pub(crate) fn finish_json(mut value: Value, now: i64) -> String {
+    if let Value::Object(map) = &mut value {
+        map.insert(
+            "_meta".into(),
+            json!({ "now": linkly_core::format_rfc3339(now) }),
+        );
+    }
+    value.to_string()
+}
+
+/// `1234567` → `1,234,567`.
+pub(crate) fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A value on one line: newlines and tabs become spaces.
+pub(crate) fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footer_shape() {
+        assert_eq!(meta_footer(0), "---\n[meta] now=1970-01-01T00:00:00Z");
+        assert_eq!(
+            finish_markdown("# T\n".into(), 0),
+            "# T\n\n---\n[meta] now=1970-01-01T00:00:00Z"
+        );
+        let j: Value = serde_json::from_str(&finish_json(json!({"a": 1}), 0)).unwrap();
+        assert_eq!(j["_meta"]["now"], "1970-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1234), "1,234");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+}

@@ -1,0 +1,331 @@
+//! `grep`: a regular expression over one document's extracted lines, with context.
+
+use linkly_core::DocType;
+use regex::{Regex, RegexBuilder};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{check_choice, check_range};
+use crate::render::{one_line, thousands};
+use crate::tools::{
+    Rendered, ToolSpec, find_doc, parse_args, parse_doc_id, readable_content, render, schema_of,
+};
+use crate::{Linkly, OutputFormat, Result, ToolError};
+
+/// Shown characters of one line; longer lines are cut with `…`.
+const LINE_CHARS: usize = 1000;
+
+pub(crate) const SPEC: ToolSpec = ToolSpec {
+    name: "grep",
+    title: "Grep a document",
+    description: "Find exact text or a regular expression (Rust regex syntax: no look-around or \
+        back-references) in one document's lines, with context. Use it when you know the words \
+        you are looking for; matching lines are marked with `>` after the line number, and the \
+        numbers are the ones read uses. Paginate with offset when more matches remain. \
+        fuzzy_whitespace (default on for PDF) tolerates stray spaces and line breaks inside the \
+        matched text.",
+    read_only: true,
+    input_schema: schema_of::<GrepParams>,
+    run,
+};
+
+/// Parameters of `grep`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrepParams {
+    /// A Rust `regex` pattern (no look-around, no back-references).
+    pub pattern: String,
+    /// The document to search (`local://12`).
+    pub doc_id: String,
+    /// Lines of context before and after each match, 0–50. Default 3.
+    #[serde(default)]
+    pub context: Option<i64>,
+    /// Lines before each match, 0–50 (overrides `context` on that side).
+    #[serde(default)]
+    pub before: Option<i64>,
+    /// Lines after each match, 0–50 (overrides `context` on that side).
+    #[serde(default)]
+    pub after: Option<i64>,
+    /// Match case-insensitively. Default false.
+    #[serde(default)]
+    pub case_insensitive: Option<bool>,
+    /// `content` (matching lines with context, the default) or `count` (the count only).
+    #[serde(default)]
+    pub output_mode: Option<String>,
+    /// Matching lines returned, 1–100. Default 20.
+    #[serde(default)]
+    pub limit: Option<i64>,
+    /// Matching lines skipped (pagination). Default 0.
+    #[serde(default)]
+    pub offset: Option<i64>,
+    /// Tolerate spurious spaces and line breaks inside the matched text. Default: on for PDF,
+    /// off otherwise.
+    #[serde(default)]
+    pub fuzzy_whitespace: Option<bool>,
+    /// `markdown` (default) or `json`.
+    #[serde(default)]
+    pub output_format: Option<String>,
+}
+
+/// One matching line with its context.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GrepMatch {
+    /// The 1-based line number.
+    pub line_number: u32,
+    /// The line.
+    pub content: String,
+    /// `[line_number, text]` pairs before the match.
+    pub context_before: Vec<(u32, String)>,
+    /// `[line_number, text]` pairs after the match.
+    pub context_after: Vec<(u32, String)>,
+}
+
+/// The response of `grep`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GrepResponse {
+    /// The pattern as given.
+    pub pattern: String,
+    /// The document.
+    pub doc_id: String,
+    /// The document's title.
+    pub title: String,
+    /// Matching lines in the whole document.
+    pub total_matches: usize,
+    /// Matching lines in this page.
+    pub returned: usize,
+    /// Whether more matches follow (continue with `next_offset`).
+    pub has_more: bool,
+    /// The offset of the next page, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
+    /// The page of matches (empty in count mode).
+    pub matches: Vec<GrepMatch>,
+    #[serde(skip)]
+    count_only: bool,
+    #[serde(skip)]
+    offset: usize,
+}
+
+fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
+    let params: GrepParams = parse_args(args)?;
+    let format = OutputFormat::parse(params.output_format.as_deref())?;
+    let response = linkly.grep(params)?;
+    render(format, &response, GrepResponse::to_markdown)
+}
+
+/// The 0-based indexes of the lines that match, in order.
+fn matching_lines(lines: &[&str], re: &Regex, fuzzy: Option<&Regex>) -> Vec<usize> {
+    match fuzzy {
+        None => (0..lines.len()).filter(|&i| re.is_match(lines[i])).collect(),
+        Some(squeezed) => {
+            // Match against the text with all whitespace removed; map each match back to the
+            // line where it starts.
+            let mut text = String::new();
+            let mut line_of = Vec::new();
+            for (i, line) in lines.iter().enumerate() {
+                for c in line.chars().filter(|c| !c.is_whitespace()) {
+                    text.push(c);
+                    line_of.extend(std::iter::repeat_n(i, c.len_utf8()));
+                }
+            }
+            let mut out: Vec<usize> = squeezed
+                .find_iter(&text)
+                .filter(|m| !m.as_str().is_empty())
+                .map(|m| line_of[m.start()])
+                .collect();
+            out.dedup();
+            out
+        }
+    }
+}
+
+/// The pattern with unescaped whitespace removed, for fuzzy matching.
+fn squeeze_pattern(pattern: &str) -> String {
+    let mut out = String::new();
+    let mut escaped = false;
+    for c in pattern.chars() {
+        if escaped {
+            out.push(c);
+            escaped = false;
+        } else if c == '\\' {
+            out.push(c);
+            escaped = true;
+        } else if !c.is_whitespace() {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn cut(line: &str) -> String {
+    match line.char_indices().nth(LINE_CHARS) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_string(),
+    }
+}
+
+fn build_regex(pattern: &str, case_insensitive: bool) -> Result<Regex> {
+    RegexBuilder::new(pattern)
+        .case_insensitive(case_insensitive)
+        .size_limit(10 * 1024 * 1024)
+        .build()
+        .map_err(|e| ToolError::invalid(format!("pattern is not a valid regular expression: {e}")))
+}
+
+impl Linkly {
+    /// Runs `grep`.
+    pub fn grep(&self, p: GrepParams) -> Result<GrepResponse> {
+        if p.pattern.is_empty() {
+            return Err(ToolError::invalid("pattern must not be empty"));
+        }
+        let id = parse_doc_id("doc_id", &p.doc_id)?;
+        let context = check_range("context", p.context.unwrap_or(3), 0, 50)?;
+        let before = check_range("before", p.before.unwrap_or(context), 0, 50)? as usize;
+        let after = check_range("after", p.after.unwrap_or(context), 0, 50)? as usize;
+        let mode = check_choice(
+            "output_mode",
+            p.output_mode.as_deref().unwrap_or("content"),
+            &["content", "count"],
+        )?;
+        let limit = check_range("limit", p.limit.unwrap_or(20), 1, 100)? as usize;
+        let offset = check_range("offset", p.offset.unwrap_or(0), 0, i64::MAX)? as usize;
+        let case_insensitive = p.case_insensitive.unwrap_or(false);
+        let re = build_regex(&p.pattern, case_insensitive)?;
+
+        let doc = find_doc(self, &p.doc_id, id)?;
+        let fuzzy = p.fuzzy_whitespace.unwrap_or(doc.doc_type == DocType::Pdf);
+        let squeezed = if fuzzy {
+            Some(build_regex(&squeeze_pattern(&p.pattern), case_insensitive)?)
+        } else {
+            None
+        };
+        let text = readable_content(self, &doc)?;
+        let lines: Vec<&str> = if text.is_empty() {
+            Vec::new()
+        } else {
+            text.split('\n').collect()
+        };
+        let hits = matching_lines(&lines, &re, squeezed.as_ref());
+        let total = hits.len();
+        let page: Vec<usize> = if mode == "count" {
+            Vec::new()
+        } else {
+            hits.iter().copied().skip(offset).take(limit).collect()
+        };
+        let matches = page
+            .iter()
+            .map(|&i| {
+                let from = i.saturating_sub(before);
+                let to = (i + after).min(lines.len().saturating_sub(1));
+                GrepMatch {
+                    line_number: i as u32 + 1,
+                    content: cut(lines[i]),
+                    context_before: (from..i).map(|j| (j as u32 + 1, cut(lines[j]))).collect(),
+                    context_after: (i + 1..=to)
+                        .filter(|&j| j > i)
+                        .map(|j| (j as u32 + 1, cut(lines[j])))
+                        .collect(),
+                }
+            })
+            .collect::<Vec<_>>();
+        let has_more = mode == "content" && offset + matches.len() < total;
+        Ok(GrepResponse {
+            pattern: p.pattern,
+            doc_id: doc.id.to_string(),
+            title: doc.display_title(),
+            total_matches: total,
+            returned: matches.len(),
+            has_more,
+            next_offset: has_more.then_some(offset + matches.len()),
+            matches,
+            count_only: mode == "count",
+            offset,
+        })
+    }
+}
+
+impl GrepResponse {
+    /// The Markdown form: match lines marked `>`, overlapping context merged, groups separated
+    /// by `--`.
+    pub fn to_markdown(&self) -> String {
+        let mut out = format!(
+            "# Grep Results\n\nFound {} matches in {} ({}) for `{}`\n",
+            thousands(self.total_matches as u64),
+            one_line(&self.title),
+            self.doc_id,
+            self.pattern
+        );
+        if self.count_only || self.matches.is_empty() {
+            if !self.count_only && self.total_matches > 0 {
+                out.push_str(&format!(
+                    "\nNo matches at offset {} (there are {}).\n",
+                    self.offset, self.total_matches
+                ));
+            }
+            return out;
+        }
+        let last = self
+            .matches
+            .iter()
+            .flat_map(|m| m.context_after.last().map(|c| c.0).into_iter().chain([m.line_number]))
+            .max()
+            .unwrap_or(1);
+        let width = last.to_string().len().max(4);
+        out.push('\n');
+        let mut printed_to = 0u32;
+        for m in &self.matches {
+            let rows = m
+                .context_before
+                .iter()
+                .map(|(n, t)| (*n, t.as_str(), false))
+                .chain([(m.line_number, m.content.as_str(), true)])
+                .chain(m.context_after.iter().map(|(n, t)| (*n, t.as_str(), false)));
+            let mut first = true;
+            for (n, t, is_match) in rows {
+                if n <= printed_to {
+                    // Already printed as context of the previous match; a later match line
+                    // inside that context was marked there too.
+                    continue;
+                }
+                if first && printed_to > 0 && n > printed_to + 1 {
+                    out.push_str("--\n");
+                }
+                first = false;
+                let mark = if is_match || self.is_match_line(n) { ">" } else { "" };
+                out.push_str(&format!("{n:>width$}{mark}\t{t}\n"));
+                printed_to = n;
+            }
+        }
+        if self.has_more {
+            let shown_to = self.offset + self.returned;
+            out.push_str(&format!(
+                "\n(matches {}-{} of {}; continue with offset={})\n",
+                self.offset + 1,
+                shown_to,
+                self.total_matches,
+                shown_to
+            ));
+        }
+        out
+    }
+
+    fn is_match_line(&self, n: u32) -> bool {
+        self.matches.iter().any(|m| m.line_number == n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fuzzy_whitespace_spans_lines() {
+        let lines = ["the inter", "national  body", "other"];
+        let re = build_regex("international body", false).unwrap();
+        let squeezed = build_regex(&squeeze_pattern("international body"), false).unwrap();
+        assert_eq!(matching_lines(&lines, &re, None), Vec::<usize>::new());
+        assert_eq!(matching_lines(&lines, &re, Some(&squeezed)), vec![0]);
+        assert_eq!(squeeze_pattern(r"a\ b c"), r"a\ bc");
+    }
+}

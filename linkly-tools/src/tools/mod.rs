@@ -1,0 +1,112 @@
+//! The tool registry: one module per tool, one line per tool in [`TOOLS`].
+
+pub(crate) mod grep;
+pub(crate) mod outline;
+pub(crate) mod read;
+pub(crate) mod search;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::{Linkly, Result, ToolError};
+
+/// One tool as front ends see it: its name, description, input schema and runner.
+pub struct ToolSpec {
+    /// The tool's name (`search`).
+    pub name: &'static str,
+    /// A one-line human title.
+    pub title: &'static str,
+    /// The description shown to models: what the tool does and when to use it.
+    pub description: &'static str,
+    /// True for tools that never write.
+    pub read_only: bool,
+    /// The JSON schema of the arguments.
+    pub input_schema: fn() -> Value,
+    pub(crate) run: fn(&Linkly, Value) -> Result<Rendered>,
+}
+
+impl std::fmt::Debug for ToolSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSpec").field("name", &self.name).finish()
+    }
+}
+
+/// A successful tool result before the footer is added.
+pub(crate) enum Rendered {
+    Markdown(String),
+    Json(Value),
+}
+
+/// Every tool, in workflow order. Adding a tool = a module here + one line.
+pub static TOOLS: &[ToolSpec] = &[search::SPEC, outline::SPEC, grep::SPEC, read::SPEC];
+
+/// The JSON schema of a parameter type.
+pub(crate) fn schema_of<T: JsonSchema>() -> Value {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    serde_json::to_value(schema).unwrap_or_else(|_| serde_json::json!({"type": "object"}))
+}
+
+/// Deserialises arguments, naming the offending parameter on failure.
+pub(crate) fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
+    serde_path_to_error::deserialize::<_, T>(args).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        if path.is_empty() || path == "." {
+            ToolError::invalid(format!("invalid arguments: {inner}"))
+        } else {
+            ToolError::invalid(format!("{path}: {inner}"))
+        }
+    })
+}
+
+/// Renders a response in the requested format.
+pub(crate) fn render<T: serde::Serialize>(
+    format: crate::OutputFormat,
+    response: &T,
+    markdown: impl FnOnce(&T) -> String,
+) -> Result<Rendered> {
+    Ok(match format {
+        crate::OutputFormat::Json => {
+            Rendered::Json(serde_json::to_value(response).map_err(ToolError::internal)?)
+        }
+        crate::OutputFormat::Markdown => Rendered::Markdown(markdown(response)),
+    })
+}
+
+/// Parses a document id parameter.
+pub(crate) fn parse_doc_id(name: &str, value: &str) -> Result<linkly_core::DocId> {
+    linkly_core::DocId::parse(value).map_err(|_| {
+        ToolError::invalid(format!(
+            "{name} must be a document id like \"local://12\" (got {value:?})"
+        ))
+    })
+}
+
+/// Looks up a document, or `DOC_NOT_FOUND`.
+pub(crate) fn find_doc(
+    linkly: &Linkly,
+    raw: &str,
+    id: linkly_core::DocId,
+) -> Result<linkly_index::DocRecord> {
+    linkly
+        .index()
+        .doc(id)?
+        .ok_or_else(|| ToolError::doc_not_found(raw))
+}
+
+/// A document's text, or `CONTENT_UNREADABLE` when it has a skip reason.
+pub(crate) fn readable_content(linkly: &Linkly, doc: &linkly_index::DocRecord) -> Result<String> {
+    if let Some(reason) = &doc.skip_reason {
+        return Err(ToolError::new(
+            linkly_core::ErrorCode::ContentUnreadable,
+            format!(
+                "{} ({}) has no readable content: {reason}. It is indexed by name only; do not read or grep it",
+                doc.path, doc.id
+            ),
+        ));
+    }
+    Ok(linkly.index().content(doc.id)?.unwrap_or_default())
+}
