@@ -1,1 +1,45 @@
-fn main() {}
+//! The `linkly` command: index folders, search and read them, serve them over MCP.
+//!
+//! Wiring only: argument parsing (`args`), the commands (`commands`), output and exit codes
+//! (`output`). Tool behaviour lives in `linkly-tools`; the MCP server in `linkly-mcp`.
+
+// A command-line program prints to stdout and stderr by design.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod args;
+mod commands;
+mod output;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    init_tracing();
+    match commands::run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            // A closed pipe (`linkly search x | head`) is not a failure.
+            if err
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("Error: {err:#}");
+            ExitCode::from(output::EXIT_FAILURE_PLAIN)
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env(linkly_core::env::LINKLY_LOG)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

@@ -1,0 +1,196 @@
+//! The command line, as clap types.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Search documents and take notes from the terminal.
+#[derive(Debug, Parser)]
+#[command(name = "linkly", version, about, after_help = "Docs: https://linkly.ai/docs")]
+pub(crate) struct Cli {
+    /// Print JSON instead of Markdown (adds "status": "success"; errors as {"status":"error"}).
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// Grep-style exit codes: 0 found, 1 nothing matched, 2 failure.
+    #[arg(long, global = true)]
+    pub(crate) exit_code: bool,
+    /// The data directory (index, config, notes). Default: $LINKLY_HOME, else ~/.linkly.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) home: Option<PathBuf>,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Manage the watched folders.
+    #[command(subcommand)]
+    Folders(FoldersCommand),
+    /// Index the watched folders (and the folders given, which are added to them).
+    Index(IndexArgs),
+    /// Find documents.
+    Search(SearchArgs),
+    /// Show the outline of documents.
+    Outline(OutlineArgs),
+    /// Search one or more documents' lines with a regular expression.
+    Grep(GrepArgs),
+    /// Read line ranges of one or more documents.
+    Read(ReadArgs),
+    /// Index the watched folders, then serve MCP over Streamable HTTP on 127.0.0.1.
+    Serve(ServeArgs),
+    /// Serve MCP over stdio (for clients that start the server themselves).
+    Mcp,
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum FoldersCommand {
+    /// Watch folders.
+    Add {
+        /// Folders to add.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Stop watching folders (their documents leave the index at the next sync).
+    Remove {
+        /// Folders to remove.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// List the watched folders.
+    List,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct IndexArgs {
+    /// Folders to add to the watched folders before indexing.
+    pub(crate) paths: Vec<PathBuf>,
+    /// Exclusion globs to add to the config (repeatable).
+    #[arg(long = "exclude", value_name = "GLOB")]
+    pub(crate) exclude: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum TimeSort {
+    Default,
+    Newest,
+    Oldest,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SearchArgs {
+    /// Keywords or a phrase.
+    pub(crate) query: String,
+    /// Maximum results (1–50, default 20).
+    #[arg(long)]
+    pub(crate) limit: Option<i64>,
+    /// Document types, comma-separated (pdf,docx,md,...).
+    #[arg(long = "type", value_name = "TYPES")]
+    pub(crate) doc_types: Option<String>,
+    /// A library name or local://<id>.
+    #[arg(long)]
+    pub(crate) library: Option<String>,
+    /// A substring glob on the absolute path.
+    #[arg(long)]
+    pub(crate) path_glob: Option<String>,
+    /// Modified at or after (ISO 8601, UTC, inclusive).
+    #[arg(long)]
+    pub(crate) modified_after: Option<String>,
+    /// Modified at or before (ISO 8601, UTC, inclusive).
+    #[arg(long)]
+    pub(crate) modified_before: Option<String>,
+    /// Re-order the results by time.
+    #[arg(long, value_enum)]
+    pub(crate) time_sort: Option<TimeSort>,
+    /// `folder` (default) or `notes`.
+    #[arg(long)]
+    pub(crate) scope: Option<String>,
+    /// Note tags, comma-separated (AND).
+    #[arg(long)]
+    pub(crate) tags: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct OutlineArgs {
+    /// Document ids (`local://12` or `12`); `-` reads ids from stdin, one per line.
+    #[arg(required = true)]
+    pub(crate) ids: Vec<String>,
+    /// Node ids to expand, comma-separated (`2,3.1`).
+    #[arg(long)]
+    pub(crate) expand: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum GrepMode {
+    Content,
+    Count,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GrepArgs {
+    /// A regular expression (Rust regex syntax).
+    pub(crate) pattern: String,
+    /// Document ids; `-` reads ids from stdin.
+    #[arg(required = true)]
+    pub(crate) ids: Vec<String>,
+    /// Context lines before and after (0–50, default 3).
+    #[arg(short = 'C', long)]
+    pub(crate) context: Option<i64>,
+    /// Context lines before.
+    #[arg(short = 'B', long)]
+    pub(crate) before: Option<i64>,
+    /// Context lines after.
+    #[arg(short = 'A', long)]
+    pub(crate) after: Option<i64>,
+    /// Case-insensitive.
+    #[arg(short = 'i', long)]
+    pub(crate) ignore_case: bool,
+    /// `content` (default) or `count`.
+    #[arg(long, value_enum)]
+    pub(crate) mode: Option<GrepMode>,
+    /// Matching lines returned (1–100, default 20).
+    #[arg(long)]
+    pub(crate) limit: Option<i64>,
+    /// Matching lines skipped.
+    #[arg(long)]
+    pub(crate) offset: Option<i64>,
+    /// Tolerate stray whitespace inside matches (default: on for PDF).
+    #[arg(long, value_name = "true|false")]
+    pub(crate) fuzzy_whitespace: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum ImageText {
+    None,
+    Abstract,
+    Full,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReadArgs {
+    /// Document ids; `-` reads ids from stdin.
+    #[arg(required = true)]
+    pub(crate) ids: Vec<String>,
+    /// First line, 1-based.
+    #[arg(long)]
+    pub(crate) offset: Option<i64>,
+    /// Lines (1–500, default 200).
+    #[arg(long)]
+    pub(crate) limit: Option<i64>,
+    /// Text of referenced images: none, abstract or full.
+    #[arg(long, value_enum)]
+    pub(crate) image_text: Option<ImageText>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Folders to add to the watched folders before indexing.
+    pub(crate) paths: Vec<PathBuf>,
+    /// The first port to try (the next ones are tried while it is busy).
+    #[arg(long, default_value_t = 60606)]
+    pub(crate) port: u16,
+}

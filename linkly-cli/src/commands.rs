@@ -1,0 +1,506 @@
+//! The commands: each builds tool arguments or runs the system, then hands output to
+//! `output`.
+
+use std::io::BufRead;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use linkly_core::{Config, DataDir, DocType};
+use linkly_index::{Index, SyncOptions, SyncReport};
+use linkly_mcp::{HttpOptions, IndexStatus, ServerState};
+use linkly_tools::Linkly;
+use serde_json::{Map, Value, json};
+
+use crate::args::{
+    Cli, Command, FoldersCommand, GrepArgs, GrepMode, ImageText, IndexArgs, OutlineArgs, ReadArgs,
+    SearchArgs, ServeArgs, TimeSort,
+};
+use crate::output::{Outcome, Printer};
+use crate::progress::Reporter;
+
+pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let data = cli
+        .home
+        .clone()
+        .map(DataDir::new)
+        .unwrap_or_else(DataDir::from_env);
+    let printer = Printer {
+        json: cli.json,
+        exit_code: cli.exit_code,
+    };
+    match cli.command {
+        Command::Folders(cmd) => folders(&data, cmd, printer),
+        Command::Index(args) => index(&data, args, printer),
+        Command::Search(args) => search(&data, args, printer),
+        Command::Outline(args) => outline(&data, args, printer),
+        Command::Grep(args) => grep(&data, args, printer),
+        Command::Read(args) => read(&data, args, printer),
+        Command::Serve(args) => serve(&data, args),
+        Command::Mcp => mcp(&data),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "linkly", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn load_config(data: &DataDir) -> anyhow::Result<Config> {
+    Ok(Config::load(data)?)
+}
+
+fn folders(data: &DataDir, cmd: FoldersCommand, printer: Printer) -> anyhow::Result<ExitCode> {
+    let mut config = load_config(data)?;
+    match cmd {
+        FoldersCommand::Add { paths } => {
+            for p in paths {
+                let added = config
+                    .add_folder(&p)
+                    .with_context(|| format!("cannot watch {}", p.display()))?;
+                let shown = fs_err::canonicalize(&p)?;
+                if added {
+                    println!("Watching {}", shown.display());
+                } else {
+                    println!("Already watching {}", shown.display());
+                }
+            }
+            config.save(data)?;
+            println!("Run `linkly index` to index the watched folders.");
+        }
+        FoldersCommand::Remove { paths } => {
+            for p in paths {
+                if config.remove_folder(&p) {
+                    println!("Stopped watching {}", p.display());
+                } else {
+                    bail!("{} is not a watched folder", p.display());
+                }
+            }
+            config.save(data)?;
+        }
+        FoldersCommand::List => {
+            if printer.json {
+                println!(
+                    "{}",
+                    json!({"status": "success", "folders": config.folders, "exclude": config.exclude})
+                );
+            } else if config.folders.is_empty() {
+                println!("No watched folders. Add one with `linkly folders add <path>`.");
+            } else {
+                for f in &config.folders {
+                    println!("{}", f.display());
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn sync_options(config: &Config) -> SyncOptions {
+    SyncOptions {
+        roots: config.folders.clone(),
+        exclude: config.exclude.clone(),
+    }
+}
+
+fn run_sync(index: &Index, config: &Config) -> anyhow::Result<SyncReport> {
+    let mut reporter = Reporter::new();
+    let report = index.sync(&sync_options(config), &mut |p| reporter.update(p))?;
+    Ok(report)
+}
+
+fn index(data: &DataDir, args: IndexArgs, printer: Printer) -> anyhow::Result<ExitCode> {
+    let mut config = load_config(data)?;
+    let mut changed = false;
+    for p in &args.paths {
+        changed |= config
+            .add_folder(p)
+            .with_context(|| format!("cannot watch {}", p.display()))?;
+    }
+    for e in args.exclude {
+        if !config.exclude.contains(&e) {
+            config.exclude.push(e);
+            changed = true;
+        }
+    }
+    if changed || !data.config_file().exists() {
+        config.save(data)?;
+    }
+    if config.folders.is_empty() {
+        bail!("no watched folders: give one (`linkly index ~/Documents`) or add one with `linkly folders add <path>`");
+    }
+    let index = Index::open(&data.index_dir())?;
+    let report = run_sync(&index, &config)?;
+    let secs = report.elapsed_ms as f64 / 1000.0;
+    if printer.json {
+        println!(
+            "{}",
+            json!({
+                "status": "success", "seen": report.seen, "added": report.added,
+                "updated": report.updated, "unchanged": report.unchanged,
+                "removed": report.removed, "skipped": report.skipped,
+                "bytes": report.bytes, "elapsed_ms": report.elapsed_ms,
+                "doc_count": index.doc_count()?,
+            })
+        );
+    } else {
+        println!(
+            "Indexed {} files in {secs:.1}s: {} new, {} changed, {} unchanged, {} removed ({} by name only: see skip_reason). {} documents in the index.",
+            report.seen,
+            report.added,
+            report.updated,
+            report.unchanged,
+            report.removed,
+            report.skipped,
+            index.doc_count()?
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn open_tools(data: &DataDir) -> anyhow::Result<Linkly> {
+    Linkly::open(data.clone()).map_err(|e| anyhow::anyhow!("{}", e.message))
+}
+
+/// Reads ids, replacing a lone `-` with the ids on stdin (one per line).
+fn expand_ids(ids: Vec<String>) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for id in ids {
+        if id == "-" {
+            for line in std::io::stdin().lock().lines() {
+                let line = line?;
+                let t = line.trim();
+                if !t.is_empty() {
+                    out.push(t.to_string());
+                }
+            }
+        } else {
+            out.push(id);
+        }
+    }
+    if out.is_empty() {
+        bail!("no document ids given");
+    }
+    Ok(out)
+}
+
+fn comma_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+fn normalise_tags(s: &str) -> anyhow::Result<Vec<String>> {
+    let tags: Vec<String> = s
+        .split(',')
+        .map(|t| t.trim().trim_start_matches('#').trim().to_ascii_lowercase())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if tags.is_empty() {
+        bail!("--tags was given but contains no usable tag (use e.g. --tags work,ideas)");
+    }
+    Ok(tags)
+}
+
+fn check_limit(limit: Option<i64>) -> anyhow::Result<()> {
+    if limit.is_some_and(|l| l < 1) {
+        bail!("--limit must be at least 1");
+    }
+    Ok(())
+}
+
+/// Sets a key when the value is present (options never become `null`).
+fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+    if let Some(v) = value {
+        map.insert(key.to_string(), v);
+    }
+}
+
+/// Calls a tool once, prints the result, and classifies it.
+fn call_once(linkly: &Linkly, printer: Printer, tool: &str, mut args: Map<String, Value>) -> Outcome {
+    if printer.json {
+        args.insert("output_format".into(), json!("json"));
+    }
+    match linkly.call(tool, Value::Object(args)) {
+        Ok(out) if !out.is_error => match printer.success(tool, &out.text) {
+            Ok(o) => o,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Outcome::Found,
+            Err(e) => {
+                printer.error(&e.to_string());
+                Outcome::Failed
+            }
+        },
+        Ok(out) => {
+            printer.error(&format!("Tool error: {}", tool_error_message(&out.text)));
+            Outcome::Failed
+        }
+        Err(unknown) => {
+            printer.error(&unknown.to_string());
+            Outcome::Failed
+        }
+    }
+}
+
+fn tool_error_message(text: &str) -> String {
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| {
+            let e = v.get("error")?;
+            Some(format!(
+                "[{}] {}",
+                e.get("code")?.as_str()?,
+                e.get("message")?.as_str()?
+            ))
+        })
+        .unwrap_or_else(|| text.to_string())
+}
+
+fn search(data: &DataDir, a: SearchArgs, printer: Printer) -> anyhow::Result<ExitCode> {
+    if a.query.trim().is_empty() {
+        printer.error("Search query cannot be empty");
+        return Ok(printer.exit(Outcome::Failed));
+    }
+    if let Err(e) = check_limit(a.limit) {
+        printer.error(&e.to_string());
+        return Ok(printer.exit(Outcome::Failed));
+    }
+    let mut args = Map::new();
+    args.insert("query".into(), json!(a.query));
+    put(&mut args, "limit", a.limit.map(|v| json!(v)));
+    if let Some(types) = &a.doc_types {
+        let types: Vec<String> = comma_list(types).iter().map(|t| t.to_ascii_lowercase()).collect();
+        let bad: Vec<&String> = types.iter().filter(|t| DocType::from_token(t).is_err()).collect();
+        if !bad.is_empty() {
+            printer.error(&format!(
+                "Unknown document type(s): {}. Supported: {}",
+                bad.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+                DocType::supported_list()
+            ));
+            return Ok(printer.exit(Outcome::Failed));
+        }
+        args.insert("doc_types".into(), json!(types));
+    }
+    put(&mut args, "library", a.library.map(|v| json!(v)));
+    put(&mut args, "path_glob", a.path_glob.map(|v| json!(v)));
+    put(&mut args, "modified_after", a.modified_after.map(|v| json!(v)));
+    put(&mut args, "modified_before", a.modified_before.map(|v| json!(v)));
+    put(
+        &mut args,
+        "time_sort",
+        a.time_sort.map(|t| {
+            json!(match t {
+                TimeSort::Default => "default",
+                TimeSort::Newest => "newest",
+                TimeSort::Oldest => "oldest",
+            })
+        }),
+    );
+    put(&mut args, "scope", a.scope.map(|v| json!(v)));
+    if let Some(tags) = &a.tags {
+        match normalise_tags(tags) {
+            Ok(t) => {
+                args.insert("tags".into(), json!(t));
+            }
+            Err(e) => {
+                printer.error(&e.to_string());
+                return Ok(printer.exit(Outcome::Failed));
+            }
+        }
+    }
+    let linkly = open_tools(data)?;
+    Ok(printer.exit(call_once(&linkly, printer, "search", args)))
+}
+
+fn outline(data: &DataDir, a: OutlineArgs, printer: Printer) -> anyhow::Result<ExitCode> {
+    let ids = expand_ids(a.ids)?;
+    let mut args = Map::new();
+    args.insert("doc_ids".into(), json!(ids));
+    put(&mut args, "expand", a.expand.map(|e| json!(comma_list(&e))));
+    let linkly = open_tools(data)?;
+    Ok(printer.exit(call_once(&linkly, printer, "outline", args)))
+}
+
+/// Calls a one-document tool for each id: successes printed, failures collected.
+fn per_id(
+    linkly: &Linkly,
+    printer: Printer,
+    tool: &str,
+    verb: &str,
+    ids: &[String],
+    build: impl Fn(&str) -> Map<String, Value>,
+) -> ExitCode {
+    let mut outcome: Option<Outcome> = None;
+    let mut failures = Vec::new();
+    for id in ids {
+        let mut args = build(id);
+        if printer.json {
+            args.insert("output_format".into(), json!("json"));
+        }
+        match linkly.call(tool, Value::Object(args)) {
+            Ok(out) if !out.is_error => {
+                let o = printer.success(tool, &out.text).unwrap_or(Outcome::Found);
+                outcome = Some(outcome.map_or(o, |prev| prev.merge(o)));
+            }
+            Ok(out) => failures.push(format!("{id}: {}", tool_error_message(&out.text))),
+            Err(e) => failures.push(format!("{id}: {e}")),
+        }
+    }
+    if failures.is_empty() {
+        return printer.exit(outcome.unwrap_or(Outcome::Found));
+    }
+    if ids.len() == 1 {
+        printer.error(&format!("Tool error: {}", failures[0].split_once(": ").map_or(failures[0].as_str(), |x| x.1)));
+        return printer.exit(Outcome::Failed);
+    }
+    if outcome.is_none() {
+        printer.error(&format!(
+            "Could not {verb} any of the {} documents: {}",
+            ids.len(),
+            failures.join("; ")
+        ));
+        return printer.exit(Outcome::Failed);
+    }
+    printer.warn(&format!(
+        "{} of {} documents could not be {}: {}",
+        failures.len(),
+        ids.len(),
+        if verb == "grep" { "searched" } else { "read" },
+        failures.join("; ")
+    ));
+    printer.exit(outcome.unwrap_or(Outcome::Found))
+}
+
+fn grep(data: &DataDir, a: GrepArgs, printer: Printer) -> anyhow::Result<ExitCode> {
+    check_limit(a.limit)?;
+    let ids = expand_ids(a.ids.clone())?;
+    let linkly = open_tools(data)?;
+    Ok(per_id(&linkly, printer, "grep", "grep", &ids, |id| {
+        let mut args = Map::new();
+        args.insert("pattern".into(), json!(a.pattern));
+        args.insert("doc_id".into(), json!(id));
+        put(&mut args, "context", a.context.map(|v| json!(v)));
+        put(&mut args, "before", a.before.map(|v| json!(v)));
+        put(&mut args, "after", a.after.map(|v| json!(v)));
+        if a.ignore_case {
+            args.insert("case_insensitive".into(), json!(true));
+        }
+        put(
+            &mut args,
+            "output_mode",
+            a.mode.map(|m| json!(match m {
+                GrepMode::Content => "content",
+                GrepMode::Count => "count",
+            })),
+        );
+        put(&mut args, "limit", a.limit.map(|v| json!(v)));
+        put(&mut args, "offset", a.offset.map(|v| json!(v)));
+        put(&mut args, "fuzzy_whitespace", a.fuzzy_whitespace.map(|v| json!(v)));
+        args
+    }))
+}
+
+fn read(data: &DataDir, a: ReadArgs, printer: Printer) -> anyhow::Result<ExitCode> {
+    check_limit(a.limit)?;
+    let ids = expand_ids(a.ids.clone())?;
+    let linkly = open_tools(data)?;
+    Ok(per_id(&linkly, printer, "read", "read", &ids, |id| {
+        let mut args = Map::new();
+        args.insert("doc_id".into(), json!(id));
+        put(&mut args, "offset", a.offset.map(|v| json!(v)));
+        put(&mut args, "limit", a.limit.map(|v| json!(v)));
+        put(
+            &mut args,
+            "image_text",
+            a.image_text.map(|m| json!(match m {
+                ImageText::None => "none",
+                ImageText::Abstract => "abstract",
+                ImageText::Full => "full",
+            })),
+        );
+        args
+    }))
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let mut config = load_config(data)?;
+    let mut changed = false;
+    for p in &a.paths {
+        changed |= config
+            .add_folder(p)
+            .with_context(|| format!("cannot watch {}", p.display()))?;
+    }
+    if changed {
+        config.save(data)?;
+    }
+    let index = Arc::new(Index::open(&data.index_dir())?);
+    let linkly = Arc::new(Linkly::new(index.clone(), data.clone(), config.clone()));
+    let state = ServerState::new(IndexStatus::Indexing);
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let bound = linkly_mcp::bind_http(HttpOptions {
+            port: a.port,
+            port_file: Some(data.port_file()),
+            ..HttpOptions::default()
+        })
+        .await?;
+        eprintln!("Linkly MCP server: {}", bound.endpoint());
+        // Index in the background: keyword search answers at once, status says how far along.
+        let sync_state = state.clone();
+        std::thread::spawn(move || {
+            if config.folders.is_empty() {
+                sync_state.set(IndexStatus::Idle);
+                return;
+            }
+            match run_sync(&index, &config) {
+                Ok(r) => {
+                    eprintln!(
+                        "Indexed {} files: {} new, {} changed, {} removed",
+                        r.seen, r.added, r.updated, r.removed
+                    );
+                    sync_state.set(IndexStatus::Idle);
+                }
+                Err(e) => {
+                    eprintln!("Error: indexing failed: {e}");
+                    sync_state.set(IndexStatus::Error);
+                }
+            }
+        });
+        linkly_mcp::serve_http(bound, linkly, state, shutdown_signal()).await
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn mcp(data: &DataDir) -> anyhow::Result<ExitCode> {
+    let linkly = Arc::new(open_tools(data)?);
+    runtime()?.block_on(linkly_mcp::serve_stdio(linkly))?;
+    Ok(ExitCode::SUCCESS)
+}
