@@ -1,0 +1,113 @@
+//! Helpers shared by the tests that drive the real `linkly` binary.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// A data directory and a folder of documents, both temporary.
+pub struct Env {
+    pub tmp: tempfile::TempDir,
+    pub home: PathBuf,
+    pub docs: PathBuf,
+}
+
+pub const GUIDE: &str = "# Budget guide\n\nIntro line.\n\n## Planning\n\nThe budget for 2024 is set.\nMore planning text.\n\n## Spending\n\nSpending rules here.\nbudget again\n";
+
+impl Env {
+    /// An environment with these files under `docs/`.
+    pub fn new(files: &[(&str, &str)]) -> Env {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let docs = tmp.path().join("docs");
+        fs_err::create_dir_all(&docs).unwrap();
+        for (rel, text) in files {
+            let p = docs.join(rel);
+            fs_err::create_dir_all(p.parent().unwrap()).unwrap();
+            fs_err::write(p, text).unwrap();
+        }
+        Env { tmp, home, docs }
+    }
+
+    /// The standard sample.
+    pub fn sample() -> Env {
+        let lines: Vec<String> = (1..=40)
+            .map(|i| if i % 5 == 0 { format!("hit {i}") } else { format!("line {i}") })
+            .collect();
+        Env::new(&[
+            ("guide.md", GUIDE),
+            ("notes/plain.txt", "alpha beta\ngamma budget delta\nepsilon\n"),
+            ("g.txt", &lines.join("\n")),
+            ("jp/東京.md", "# 東京の案内\n\n機械学習の研究所が東京にあります。\n"),
+        ])
+    }
+
+    /// A `linkly` command with this environment's data directory.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(bin());
+        c.env("LINKLY_HOME", &self.home).env_remove("LINKLY_LOG");
+        c
+    }
+
+    /// Runs `linkly` with arguments.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+
+    /// Runs `linkly index <docs>` and asserts success.
+    pub fn index(&self) {
+        let out = self.run(&["index", self.docs.to_str().unwrap()]);
+        assert!(out.status.success(), "index failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// `linkly --json ...` parsed, asserting exit 0.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.run(&all);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// The first search result's id.
+    pub fn doc_id(&self, query: &str) -> String {
+        let v = self.json(&["search", query, "--limit", "1"]);
+        v["results"][0]["doc_id"].as_str().unwrap().to_string()
+    }
+}
+
+/// The built binary.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_linkly"))
+}
+
+/// The shared folder beside the repository (or `LINKLY_SHARED_DIR`).
+pub fn shared_dir() -> PathBuf {
+    std::env::var_os("LINKLY_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
+}
+
+/// The Python that has the MCP probe's requirements (installed by `cargo xtask test`).
+pub fn probe_python() -> PathBuf {
+    if let Some(p) = std::env::var_os("LINKLY_PROBE_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let home = std::env::var_os("MCP_HARNESS_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-harness"));
+    let py = home.join("venv/bin/python");
+    assert!(
+        py.exists(),
+        "the MCP probe's Python is missing at {}: run `cargo xtask test` (it installs it), or set LINKLY_PROBE_PYTHON",
+        py.display()
+    );
+    py
+}
