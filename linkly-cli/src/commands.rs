@@ -142,6 +142,7 @@ fn index(data: &DataDir, args: IndexArgs, printer: Printer) -> anyhow::Result<Ex
                 "removed": report.removed, "skipped": report.skipped,
                 "bytes": report.bytes, "elapsed_ms": report.elapsed_ms,
                 "doc_count": index.doc_count()?,
+                "peak_rss_kb": peak_rss_kb(),
             })
         );
     } else {
@@ -157,6 +158,16 @@ fn index(data: &DataDir, args: IndexArgs, printer: Printer) -> anyhow::Result<Ex
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The process's peak resident set (Linux `VmHWM`), for benchmarks.
+fn peak_rss_kb() -> Option<u64> {
+    let status = fs_err::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
 }
 
 fn open_tools(data: &DataDir) -> anyhow::Result<Linkly> {

@@ -1,0 +1,193 @@
+//! `cargo xtask bench index|search|all [--docs N]`.
+//!
+//! Runs in a release build (re-executing itself when needed). Indexing goes through the release
+//! `linkly` binary, which reports its own time, bytes and peak RSS; search is timed in-process
+//! through `linkly_tools::Linkly::call` (the full tool: BM25, records, snippets, JSON) and per
+//! CLI call (process start, index open, search, print).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use linkly_core::DataDir;
+use linkly_tools::Linkly;
+use serde_json::{Value, json};
+
+use crate::corpus;
+
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    if cfg!(debug_assertions) {
+        // Benchmarks mean nothing in a debug build: re-run in release.
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(crate::root())
+            .args(["run", "--release", "--quiet", "-p", "xtask", "--", "bench"])
+            .args(args)
+            .status()?;
+        std::process::exit(status.code().unwrap_or(1));
+    }
+    let what = args.first().map(String::as_str).unwrap_or("all");
+    let docs = args
+        .iter()
+        .position(|a| a == "--docs")
+        .and_then(|i| args.get(i + 1))
+        .map(|s| s.parse::<usize>())
+        .transpose()?
+        .unwrap_or(10_000);
+    if !matches!(what, "index" | "search" | "all") {
+        bail!("usage: cargo xtask bench index|search|all [--docs N]");
+    }
+    let linkly_bin = build_cli()?;
+    let work = crate::target_dir().join("bench");
+    fs_err::create_dir_all(&work)?;
+    eprintln!("bench: preparing corpora in {}", work.display());
+    let corpora = [
+        ("generated", corpus::generated(&work, docs)?),
+        ("scifact", corpus::scifact(&work)?),
+    ];
+    let mut report = String::from("| corpus | step | figure |\n|---|---|---|\n");
+    for (name, dir) in &corpora {
+        let home = work.join(format!("home-{name}"));
+        let fresh = what != "search" || !home.join("index").exists();
+        if fresh {
+            let _ = fs_err::remove_dir_all(&home);
+            let v = index(&linkly_bin, &home, dir)?;
+            let secs = v["elapsed_ms"].as_f64().unwrap_or(0.0) / 1000.0;
+            let seen = v["seen"].as_f64().unwrap_or(0.0);
+            let mb = v["bytes"].as_f64().unwrap_or(0.0) / 1_048_576.0;
+            report.push_str(&format!(
+                "| {name} | index {seen:.0} files, {mb:.1} MB | {secs:.2} s, {:.0} docs/s, {:.1} MB/s, peak RSS {:.0} MB |\n",
+                seen / secs.max(1e-9),
+                mb / secs.max(1e-9),
+                v["peak_rss_kb"].as_f64().unwrap_or(0.0) / 1024.0
+            ));
+            let v = index(&linkly_bin, &home, dir)?;
+            report.push_str(&format!(
+                "| {name} | re-index, nothing changed | {:.2} s |\n",
+                v["elapsed_ms"].as_f64().unwrap_or(0.0) / 1000.0
+            ));
+        }
+        if what != "index" {
+            let queries = if *name == "scifact" {
+                corpus::scifact_queries()?.0.into_iter().map(|(_, q)| q).collect()
+            } else {
+                corpus::generated_queries(300)
+            };
+            let (p50, p99) = search_in_process(&home, &queries)?;
+            report.push_str(&format!(
+                "| {name} | search in-process ({} queries, limit 10) | p50 {p50:.2} ms, p99 {p99:.2} ms |\n",
+                queries.len()
+            ));
+            let (p50, p99) = search_cli(&linkly_bin, &home, &queries[..queries.len().min(40)])?;
+            report.push_str(&format!(
+                "| {name} | search per CLI call (40 queries) | p50 {p50:.1} ms, p99 {p99:.1} ms |\n"
+            ));
+            if *name == "scifact" {
+                let ndcg = scifact_ndcg(&home)?;
+                report.push_str(&format!(
+                    "| scifact | keyword-mode nDCG@10 (300 test claims) | {ndcg:.3} |\n"
+                ));
+            }
+        }
+    }
+    println!("{report}");
+    fs_err::write(work.join("report.md"), &report)?;
+    eprintln!("bench: report written to {}", work.join("report.md").display());
+    Ok(())
+}
+
+fn build_cli() -> anyhow::Result<PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let ok = Command::new(cargo)
+        .current_dir(crate::root())
+        .args(["build", "--release", "--quiet", "-p", "linkly-cli"])
+        .status()?
+        .success();
+    if !ok {
+        bail!("building the release linkly binary failed");
+    }
+    Ok(crate::target_dir().join("release/linkly"))
+}
+
+fn index(bin: &Path, home: &Path, dir: &Path) -> anyhow::Result<Value> {
+    let out = Command::new(bin)
+        .args(["--json", "--home"])
+        .arg(home)
+        .arg("index")
+        .arg(dir)
+        .output()?;
+    if !out.status.success() {
+        bail!("indexing failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    serde_json::from_slice(&out.stdout).context("index --json output")
+}
+
+fn percentiles(mut ms: Vec<f64>) -> (f64, f64) {
+    ms.sort_by(|a, b| a.total_cmp(b));
+    let at = |p: f64| ms[((p * (ms.len() - 1) as f64).round() as usize).min(ms.len() - 1)];
+    (at(0.5), at(0.99))
+}
+
+fn search_in_process(home: &Path, queries: &[String]) -> anyhow::Result<(f64, f64)> {
+    let linkly = Linkly::open(DataDir::new(home)).map_err(|e| anyhow::anyhow!(e.message))?;
+    // Warm-up.
+    for q in queries.iter().take(10) {
+        let _ = linkly.call("search", json!({"query": q, "limit": 10}));
+    }
+    let mut ms = Vec::with_capacity(queries.len());
+    for q in queries {
+        let t = Instant::now();
+        let out = linkly.call("search", json!({"query": q, "limit": 10, "output_format": "json"}))?;
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        if out.is_error {
+            bail!("search failed: {}", out.text);
+        }
+    }
+    Ok(percentiles(ms))
+}
+
+fn search_cli(bin: &Path, home: &Path, queries: &[String]) -> anyhow::Result<(f64, f64)> {
+    let mut ms = Vec::with_capacity(queries.len());
+    for q in queries {
+        let t = Instant::now();
+        let out = Command::new(bin)
+            .arg("--home")
+            .arg(home)
+            .args(["search", q, "--limit", "10"])
+            .output()?;
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        if !out.status.success() {
+            bail!("CLI search failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    Ok(percentiles(ms))
+}
+
+/// nDCG@10 with binary relevance over SciFact's judged test claims.
+fn scifact_ndcg(home: &Path) -> anyhow::Result<f64> {
+    let (queries, qrels) = corpus::scifact_queries()?;
+    let linkly = Linkly::open(DataDir::new(home)).map_err(|e| anyhow::anyhow!(e.message))?;
+    let mut total = 0.0;
+    for (qid, text) in &queries {
+        let out = linkly.call("search", json!({"query": text, "limit": 10, "output_format": "json"}))?;
+        let v: Value = serde_json::from_str(&out.text)?;
+        let relevant = &qrels[qid];
+        let mut dcg = 0.0;
+        for (rank, r) in v["results"].as_array().into_iter().flatten().enumerate() {
+            let stem = Path::new(r["path"].as_str().unwrap_or(""))
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("")
+                .to_string();
+            if relevant.contains(&stem) {
+                dcg += 1.0 / ((rank + 2) as f64).log2();
+            }
+        }
+        let ideal: f64 = (0..relevant.len().min(10))
+            .map(|i| 1.0 / ((i + 2) as f64).log2())
+            .sum();
+        total += dcg / ideal;
+    }
+    Ok(total / queries.len() as f64)
+}
