@@ -6,7 +6,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Search documents and take notes from the terminal.
 #[derive(Debug, Parser)]
-#[command(name = "linkly", version, about, after_help = "Docs: https://linkly.ai/docs")]
+#[command(
+    name = "linkly",
+    version,
+    about,
+    after_help = "Docs: https://linkly.ai/docs"
+)]
 pub(crate) struct Cli {
     /// Print JSON instead of Markdown (adds "status": "success"; errors as {"status":"error"}).
     #[arg(long, global = true)]

@@ -128,7 +128,9 @@ fn index(data: &DataDir, args: IndexArgs, printer: Printer) -> anyhow::Result<Ex
         config.save(data)?;
     }
     if config.folders.is_empty() {
-        bail!("no watched folders: give one (`linkly index ~/Documents`) or add one with `linkly folders add <path>`");
+        bail!(
+            "no watched folders: give one (`linkly index ~/Documents`) or add one with `linkly folders add <path>`"
+        );
     }
     let index = Index::open(&data.index_dir())?;
     let report = run_sync(&index, &config)?;
@@ -230,7 +232,12 @@ fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
 }
 
 /// Calls a tool once, prints the result, and classifies it.
-fn call_once(linkly: &Linkly, printer: Printer, tool: &str, mut args: Map<String, Value>) -> Outcome {
+fn call_once(
+    linkly: &Linkly,
+    printer: Printer,
+    tool: &str,
+    mut args: Map<String, Value>,
+) -> Outcome {
     if printer.json {
         args.insert("output_format".into(), json!("json"));
     }
@@ -281,12 +288,21 @@ fn search(data: &DataDir, a: SearchArgs, printer: Printer) -> anyhow::Result<Exi
     args.insert("query".into(), json!(a.query));
     put(&mut args, "limit", a.limit.map(|v| json!(v)));
     if let Some(types) = &a.doc_types {
-        let types: Vec<String> = comma_list(types).iter().map(|t| t.to_ascii_lowercase()).collect();
-        let bad: Vec<&String> = types.iter().filter(|t| DocType::from_token(t).is_err()).collect();
+        let types: Vec<String> = comma_list(types)
+            .iter()
+            .map(|t| t.to_ascii_lowercase())
+            .collect();
+        let bad: Vec<&String> = types
+            .iter()
+            .filter(|t| DocType::from_token(t).is_err())
+            .collect();
         if !bad.is_empty() {
             printer.error(&format!(
                 "Unknown document type(s): {}. Supported: {}",
-                bad.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+                bad.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 DocType::supported_list()
             ));
             return Ok(printer.exit(Outcome::Failed));
@@ -295,8 +311,16 @@ fn search(data: &DataDir, a: SearchArgs, printer: Printer) -> anyhow::Result<Exi
     }
     put(&mut args, "library", a.library.map(|v| json!(v)));
     put(&mut args, "path_glob", a.path_glob.map(|v| json!(v)));
-    put(&mut args, "modified_after", a.modified_after.map(|v| json!(v)));
-    put(&mut args, "modified_before", a.modified_before.map(|v| json!(v)));
+    put(
+        &mut args,
+        "modified_after",
+        a.modified_after.map(|v| json!(v)),
+    );
+    put(
+        &mut args,
+        "modified_before",
+        a.modified_before.map(|v| json!(v)),
+    );
     put(
         &mut args,
         "time_sort",
@@ -362,7 +386,12 @@ fn per_id(
         return printer.exit(outcome.unwrap_or(Outcome::Found));
     }
     if ids.len() == 1 {
-        printer.error(&format!("Tool error: {}", failures[0].split_once(": ").map_or(failures[0].as_str(), |x| x.1)));
+        printer.error(&format!(
+            "Tool error: {}",
+            failures[0]
+                .split_once(": ")
+                .map_or(failures[0].as_str(), |x| x.1)
+        ));
         return printer.exit(Outcome::Failed);
     }
     if outcome.is_none() {
@@ -400,14 +429,20 @@ fn grep(data: &DataDir, a: GrepArgs, printer: Printer) -> anyhow::Result<ExitCod
         put(
             &mut args,
             "output_mode",
-            a.mode.map(|m| json!(match m {
-                GrepMode::Content => "content",
-                GrepMode::Count => "count",
-            })),
+            a.mode.map(|m| {
+                json!(match m {
+                    GrepMode::Content => "content",
+                    GrepMode::Count => "count",
+                })
+            }),
         );
         put(&mut args, "limit", a.limit.map(|v| json!(v)));
         put(&mut args, "offset", a.offset.map(|v| json!(v)));
-        put(&mut args, "fuzzy_whitespace", a.fuzzy_whitespace.map(|v| json!(v)));
+        put(
+            &mut args,
+            "fuzzy_whitespace",
+            a.fuzzy_whitespace.map(|v| json!(v)),
+        );
         args
     }))
 }
@@ -424,11 +459,13 @@ fn read(data: &DataDir, a: ReadArgs, printer: Printer) -> anyhow::Result<ExitCod
         put(
             &mut args,
             "image_text",
-            a.image_text.map(|m| json!(match m {
-                ImageText::None => "none",
-                ImageText::Abstract => "abstract",
-                ImageText::Full => "full",
-            })),
+            a.image_text.map(|m| {
+                json!(match m {
+                    ImageText::None => "none",
+                    ImageText::Abstract => "abstract",
+                    ImageText::Full => "full",
+                })
+            }),
         );
         args
     }))

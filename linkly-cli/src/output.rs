@@ -122,10 +122,19 @@ mod tests {
 
     #[test]
     fn classifies_nothing_matched() {
-        assert!(nothing_matched("search", "# Search Results\n\nNo results found for \"x\"."));
-        assert!(!nothing_matched("search", "Showing top 2 of 5 results for \"x\""));
+        assert!(nothing_matched(
+            "search",
+            "# Search Results\n\nNo results found for \"x\"."
+        ));
+        assert!(!nothing_matched(
+            "search",
+            "Showing top 2 of 5 results for \"x\""
+        ));
         assert!(nothing_matched("search", r#"{"total":0,"results":[]}"#));
-        assert!(nothing_matched("grep", "# Grep Results\n\nFound 0 matches in a (local://1) for `x`"));
+        assert!(nothing_matched(
+            "grep",
+            "# Grep Results\n\nFound 0 matches in a (local://1) for `x`"
+        ));
         assert!(!nothing_matched("grep", r#"{"total_matches":3}"#));
         assert!(!nothing_matched("read", "anything"));
     }

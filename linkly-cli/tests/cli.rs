@@ -13,8 +13,18 @@ fn search_json_carries_every_field() {
     assert_eq!(v["total"], 2);
     for r in v["results"].as_array().unwrap() {
         for field in [
-            "doc_id", "title", "path", "doc_type", "relevance", "word_count", "char_count",
-            "total_lines", "has_outline", "modified_at", "keywords", "snippet",
+            "doc_id",
+            "title",
+            "path",
+            "doc_type",
+            "relevance",
+            "word_count",
+            "char_count",
+            "total_lines",
+            "has_outline",
+            "modified_at",
+            "keywords",
+            "snippet",
         ] {
             assert!(r.get(field).is_some(), "missing {field}: {r}");
         }
@@ -36,8 +46,17 @@ fn read_line_numbers_match_the_file() {
         let expected = format!("{n:>6}\t{}\n", file[n - 1]);
         assert!(text.contains(&expected), "line {n}: {text}");
     }
-    assert!(text.contains("(lines 5-7 of 13; continue with offset=8)"), "{text}");
-    assert!(text.trim_end().lines().last().unwrap().starts_with("[meta] now="));
+    assert!(
+        text.contains("(lines 5-7 of 13; continue with offset=8)"),
+        "{text}"
+    );
+    assert!(
+        text.trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("[meta] now=")
+    );
     // Two ids in JSON mode: JSON Lines, one object per document.
     let txt = env.doc_id("epsilon");
     let out = env.run(&["--json", "read", &id, &txt]);
@@ -93,7 +112,11 @@ fn exit_codes() {
     let code = |args: &[&str]| env.run(args).status.code().unwrap();
     assert_eq!(code(&["--exit-code", "search", "budget"]), 0);
     assert_eq!(code(&["--exit-code", "search", "zzzqqq"]), 1);
-    assert_eq!(code(&["search", "zzzqqq"]), 0, "without --exit-code nothing matched is success");
+    assert_eq!(
+        code(&["search", "zzzqqq"]),
+        0,
+        "without --exit-code nothing matched is success"
+    );
     assert_eq!(code(&["--exit-code", "search", "x", "--limit", "80"]), 2);
     assert_eq!(code(&["search", "x", "--limit", "80"]), 1);
     assert_eq!(code(&["--exit-code", "search", "  "]), 2);
@@ -103,11 +126,20 @@ fn exit_codes() {
     assert_eq!(code(&["--exit-code", "read", "local://99999"]), 2);
     // Errors: stderr in Markdown mode, JSON on stdout in JSON mode.
     let out = env.run(&["search", "x", "--limit", "80"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Error: Tool error: [INVALID_ARGUMENT] limit must be between 1 and 50 (got 80)"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "Error: Tool error: [INVALID_ARGUMENT] limit must be between 1 and 50 (got 80)"
+        )
+    );
     let out = env.run(&["--json", "search", "x", "--type", "exe"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["status"], "error");
-    assert!(v["message"].as_str().unwrap().contains("Unknown document type(s): exe"));
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("Unknown document type(s): exe")
+    );
 }
 
 #[test]
@@ -117,7 +149,11 @@ fn incremental_index_sees_new_changed_and_deleted_files() {
     fs_err::write(env.docs.join("new.md"), "# Fresh\n\nwombat sighting\n").unwrap();
     fs_err::remove_file(env.docs.join("notes/plain.txt")).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
-    fs_err::write(env.docs.join("guide.md"), "# Budget guide\n\nnow with platypus\n").unwrap();
+    fs_err::write(
+        env.docs.join("guide.md"),
+        "# Budget guide\n\nnow with platypus\n",
+    )
+    .unwrap();
     let v = env.json(&["index"]);
     assert_eq!(v["added"], 1, "{v}");
     assert_eq!(v["updated"], 1, "{v}");
@@ -136,7 +172,12 @@ fn incremental_index_sees_new_changed_and_deleted_files() {
     env.json(&["index", "--exclude", "drafts"]);
     let v = env.json(&["search", "zebra"]);
     assert_eq!(v["total"], 1, "{v}");
-    assert!(v["results"][0]["path"].as_str().unwrap().ends_with("kept.md"));
+    assert!(
+        v["results"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("kept.md")
+    );
     // The id of an unchanged path is stable.
     let before = env.doc_id("wombat");
     env.json(&["index"]);

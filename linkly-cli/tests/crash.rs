@@ -19,7 +19,10 @@ fn killed_indexing_catches_up_on_the_next_run() {
         }
         fs_err::write(
             dir.join(format!("f{i}.md")),
-            format!("# Note {i}\n\ncommonword and uniq{i} in a small file.\n{}\n", "filler text ".repeat(40)),
+            format!(
+                "# Note {i}\n\ncommonword and uniq{i} in a small file.\n{}\n",
+                "filler text ".repeat(40)
+            ),
         )
         .unwrap();
     }
@@ -39,21 +42,25 @@ fn killed_indexing_catches_up_on_the_next_run() {
         if let Ok(Some(_)) = child.try_wait() {
             break;
         }
-        if index_dir.join("meta.sqlite").exists() {
-            if let Ok(index) = Index::open(&index_dir) {
-                let stored = index.doc_count().unwrap_or(0);
-                if stored > 0 {
-                    child.kill().unwrap();
-                    killed_at = Some(stored);
-                    break;
-                }
-            }
+        let stored = index_dir
+            .join("meta.sqlite")
+            .exists()
+            .then(|| Index::open(&index_dir).ok())
+            .flatten()
+            .map_or(0, |index| index.doc_count().unwrap_or(0));
+        if stored > 0 {
+            child.kill().unwrap();
+            killed_at = Some(stored);
+            break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     let _ = child.wait();
     let killed_at = killed_at.expect("indexing finished before it could be killed midway");
-    assert!((killed_at as usize) < FILES, "killed after {killed_at} of {FILES}");
+    assert!(
+        (killed_at as usize) < FILES,
+        "killed after {killed_at} of {FILES}"
+    );
 
     let health = Index::open(&index_dir).unwrap().health().unwrap();
     assert!((health.stored as usize) < FILES, "{health:?}");

@@ -59,9 +59,16 @@ fn run_probe(env: &Env, target: &[&str]) {
     assert!(out.status.success(), "probe failed:\n{stdout}\n{stderr}");
     let last = stdout.trim_end().lines().last().unwrap_or_default();
     assert!(last.ends_with(" 0 failed"), "{last}");
-    for check in ["[check] initialize", "[check] tools/list", "[check] wire", "[check] schema read"] {
+    for check in [
+        "[check] initialize",
+        "[check] tools/list",
+        "[check] wire",
+        "[check] schema read",
+    ] {
         assert!(
-            stdout.lines().any(|l| l.starts_with("PASS") && l.contains(check)),
+            stdout
+                .lines()
+                .any(|l| l.starts_with("PASS") && l.contains(check)),
             "missing a PASS for {check}:\n{stdout}"
         );
     }
@@ -97,7 +104,10 @@ fn http(port: u16, request: &str) -> String {
 fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     let start = Instant::now();
     while !ok() {
-        assert!(start.elapsed() < Duration::from_secs(60), "timed out waiting for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "timed out waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -105,7 +115,12 @@ fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
 fn start_server(env: &Env, port: u16) -> (Server, u16) {
     let child = env
         .cmd()
-        .args(["serve", "--port", &port.to_string(), env.docs.to_str().unwrap()])
+        .args([
+            "serve",
+            "--port",
+            &port.to_string(),
+            env.docs.to_str().unwrap(),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -116,8 +131,11 @@ fn start_server(env: &Env, port: u16) -> (Server, u16) {
     let v: Value = serde_json::from_str(&fs_err::read_to_string(&port_file).unwrap()).unwrap();
     let port = v["port"].as_u64().unwrap() as u16;
     wait_for("indexing to finish", || {
-        http(port, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            .contains("\"index_status\":\"idle\"")
+        http(
+            port,
+            "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        )
+        .contains("\"index_status\":\"idle\"")
     });
     (server, port)
 }
@@ -134,7 +152,10 @@ fn free_port() -> u16 {
 fn http_with_the_python_sdk_client() {
     let env = Env::sample();
     let (mut server, port) = start_server(&env, free_port());
-    let health = http(port, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    let health = http(
+        port,
+        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
     let body: Value = serde_json::from_str(health.split("\r\n\r\n").nth(1).unwrap()).unwrap();
     assert_eq!(body["doc_count"], 4);
     assert_eq!(body["mcp_endpoint"], format!("http://127.0.0.1:{port}/mcp"));
@@ -161,7 +182,10 @@ fn http_with_the_python_sdk_client() {
         // SIGTERM: graceful shutdown removes the port file.
         let _ = Command::new("kill").arg(server.0.id().to_string()).status();
         let _ = server.0.wait();
-        assert!(!Path::new(&port_file).exists(), "the port file is removed at shutdown");
+        assert!(
+            !Path::new(&port_file).exists(),
+            "the port file is removed at shutdown"
+        );
     }
 }
 

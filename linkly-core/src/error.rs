@@ -7,7 +7,9 @@ pub enum Error {
     #[error("invalid doc_id {0:?}: expected local://<integer> or a bare integer")]
     InvalidDocId(String),
     /// A time that is neither a bare ISO date nor RFC 3339.
-    #[error("invalid time {0:?}: expected an ISO 8601 date (2024-01-31) or RFC 3339 time (2024-01-31T12:00:00Z)")]
+    #[error(
+        "invalid time {0:?}: expected an ISO 8601 date (2024-01-31) or RFC 3339 time (2024-01-31T12:00:00Z)"
+    )]
     InvalidTime(String),
     /// An unknown doc-type token.
     #[error("unknown document type {0:?}; supported: {supported}", supported = crate::DocType::supported_list())]

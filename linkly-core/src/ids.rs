@@ -53,7 +53,15 @@ mod tests {
 
     #[test]
     fn rejects_garbage() {
-        for bad in ["", "local://", "local://-1", "abc", "cloud://x/y", "1.5", "local://99999999999999999999999"] {
+        for bad in [
+            "",
+            "local://",
+            "local://-1",
+            "abc",
+            "cloud://x/y",
+            "1.5",
+            "local://99999999999999999999999",
+        ] {
             assert!(DocId::parse(bad).is_err(), "{bad}");
         }
     }

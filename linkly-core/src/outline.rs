@@ -98,14 +98,26 @@ mod tests {
     #[test]
     fn nests_and_ranges() {
         let out = OutlineNode::from_headings(
-            &[h(1, "A", 1), h(2, "A.1", 3), h(3, "A.1.a", 5), h(2, "A.2", 8), h(1, "B", 10)],
+            &[
+                h(1, "A", 1),
+                h(2, "A.1", 3),
+                h(3, "A.1.a", 5),
+                h(2, "A.2", 8),
+                h(1, "B", 10),
+            ],
             12,
         );
         assert_eq!(out.len(), 2);
         assert_eq!((out[0].start_line, out[0].end_line), (1, 9));
-        assert_eq!((out[0].children[0].start_line, out[0].children[0].end_line), (3, 7));
+        assert_eq!(
+            (out[0].children[0].start_line, out[0].children[0].end_line),
+            (3, 7)
+        );
         assert_eq!(out[0].children[0].children[0].end_line, 7);
-        assert_eq!((out[0].children[1].start_line, out[0].children[1].end_line), (8, 9));
+        assert_eq!(
+            (out[0].children[1].start_line, out[0].children[1].end_line),
+            (8, 9)
+        );
         assert_eq!((out[1].start_line, out[1].end_line), (10, 12));
     }
 

@@ -17,13 +17,19 @@ pub enum TimeBound {
 pub fn parse_time(s: &str) -> Result<i64, Error> {
     let t = s.trim();
     if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-        let dt = d.and_hms_opt(0, 0, 0).ok_or_else(|| Error::InvalidTime(s.into()))?;
+        let dt = d
+            .and_hms_opt(0, 0, 0)
+            .ok_or_else(|| Error::InvalidTime(s.into()))?;
         return Ok(dt.and_utc().timestamp_millis());
     }
     if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
         return Ok(dt.with_timezone(&Utc).timestamp_millis());
     }
-    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S"] {
+    for fmt in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M:%S",
+    ] {
         if let Ok(dt) = NaiveDateTime::parse_from_str(t, fmt) {
             return Ok(dt.and_utc().timestamp_millis());
         }

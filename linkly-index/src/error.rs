@@ -5,7 +5,9 @@ use std::path::PathBuf;
 pub enum Error {
     /// Another process holds the index writer (a running `linkly serve`, or another
     /// `linkly index`).
-    #[error("the index at {0} is being written by another Linkly process; stop it or use it instead")]
+    #[error(
+        "the index at {0} is being written by another Linkly process; stop it or use it instead"
+    )]
     Locked(PathBuf),
     /// The metadata store failed.
     #[error("metadata store: {0}")]

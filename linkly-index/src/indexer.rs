@@ -181,37 +181,31 @@ fn prepare(c: Candidate) -> Work {
         .and_then(DocType::from_extension)
         .unwrap_or(DocType::Txt);
     let extractor = linkly_extract::extractor_for(&c.path);
-    let over_cap = extractor.is_some_and(|e| c.size > e.max_bytes());
-    let (hash, result) = if extractor.is_none() {
-        (
-            format!("stat:{}:{}", c.size, c.modified_at),
-            Err(linkly_extract::unsupported(&c.path)),
-        )
-    } else if over_cap {
-        let e = extractor.expect("checked above");
-        (
-            format!("stat:{}:{}", c.size, c.modified_at),
-            Err(linkly_extract::too_large(e, c.size)),
-        )
-    } else {
-        match fs_err::read(&c.path) {
+    let stat_hash = || format!("stat:{}:{}", c.size, c.modified_at);
+    let (hash, result) = match extractor {
+        None => (stat_hash(), Err(linkly_extract::unsupported(&c.path))),
+        Some(e) if c.size > e.max_bytes() => {
+            (stat_hash(), Err(linkly_extract::too_large(e, c.size)))
+        }
+        Some(_) => match fs_err::read(&c.path) {
             Ok(bytes) => {
                 let hash = format!("{:x}", Sha256::digest(&bytes));
-                if let Some(prev) = &c.previous {
-                    if prev.hash == hash && !prev.dirty {
-                        return Work::Unchanged(prev.id, c.modified_at);
-                    }
+                if let Some(prev) = &c.previous
+                    && prev.hash == hash
+                    && !prev.dirty
+                {
+                    return Work::Unchanged(prev.id, c.modified_at);
                 }
                 (hash, linkly_extract::extract_loaded(&c.path, &bytes))
             }
             Err(e) => (
-                format!("stat:{}:{}", c.size, c.modified_at),
+                stat_hash(),
                 Err(linkly_core::SkipReason::new(
                     linkly_core::SkipReason::CORRUPT,
                     format!("cannot read file: {e}"),
                 )),
             ),
-        }
+        },
     };
     let filename = c
         .path
@@ -337,11 +331,13 @@ impl Index {
             let size = meta.len();
             let modified_at = mtime_millis(&meta);
             let previous = states.remove(&key);
-            if let Some(prev) = &previous {
-                if !prev.dirty && prev.size == size && prev.modified_at == modified_at {
-                    report.unchanged += 1;
-                    return;
-                }
+            if let Some(prev) = &previous
+                && !prev.dirty
+                && prev.size == size
+                && prev.modified_at == modified_at
+            {
+                report.unchanged += 1;
+                return;
             }
             candidates.push(Candidate {
                 path,
@@ -468,4 +464,3 @@ impl Index {
         Ok(())
     }
 }
-

@@ -27,13 +27,11 @@ const STOP_WORDS: &[&str] = &[
     "work", "first", "well", "even", "want", "because", "these", "give", "most", "were", "been",
     "being", "here", "more", "such", "each", "other", "where", "should", "does", "those", "very",
     "same", "while", "between", "both", "under", "through", "many", "must", "own", "before",
-    "http", "https", "www", "com", "html", "nbsp",
-    // French
+    "http", "https", "www", "com", "html", "nbsp", // French
     "les", "des", "une", "est", "que", "qui", "dans", "par", "pour", "sur", "pas", "plus", "sont",
     "ses", "son", "aux", "avec", "mais", "nous", "vous", "elle", "ils", "elles", "leur", "leurs",
     "cette", "ces", "comme", "tout", "tous", "fait", "peut", "être", "etre", "aussi", "entre",
-    "dont", "ont", "ainsi", "votre", "notre",
-    // Spanish
+    "dont", "ont", "ainsi", "votre", "notre", // Spanish
     "los", "las", "del", "por", "con", "una", "para", "como", "más", "mas", "pero", "sus", "esta",
     "este", "estos", "estas", "son", "hay", "tiene", "cuando", "muy", "sin", "sobre", "también",
     "tambien", "puede", "todo", "todos", "ese", "esa", "entre", "donde", "desde", "porque", "qué",
@@ -89,11 +87,11 @@ pub(crate) fn abstract_of(text: &str) -> String {
 }
 
 fn strip_front_matter(text: &str) -> &str {
-    if let Some(rest) = text.strip_prefix("---\n") {
-        if let Some(end) = rest.find("\n---") {
-            let after = &rest[end + 4..];
-            return after.strip_prefix('\n').unwrap_or(after);
-        }
+    if let Some(rest) = text.strip_prefix("---\n")
+        && let Some(end) = rest.find("\n---")
+    {
+        let after = &rest[end + 4..];
+        return after.strip_prefix('\n').unwrap_or(after);
     }
     text
 }
@@ -112,7 +110,10 @@ mod tests {
 
     #[test]
     fn abstracts() {
-        assert_eq!(abstract_of("---\ntitle: x\n---\nHello\n\nworld"), "Hello world");
+        assert_eq!(
+            abstract_of("---\ntitle: x\n---\nHello\n\nworld"),
+            "Hello world"
+        );
         assert!(abstract_of(&"word ".repeat(200)).ends_with('…'));
     }
 }

@@ -57,7 +57,9 @@ impl DocFilter {
     }
 
     fn accepts(&self, path: &str, doc_type: DocType, modified_at: i64) -> bool {
-        self.doc_types.as_ref().is_none_or(|t| t.contains(&doc_type))
+        self.doc_types
+            .as_ref()
+            .is_none_or(|t| t.contains(&doc_type))
             && self.modified_after.is_none_or(|a| modified_at >= a)
             && self.modified_before.is_none_or(|b| modified_at <= b)
             && self.path.as_ref().is_none_or(|p| p(path))

@@ -80,7 +80,9 @@ pub struct DocRecord {
 impl DocRecord {
     /// The title to show: the declared one, else the file name.
     pub fn display_title(&self) -> String {
-        self.title.clone().unwrap_or_else(|| self.file_name().to_string())
+        self.title
+            .clone()
+            .unwrap_or_else(|| self.file_name().to_string())
     }
 
     /// The file name part of the path.
@@ -145,7 +147,11 @@ impl Store {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
         let version: Option<String> = conn
-            .query_row("SELECT value FROM meta WHERE key = 'format_version'", [], |r| r.get(0))
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'format_version'",
+                [],
+                |r| r.get(0),
+            )
             .optional()?;
         let mismatch = match version {
             Some(v) => v != INDEX_FORMAT_VERSION,
@@ -172,8 +178,7 @@ impl Store {
     /// Every stored file, by path.
     pub(crate) fn file_states(&self) -> Result<HashMap<String, FileState>> {
         let conn = self.conn();
-        let mut stmt =
-            conn.prepare("SELECT path, id, size, modified_at, hash, dirty FROM docs")?;
+        let mut stmt = conn.prepare("SELECT path, id, size, modified_at, hash, dirty FROM docs")?;
         let rows = stmt.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -295,20 +300,18 @@ impl Store {
     pub(crate) fn get(&self, id: DocId) -> Result<Option<DocRecord>> {
         let conn = self.conn();
         let sql = format!("SELECT {RECORD_COLUMNS} FROM docs WHERE id = ?1");
-        Ok(conn
-            .query_row(&sql, [id.0 as i64], read_record)
+        conn.query_row(&sql, [id.0 as i64], read_record)
             .optional()?
-            .transpose()?)
+            .transpose()
     }
 
     /// The record of the document at a path.
     pub(crate) fn get_by_path(&self, path: &str) -> Result<Option<DocRecord>> {
         let conn = self.conn();
         let sql = format!("SELECT {RECORD_COLUMNS} FROM docs WHERE path = ?1");
-        Ok(conn
-            .query_row(&sql, [path], read_record)
+        conn.query_row(&sql, [path], read_record)
             .optional()?
-            .transpose()?)
+            .transpose()
     }
 
     /// Records for several ids (missing ids are left out), in the order given.
@@ -342,7 +345,11 @@ impl Store {
     pub(crate) fn content(&self, id: DocId) -> Result<Option<String>> {
         let conn = self.conn();
         Ok(conn
-            .query_row("SELECT text FROM content WHERE id = ?1", [id.0 as i64], |r| r.get(0))
+            .query_row(
+                "SELECT text FROM content WHERE id = ?1",
+                [id.0 as i64],
+                |r| r.get(0),
+            )
             .optional()?)
     }
 
@@ -399,8 +406,7 @@ fn read_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<DocRecord>> {
         Ok(DocRecord {
             id: DocId(r.get::<_, i64>(0)? as u64),
             path: r.get(1)?,
-            doc_type: DocType::from_token(&doc_type)
-                .map_err(|e| Error::Corrupt(e.to_string()))?,
+            doc_type: DocType::from_token(&doc_type).map_err(|e| Error::Corrupt(e.to_string()))?,
             size: r.get::<_, i64>(3)? as u64,
             modified_at: r.get(4)?,
             title: r.get(5)?,

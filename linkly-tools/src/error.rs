@@ -39,7 +39,9 @@ impl ToolError {
     pub fn doc_not_found(id: &str) -> ToolError {
         ToolError::new(
             ErrorCode::DocNotFound,
-            format!("document {id} not found; the id may be stale (file moved or deleted): search again"),
+            format!(
+                "document {id} not found; the id may be stale (file moved or deleted): search again"
+            ),
         )
     }
 

@@ -68,8 +68,9 @@ impl PathGlob {
                 _ => re.push_str(&regex::escape(&c.to_string())),
             }
         }
-        let regex = Regex::new(&format!("(?s){re}"))
-            .map_err(|e| ToolError::invalid(format!("path_glob {glob:?} is not a valid glob: {e}")))?;
+        let regex = Regex::new(&format!("(?s){re}")).map_err(|e| {
+            ToolError::invalid(format!("path_glob {glob:?} is not a valid glob: {e}"))
+        })?;
         Ok(PathGlob { regex })
     }
 

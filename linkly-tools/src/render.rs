@@ -33,7 +33,10 @@ impl OutputFormat {
 
 /// The footer lines (`---` and `[meta] now=…`) for a time in Unix milliseconds.
 pub fn meta_footer(now_millis: i64) -> String {
-    format!("---\n[meta] now={}", linkly_core::format_rfc3339(now_millis))
+    format!(
+        "---\n[meta] now={}",
+        linkly_core::format_rfc3339(now_millis)
+    )
 }
 
 /// Appends the footer to a Markdown body.
@@ -62,7 +65,7 @@ pub(crate) fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -113,7 +113,10 @@ mod tests {
     #[test]
     fn words_of_queries() {
         assert_eq!(query_words("Rust  tantivy, a"), ["rust", "tantivy"]);
-        assert_eq!(query_words("機械学習"), ["機械学習", "機械", "械学", "学習"]);
+        assert_eq!(
+            query_words("機械学習"),
+            ["機械学習", "機械", "械学", "学習"]
+        );
     }
 
     #[test]
@@ -121,14 +124,20 @@ mod tests {
         let text = "intro\nrust is here\nrust and tantivy together\nend";
         let w = query_words("rust tantivy");
         assert_eq!(snippet(text, &w, ""), "rust and tantivy together");
-        assert_eq!(snippet(text, &query_words("zzz"), "the abstract"), "the abstract");
+        assert_eq!(
+            snippet(text, &query_words("zzz"), "the abstract"),
+            "the abstract"
+        );
     }
 
     #[test]
     fn long_lines_are_windowed() {
         let line = format!("{} needle {}", "a ".repeat(300), "b ".repeat(300));
         let s = snippet(&line, &query_words("needle"), "");
-        assert!(s.contains("needle") && s.starts_with('…') && s.ends_with('…'), "{s}");
+        assert!(
+            s.contains("needle") && s.starts_with('…') && s.ends_with('…'),
+            "{s}"
+        );
         assert!(s.chars().count() <= SNIPPET_CHARS + 2);
     }
 }

@@ -70,7 +70,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         }
         if what != "index" {
             let queries = if *name == "scifact" {
-                corpus::scifact_queries()?.0.into_iter().map(|(_, q)| q).collect()
+                corpus::scifact_queries()?
+                    .0
+                    .into_iter()
+                    .map(|(_, q)| q)
+                    .collect()
             } else {
                 corpus::generated_queries(300)
             };
@@ -93,7 +97,10 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     }
     println!("{report}");
     fs_err::write(work.join("report.md"), &report)?;
-    eprintln!("bench: report written to {}", work.join("report.md").display());
+    eprintln!(
+        "bench: report written to {}",
+        work.join("report.md").display()
+    );
     Ok(())
 }
 
@@ -138,7 +145,10 @@ fn search_in_process(home: &Path, queries: &[String]) -> anyhow::Result<(f64, f6
     let mut ms = Vec::with_capacity(queries.len());
     for q in queries {
         let t = Instant::now();
-        let out = linkly.call("search", json!({"query": q, "limit": 10, "output_format": "json"}))?;
+        let out = linkly.call(
+            "search",
+            json!({"query": q, "limit": 10, "output_format": "json"}),
+        )?;
         ms.push(t.elapsed().as_secs_f64() * 1000.0);
         if out.is_error {
             bail!("search failed: {}", out.text);
@@ -158,7 +168,10 @@ fn search_cli(bin: &Path, home: &Path, queries: &[String]) -> anyhow::Result<(f6
             .output()?;
         ms.push(t.elapsed().as_secs_f64() * 1000.0);
         if !out.status.success() {
-            bail!("CLI search failed: {}", String::from_utf8_lossy(&out.stderr));
+            bail!(
+                "CLI search failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
     }
     Ok(percentiles(ms))
@@ -170,7 +183,10 @@ fn scifact_ndcg(home: &Path) -> anyhow::Result<f64> {
     let linkly = Linkly::open(DataDir::new(home)).map_err(|e| anyhow::anyhow!(e.message))?;
     let mut total = 0.0;
     for (qid, text) in &queries {
-        let out = linkly.call("search", json!({"query": text, "limit": 10, "output_format": "json"}))?;
+        let out = linkly.call(
+            "search",
+            json!({"query": text, "limit": 10, "output_format": "json"}),
+        )?;
         let v: Value = serde_json::from_str(&out.text)?;
         let relevant = &qrels[qid];
         let mut dcg = 0.0;

@@ -28,7 +28,16 @@ const SYLLABLES: &[&str] = &[
     "ka", "lo", "mi", "ren", "sto", "va", "qui", "dor", "pel", "tra", "zu", "nex", "bri", "sol",
     "mar", "fen", "gal", "hu", "ix", "jo",
 ];
-const CJK: &[&str] = &["機械学習", "東京", "研究所", "データ", "组件", "响应式", "文档", "検索"];
+const CJK: &[&str] = &[
+    "機械学習",
+    "東京",
+    "研究所",
+    "データ",
+    "组件",
+    "响应式",
+    "文档",
+    "検索",
+];
 
 /// The generated vocabulary: Zipf-ish synthetic words plus some CJK words.
 pub(crate) fn vocabulary() -> Vec<String> {
@@ -36,7 +45,9 @@ pub(crate) fn vocabulary() -> Vec<String> {
     let mut words: Vec<String> = (0..5000)
         .map(|_| {
             let n = 2 + rng.below(3);
-            (0..n).map(|_| SYLLABLES[rng.below(SYLLABLES.len())]).collect()
+            (0..n)
+                .map(|_| SYLLABLES[rng.below(SYLLABLES.len())])
+                .collect()
         })
         .collect();
     words.extend(CJK.iter().map(|s| s.to_string()));
@@ -72,7 +83,10 @@ pub(crate) fn generated(dir: &Path, docs: usize) -> anyhow::Result<PathBuf> {
         let sections = 1 + rng.below(4);
         for s in 0..sections {
             if md {
-                text.push_str(&format!("## Section {s} {}\n\n", zipf_word(&mut rng, &vocab)));
+                text.push_str(&format!(
+                    "## Section {s} {}\n\n",
+                    zipf_word(&mut rng, &vocab)
+                ));
             }
             for _ in 0..(2 + rng.below(4)) {
                 let words = 20 + rng.below(60);
@@ -124,20 +138,30 @@ pub(crate) fn scifact(dir: &Path) -> anyhow::Result<PathBuf> {
         let id = v["_id"].as_str().context("corpus line without _id")?;
         let title = v["title"].as_str().unwrap_or("");
         let text = v["text"].as_str().unwrap_or("");
-        fs_err::write(root.join(format!("{id}.txt")), format!("{title}\n\n{text}\n"))?;
+        fs_err::write(
+            root.join(format!("{id}.txt")),
+            format!("{title}\n\n{text}\n"),
+        )?;
     }
     fs_err::write(&stamp, "ok")?;
     Ok(root)
 }
 
 /// SciFact's test queries that have judgements: (query id, text).
-pub(crate) fn scifact_queries() -> anyhow::Result<(Vec<(String, String)>, HashMap<String, Vec<String>>)> {
+pub(crate) fn scifact_queries()
+-> anyhow::Result<(Vec<(String, String)>, HashMap<String, Vec<String>>)> {
     let base = crate::shared_dir().join("ir/scifact");
     let mut qrels: HashMap<String, Vec<String>> = HashMap::new();
-    for line in fs_err::read_to_string(base.join("qrels/test.tsv"))?.lines().skip(1) {
+    for line in fs_err::read_to_string(base.join("qrels/test.tsv"))?
+        .lines()
+        .skip(1)
+    {
         let cols: Vec<&str> = line.split('\t').collect();
         if cols.len() >= 3 && cols[2].trim() != "0" {
-            qrels.entry(cols[0].to_string()).or_default().push(cols[1].to_string());
+            qrels
+                .entry(cols[0].to_string())
+                .or_default()
+                .push(cols[1].to_string());
         }
     }
     let mut queries = Vec::new();

@@ -22,7 +22,10 @@ pub(crate) fn probe_setup() -> anyhow::Result<PathBuf> {
     }
     fs_err::create_dir_all(&home)?;
     let py = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-    eprintln!("xtask: creating the MCP probe environment in {}", home.display());
+    eprintln!(
+        "xtask: creating the MCP probe environment in {}",
+        home.display()
+    );
     let ok = Command::new(&py)
         .args(["-m", "venv"])
         .arg(home.join("venv"))
@@ -33,7 +36,14 @@ pub(crate) fn probe_setup() -> anyhow::Result<PathBuf> {
         bail!("`{py} -m venv` failed (on Debian: apt-get install python3-venv)");
     }
     let ok = Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+        ])
         .arg(&lock)
         .status()?
         .success();

@@ -34,13 +34,25 @@ impl Env {
     /// The standard sample.
     pub fn sample() -> Env {
         let lines: Vec<String> = (1..=40)
-            .map(|i| if i % 5 == 0 { format!("hit {i}") } else { format!("line {i}") })
+            .map(|i| {
+                if i % 5 == 0 {
+                    format!("hit {i}")
+                } else {
+                    format!("line {i}")
+                }
+            })
             .collect();
         Env::new(&[
             ("guide.md", GUIDE),
-            ("notes/plain.txt", "alpha beta\ngamma budget delta\nepsilon\n"),
+            (
+                "notes/plain.txt",
+                "alpha beta\ngamma budget delta\nepsilon\n",
+            ),
             ("g.txt", &lines.join("\n")),
-            ("jp/東京.md", "# 東京の案内\n\n機械学習の研究所が東京にあります。\n"),
+            (
+                "jp/東京.md",
+                "# 東京の案内\n\n機械学習の研究所が東京にあります。\n",
+            ),
         ])
     }
 
@@ -59,7 +71,11 @@ impl Env {
     /// Runs `linkly index <docs>` and asserts success.
     pub fn index(&self) {
         let out = self.run(&["index", self.docs.to_str().unwrap()]);
-        assert!(out.status.success(), "index failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "index failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// `linkly --json ...` parsed, asserting exit 0.

@@ -117,7 +117,9 @@ fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
 /// The 0-based indexes of the lines that match, in order.
 fn matching_lines(lines: &[&str], re: &Regex, fuzzy: Option<&Regex>) -> Vec<usize> {
     match fuzzy {
-        None => (0..lines.len()).filter(|&i| re.is_match(lines[i])).collect(),
+        None => (0..lines.len())
+            .filter(|&i| re.is_match(lines[i]))
+            .collect(),
         Some(squeezed) => {
             // Match against the text with all whitespace removed; map each match back to the
             // line where it starts.
@@ -268,7 +270,13 @@ impl GrepResponse {
         let last = self
             .matches
             .iter()
-            .flat_map(|m| m.context_after.last().map(|c| c.0).into_iter().chain([m.line_number]))
+            .flat_map(|m| {
+                m.context_after
+                    .last()
+                    .map(|c| c.0)
+                    .into_iter()
+                    .chain([m.line_number])
+            })
             .max()
             .unwrap_or(1);
         let width = last.to_string().len().max(4);
@@ -292,7 +300,11 @@ impl GrepResponse {
                     out.push_str("--\n");
                 }
                 first = false;
-                let mark = if is_match || self.is_match_line(n) { ">" } else { "" };
+                let mark = if is_match || self.is_match_line(n) {
+                    ">"
+                } else {
+                    ""
+                };
                 out.push_str(&format!("{n:>width$}{mark}\t{t}\n"));
                 printed_to = n;
             }

@@ -28,7 +28,9 @@ pub struct ToolSpec {
 
 impl std::fmt::Debug for ToolSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolSpec").field("name", &self.name).finish()
+        f.debug_struct("ToolSpec")
+            .field("name", &self.name)
+            .finish()
     }
 }
 

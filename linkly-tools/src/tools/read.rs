@@ -123,8 +123,7 @@ fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
 
 /// Resolves `reference` against `dir` lexically (no file-system access).
 fn resolve(dir: &Path, reference: &str) -> Option<PathBuf> {
-    if reference.contains("://") || reference.starts_with("data:") || reference.starts_with('#')
-    {
+    if reference.contains("://") || reference.starts_with("data:") || reference.starts_with('#') {
         return None;
     }
     let reference = reference.split(['?', '#']).next().unwrap_or(reference);
@@ -236,8 +235,10 @@ impl Linkly {
                             let text = self.index().content(r.id)?.unwrap_or_default();
                             let count = char_count(&text);
                             image.char_count = Some(count);
-                            image.excerpt =
-                                Some(linkly_core::stdx::truncate_chars(&one_line(&text), 120).to_string());
+                            image.excerpt = Some(
+                                linkly_core::stdx::truncate_chars(&one_line(&text), 120)
+                                    .to_string(),
+                            );
                             if mode == "full" {
                                 let n = (count as usize).min(IMAGE_FULL_CHARS);
                                 if n <= budget {
@@ -302,10 +303,8 @@ impl ReadResponse {
                 if let Some(n) = img.char_count {
                     out.push_str(&format!(", {} chars", thousands(n)));
                 }
-                if let Some(e) = &img.excerpt {
-                    if !e.is_empty() {
-                        out.push_str(&format!(": {e}"));
-                    }
+                if let Some(e) = img.excerpt.as_ref().filter(|e| !e.is_empty()) {
+                    out.push_str(&format!(": {e}"));
                 }
                 if let Some(note) = &img.note {
                     out.push_str(&format!(" [{note}]"));
@@ -343,7 +342,10 @@ mod tests {
     #[test]
     fn resolves_references() {
         let d = Path::new("/docs/notes");
-        assert_eq!(resolve(d, "img/a.png").unwrap(), Path::new("/docs/notes/img/a.png"));
+        assert_eq!(
+            resolve(d, "img/a.png").unwrap(),
+            Path::new("/docs/notes/img/a.png")
+        );
         assert_eq!(resolve(d, "../b.jpg").unwrap(), Path::new("/docs/b.jpg"));
         assert!(resolve(d, "https://x/y.png").is_none());
         assert!(resolve(d, "data:image/png;base64,xx").is_none());

@@ -7,11 +7,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::{check_choice, check_range};
 use crate::render::{one_line, thousands};
 use crate::snippet::{query_words, snippet};
 use crate::tools::{Rendered, ToolSpec, parse_args, render, schema_of};
 use crate::{Linkly, OutputFormat, PathGlob, Result, ToolError};
-use crate::error::{check_choice, check_range};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
     name: "search",
@@ -190,7 +190,11 @@ impl Linkly {
             .as_deref()
             .map(|t| parse_doc_types("doc_types", t))
             .transpose()?;
-        let scope = check_choice("scope", p.scope.as_deref().unwrap_or("folder"), &["folder", "notes"])?;
+        let scope = check_choice(
+            "scope",
+            p.scope.as_deref().unwrap_or("folder"),
+            &["folder", "notes"],
+        )?;
         if scope == "notes" {
             return Err(ToolError::invalid(
                 "scope \"notes\" is not available in this version yet (notes arrive with note_save); use scope \"folder\"",
@@ -211,13 +215,17 @@ impl Linkly {
             modified_after,
             modified_before,
             path: glob.map(|g| {
-                std::sync::Arc::new(move |path: &str| g.matches(path)) as linkly_index::PathPredicate
+                std::sync::Arc::new(move |path: &str| g.matches(path))
+                    as linkly_index::PathPredicate
             }),
         };
         let outcome = self.index().search(query, limit, &filter)?;
         let ids: Vec<_> = outcome.hits.iter().map(|h| h.id).collect();
         let records = self.index().docs(&ids)?;
-        let top = outcome.hits.first().map_or(1.0, |h| h.score.max(f32::EPSILON)) as f64;
+        let top = outcome
+            .hits
+            .first()
+            .map_or(1.0, |h| h.score.max(f32::EPSILON)) as f64;
         let words = query_words(query);
         let mut results = Vec::with_capacity(records.len());
         for hit in &outcome.hits {
@@ -251,8 +259,8 @@ impl Linkly {
             });
         }
         match time_sort {
-            "newest" => results.sort_by(|a, b| b.modified_at.cmp(&a.modified_at)),
-            "oldest" => results.sort_by(|a, b| a.modified_at.cmp(&b.modified_at)),
+            "newest" => results.sort_by_key(|r| std::cmp::Reverse(r.modified_at)),
+            "oldest" => results.sort_by_key(|r| r.modified_at),
             _ => {}
         }
         Ok(SearchResponse {
@@ -298,7 +306,9 @@ impl SearchResponse {
                 out.push_str(&format!("- keywords: {}\n", r.keywords.join(", ")));
             }
             if let Some(reason) = &r.skip_reason {
-                out.push_str(&format!("- skip_reason: {reason} (content unreadable: do not read or grep)\n"));
+                out.push_str(&format!(
+                    "- skip_reason: {reason} (content unreadable: do not read or grep)\n"
+                ));
             }
             if !r.snippet.is_empty() {
                 out.push_str(&format!("> {}\n", one_line(&r.snippet)));
