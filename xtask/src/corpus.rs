@@ -147,9 +147,11 @@ pub(crate) fn scifact(dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(root)
 }
 
-/// SciFact's test queries that have judgements: (query id, text).
-pub(crate) fn scifact_queries()
--> anyhow::Result<(Vec<(String, String)>, HashMap<String, Vec<String>>)> {
+/// Query id → relevant document ids.
+pub(crate) type Qrels = HashMap<String, Vec<String>>;
+
+/// SciFact's test queries that have judgements, as (query id, text), and their judgements.
+pub(crate) fn scifact_queries() -> anyhow::Result<(Vec<(String, String)>, Qrels)> {
     let base = crate::shared_dir().join("ir/scifact");
     let mut qrels: HashMap<String, Vec<String>> = HashMap::new();
     for line in fs_err::read_to_string(base.join("qrels/test.tsv"))?
