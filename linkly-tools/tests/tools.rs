@@ -22,7 +22,7 @@ fn fixture(files: &[(&str, &str)]) -> Fixture {
         fs_err::create_dir_all(p.parent().unwrap()).unwrap();
         fs_err::write(&p, text).unwrap();
     }
-    let linkly = open(tmp.path(), &[root.clone()]);
+    let linkly = open(tmp.path(), std::slice::from_ref(&root));
     Fixture {
         _tmp: tmp,
         root,
