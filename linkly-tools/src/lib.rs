@@ -21,6 +21,7 @@
 mod engine;
 mod error;
 mod glob;
+mod notes;
 mod render;
 mod snippet;
 mod tools;
@@ -30,6 +31,7 @@ pub use crate::error::{Result, ToolError};
 pub use crate::glob::PathGlob;
 pub use crate::render::{OutputFormat, meta_footer};
 pub use crate::tools::grep::{GrepMatch, GrepParams, GrepResponse};
+pub use crate::tools::list::ListParams;
 pub use crate::tools::outline::{OutlineDoc, OutlineParams, OutlineResponse};
 pub use crate::tools::read::{ReadParams, ReadResponse};
 pub use crate::tools::search::{SearchHit, SearchParams, SearchResponse};

@@ -1,6 +1,7 @@
 //! The tool registry: one module per tool, one line per tool in [`TOOLS`].
 
 pub(crate) mod grep;
+pub(crate) mod list;
 pub(crate) mod outline;
 pub(crate) mod read;
 pub(crate) mod search;
@@ -41,7 +42,13 @@ pub(crate) enum Rendered {
 }
 
 /// Every tool, in workflow order. Adding a tool = a module here + one line.
-pub static TOOLS: &[ToolSpec] = &[search::SPEC, outline::SPEC, grep::SPEC, read::SPEC];
+pub static TOOLS: &[ToolSpec] = &[
+    search::SPEC,
+    outline::SPEC,
+    grep::SPEC,
+    read::SPEC,
+    list::SPEC,
+];
 
 /// The JSON schema of a parameter type.
 pub(crate) fn schema_of<T: JsonSchema>() -> Value {
