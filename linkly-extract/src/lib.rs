@@ -9,9 +9,11 @@
 mod encoding;
 mod error;
 pub mod formats;
+mod isolate;
 mod registry;
 
 pub use crate::error::{Error, Result};
+pub use crate::isolate::{Sandbox, extract_isolated, run_worker};
 pub use crate::registry::{
     Extracted, Extractor, Input, extract_loaded, extract_path, extractor_for, too_large,
     unsupported,

@@ -86,6 +86,11 @@ pub trait Extractor: Send + Sync {
     }
     /// Extracts the text and outline, or says why not.
     fn extract(&self, input: &Input<'_>) -> Result<Extracted, SkipReason>;
+    /// True when the parser may abort, hang or run out of memory on bad input, so that
+    /// [`crate::extract_isolated`] runs it in a worker process when one is configured.
+    fn isolate(&self) -> bool {
+        false
+    }
 }
 
 /// The extractor registered for a path's extension, if any.

@@ -262,6 +262,29 @@ fn heading_level(name: &str) -> Option<u8> {
 struct Rendered {
     lines: Vec<String>,
     headings: Vec<Heading>,
+    anchors: Vec<(String, u32)>,
+}
+
+/// An (X)HTML page rendered to text as `.html` files are: its lines, its `h1`–`h6` headings and
+/// the line where each element `id` starts (for EPUB table-of-contents fragments).
+pub(crate) struct RenderedPage {
+    /// The text lines.
+    pub(crate) lines: Vec<String>,
+    /// The headings, with 1-based lines into `lines`.
+    pub(crate) headings: Vec<Heading>,
+    /// Element ids and the 1-based line where each one's content starts.
+    pub(crate) anchors: Vec<(String, u32)>,
+}
+
+/// Renders a page that is already decoded to text.
+pub(crate) fn render_page(source: &str) -> RenderedPage {
+    let document = Document::parse_document(source);
+    let rendered = render(&document);
+    RenderedPage {
+        lines: rendered.lines,
+        headings: rendered.headings,
+        anchors: rendered.anchors,
+    }
 }
 
 /// Walks the DOM (iteratively: deep nesting cannot overflow the stack) into text lines.
@@ -310,6 +333,10 @@ struct Writer {
     lists: Vec<Option<u32>>,
     /// A list item's marker, written before the item's first text.
     marker: Option<String>,
+    /// Element ids and their lines.
+    anchors: Vec<(String, u32)>,
+    /// Ids of elements opened at the start of a line, waiting for that line's number.
+    pending_anchors: Vec<String>,
 }
 
 impl Writer {
@@ -330,6 +357,7 @@ impl Writer {
                 {
                     self.paragraph();
                     self.heading = Some((level, self.lines.len() as u32 + 1));
+                    self.anchor(e.attr("id"));
                     return true;
                 }
                 match name {
@@ -384,6 +412,7 @@ impl Writer {
                     _ if is_block(name) => self.newline(),
                     _ => {}
                 }
+                self.anchor(e.attr("id"));
                 true
             }
             Node::Document | Node::Fragment => true,
@@ -517,7 +546,24 @@ impl Writer {
             }
             return;
         }
+        let number = self.lines.len() as u32 + 1;
+        for id in self.pending_anchors.drain(..) {
+            self.anchors.push((id, number));
+        }
         self.lines.push(line.to_string());
+    }
+
+    /// Records where an element id starts: the line being written, or the next one.
+    fn anchor(&mut self, id: Option<&str>) {
+        let Some(id) = id.filter(|i| !i.is_empty()) else {
+            return;
+        };
+        if self.cur.trim().is_empty() {
+            self.pending_anchors.push(id.to_string());
+        } else {
+            let number = self.lines.len() as u32 + 1;
+            self.anchors.push((id.to_string(), number));
+        }
     }
 
     fn finish(mut self) -> Rendered {
@@ -525,9 +571,14 @@ impl Writer {
         while self.lines.last().is_some_and(|l| l.is_empty()) {
             self.lines.pop();
         }
+        let last = self.lines.len() as u32;
+        for id in self.pending_anchors.drain(..) {
+            self.anchors.push((id, last.max(1)));
+        }
         Rendered {
             lines: self.lines,
             headings: self.headings,
+            anchors: self.anchors,
         }
     }
 }

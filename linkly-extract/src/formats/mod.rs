@@ -3,17 +3,45 @@
 use crate::Extractor;
 
 mod csv;
+mod doc;
+mod docx;
+mod epub;
 mod html;
 mod md;
+mod ooxml;
+mod pdf;
+mod pptx;
+mod rtf;
 mod txt;
+mod xlsx;
 
 pub use self::csv::Csv;
+pub use self::doc::Doc;
+pub use self::docx::Docx;
+pub use self::epub::Epub;
 pub use self::html::Html;
 pub use self::md::Markdown;
+pub use self::pdf::{Pdf, page_marker};
+pub use self::pptx::Pptx;
+pub use self::rtf::Rtf;
 pub use self::txt::Txt;
+pub use self::xlsx::{SpreadsheetVariant, Xlsx};
 
 /// Every format this build extracts. Adding a format = a module here + one line.
-pub static FORMATS: &[&dyn Extractor] = &[&Markdown, &Txt, &Html, &Csv];
+pub static FORMATS: &[&dyn Extractor] = &[
+    &Markdown,
+    &Txt,
+    &Html,
+    &Csv,
+    &Docx,
+    &Pptx,
+    &Xlsx,
+    &SpreadsheetVariant,
+    &Epub,
+    &Pdf,
+    &Rtf,
+    &Doc,
+];
 
 /// Turns `\r\n` and lone `\r` into `\n`, so that line numbers computed by an extractor match the
 /// text after the registry's own normalisation.

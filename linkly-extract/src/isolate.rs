@@ -1,0 +1,413 @@
+//! Extraction in a worker process, for parsers that may abort, hang or eat memory (PDF).
+//!
+//! The indexer holds a [`Sandbox`]: the command that starts a worker (the `linkly` binary's
+//! hidden `__extract-worker` subcommand, which calls [`run_worker`]), a timeout and a memory
+//! limit. [`extract_isolated`] runs risky formats ([`crate::Extractor::isolate`]) in a fresh
+//! worker per file and everything else in-process behind `catch_unwind`.
+//!
+//! Protocol: the parent writes one JSON object `{"path": "..."}` to the worker's stdin and closes
+//! it; the worker reads and extracts the file itself and writes one JSON object (a
+//! [`WireResult`]) to its stdout, then exits 0. A killed, crashed or aborted worker, a non-zero
+//! exit or unreadable output cost that one file (`extractor_failed`); running past the timeout
+//! kills the worker (`timeout`).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use linkly_core::{DocType, OutlineNode, SkipReason};
+use serde::{Deserialize, Serialize};
+
+use crate::registry::extract_bytes;
+use crate::{Extracted, extractor_for, too_large, unsupported};
+
+/// How risky extractions are run: a worker command, a time budget and a memory limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    /// The worker: a program and its arguments (e.g. the `linkly` binary and
+    /// `["__extract-worker"]`). `None` extracts everything in-process.
+    pub worker: Option<(PathBuf, Vec<String>)>,
+    /// How long one file may take in a worker before it is killed.
+    pub timeout: Duration,
+    /// The worker's address-space limit in bytes (Linux and other Unix: `ulimit -v` through
+    /// `/bin/sh`). `None` sets none.
+    pub memory_limit: Option<u64>,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Sandbox {
+            worker: None,
+            timeout: Duration::from_secs(60),
+            memory_limit: Some(4 * 1024 * 1024 * 1024),
+        }
+    }
+}
+
+impl Sandbox {
+    /// No worker: everything in-process behind `catch_unwind`.
+    pub fn in_process() -> Sandbox {
+        Sandbox::default()
+    }
+
+    /// A sandbox that runs risky formats with `program args...`.
+    pub fn with_worker(program: impl Into<PathBuf>, args: Vec<String>) -> Sandbox {
+        Sandbox {
+            worker: Some((program.into(), args)),
+            ..Sandbox::default()
+        }
+    }
+}
+
+/// The request the parent sends to a worker.
+#[derive(Debug, Serialize, Deserialize)]
+struct WireRequest {
+    path: PathBuf,
+}
+
+/// A skip reason on the wire.
+#[derive(Debug, Serialize, Deserialize)]
+struct WireSkip {
+    code: String,
+    detail: String,
+}
+
+/// An extraction on the wire.
+#[derive(Debug, Serialize, Deserialize)]
+struct WireExtracted {
+    doc_type: String,
+    text: String,
+    title: Option<String>,
+    outline: Vec<OutlineNode>,
+    encoding: Option<String>,
+}
+
+/// What a worker writes to stdout: exactly one of `ok` and `skip`.
+#[derive(Debug, Serialize, Deserialize)]
+struct WireResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ok: Option<WireExtracted>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    skip: Option<WireSkip>,
+}
+
+impl WireResult {
+    fn from_result(result: Result<Extracted, SkipReason>) -> WireResult {
+        match result {
+            Ok(e) => WireResult {
+                ok: Some(WireExtracted {
+                    doc_type: e.doc_type.as_str().to_string(),
+                    text: e.text,
+                    title: e.title,
+                    outline: e.outline,
+                    encoding: e.encoding.map(str::to_string),
+                }),
+                skip: None,
+            },
+            Err(s) => WireResult {
+                ok: None,
+                skip: Some(WireSkip {
+                    code: s.code.to_string(),
+                    detail: s.detail,
+                }),
+            },
+        }
+    }
+
+    fn into_result(self) -> Result<Extracted, SkipReason> {
+        if let Some(s) = self.skip {
+            return Err(SkipReason::new(skip_code(&s.code), s.detail));
+        }
+        let Some(e) = self.ok else {
+            return Err(failed("the worker sent neither text nor a skip reason"));
+        };
+        let doc_type = DocType::from_token(&e.doc_type).map_err(|_| {
+            failed(format!(
+                "the worker sent an unknown doc type {}",
+                e.doc_type
+            ))
+        })?;
+        Ok(Extracted {
+            doc_type,
+            text: e.text,
+            title: e.title,
+            outline: e.outline,
+            encoding: e
+                .encoding
+                .as_deref()
+                .and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes()))
+                .map(|enc| enc.name()),
+        })
+    }
+}
+
+/// The `&'static` code of a skip reason token.
+fn skip_code(code: &str) -> &'static str {
+    [
+        SkipReason::EMPTY,
+        SkipReason::TOO_LARGE,
+        SkipReason::UNKNOWN_ENCODING,
+        SkipReason::CORRUPT,
+        SkipReason::ENCRYPTED,
+        SkipReason::UNSUPPORTED,
+        SkipReason::UNSUPPORTED_VARIANT,
+        SkipReason::NO_TEXT_LAYER,
+        SkipReason::TIMEOUT,
+        SkipReason::EXTRACTOR_FAILED,
+    ]
+    .into_iter()
+    .find(|c| *c == code)
+    .unwrap_or(SkipReason::EXTRACTOR_FAILED)
+}
+
+fn failed(detail: impl Into<String>) -> SkipReason {
+    SkipReason::new(SkipReason::EXTRACTOR_FAILED, detail)
+}
+
+/// Extracts a file whose bytes the caller has read: in a worker process when the format is
+/// risky and `sandbox` names a worker, else in-process (as [`crate::extract_loaded`]).
+///
+/// The worker reads the file from `path` itself; `bytes` serve the checks made here first
+/// (unsupported extension, empty, over the cap).
+pub fn extract_isolated(
+    sandbox: &Sandbox,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<Extracted, SkipReason> {
+    let Some(extractor) = extractor_for(path) else {
+        return Err(unsupported(path));
+    };
+    if bytes.is_empty() {
+        return Err(SkipReason::new(SkipReason::EMPTY, "the file has no bytes"));
+    }
+    if bytes.len() as u64 > extractor.max_bytes() {
+        return Err(too_large(extractor, bytes.len() as u64));
+    }
+    match &sandbox.worker {
+        Some((program, args)) if extractor.isolate() => {
+            run_in_worker(program, args, sandbox, path, extractor.doc_type())
+        }
+        _ => extract_bytes(extractor, path, bytes),
+    }
+}
+
+/// Longest worker output read (text of a huge PDF included).
+const MAX_OUTPUT: u64 = 512 * 1024 * 1024;
+
+fn run_in_worker(
+    program: &Path,
+    args: &[String],
+    sandbox: &Sandbox,
+    path: &Path,
+    doc_type: DocType,
+) -> Result<Extracted, SkipReason> {
+    let mut cmd = match sandbox.memory_limit {
+        Some(limit) if cfg!(unix) && Path::new("/bin/sh").exists() => {
+            let kib = (limit / 1024).max(1);
+            let mut c = Command::new("/bin/sh");
+            c.arg("-c")
+                .arg(format!("ulimit -v {kib} 2>/dev/null; exec \"$0\" \"$@\""))
+                .arg(program)
+                .args(args);
+            c
+        }
+        _ => {
+            let mut c = Command::new(program);
+            c.args(args);
+            c
+        }
+    };
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| failed(format!("cannot start the extraction worker: {e}")))?;
+
+    let request = serde_json::to_vec(&WireRequest {
+        path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+    })
+    .unwrap_or_default();
+    if let Some(mut stdin) = child.stdin.take() {
+        // A worker that dies at once closes the pipe: its exit status tells the story.
+        let _ = stdin.write_all(&request);
+    }
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let out_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(s) = stdout {
+            let _ = s.take(MAX_OUTPUT).read_to_end(&mut buf);
+        }
+        buf
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(s) = stderr {
+            let _ = s.take(64 * 1024).read_to_end(&mut buf);
+        }
+        buf
+    });
+
+    let deadline = Instant::now() + sandbox.timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                // The reader threads end when the pipes close; they are not joined, so a
+                // grandchild holding a pipe cannot block us.
+                tracing::warn!(path = %path.display(), "extraction worker timed out");
+                return Err(SkipReason::new(
+                    SkipReason::TIMEOUT,
+                    format!(
+                        "the {doc_type} extractor took longer than {} s",
+                        sandbox.timeout.as_secs_f64()
+                    ),
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => {
+                let _ = child.kill();
+                return Err(failed(format!("cannot wait for the worker: {e}")));
+            }
+        }
+    };
+    let out = out_reader.join().unwrap_or_default();
+    let err = err_reader.join().unwrap_or_default();
+    let last_err = String::from_utf8_lossy(&err)
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.chars().take(200).collect::<String>())
+        .unwrap_or_default();
+    if !status.success() {
+        let how = match status.code() {
+            Some(code) => format!("exited with status {code}"),
+            None => signal_text(&status),
+        };
+        tracing::warn!(path = %path.display(), %how, "extraction worker failed");
+        let detail = if last_err.is_empty() {
+            format!("the {doc_type} extractor {how}")
+        } else {
+            format!("the {doc_type} extractor {how}: {last_err}")
+        };
+        return Err(failed(detail));
+    }
+    parse_output(&out)
+        .map_err(|e| {
+            failed(format!(
+                "the {doc_type} extractor sent unreadable output: {e}"
+            ))
+        })?
+        .into_result()
+}
+
+#[cfg(unix)]
+fn signal_text(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status.signal() {
+        Some(9) => "was killed (signal 9; out of memory?)".into(),
+        Some(6) => "aborted (signal 6)".into(),
+        Some(11) => "crashed (signal 11)".into(),
+        Some(s) => format!("was killed by signal {s}"),
+        None => "failed".into(),
+    }
+}
+
+#[cfg(not(unix))]
+fn signal_text(_status: &std::process::ExitStatus) -> String {
+    "failed".into()
+}
+
+/// The worker's JSON: the whole output, or else its last line that is a JSON object (so that a
+/// worker whose harness prints a line of its own still works).
+fn parse_output(out: &[u8]) -> Result<WireResult, String> {
+    let text = String::from_utf8_lossy(out);
+    match serde_json::from_str::<WireResult>(text.trim()) {
+        Ok(r) => Ok(r),
+        Err(e) => text
+            .lines()
+            .rev()
+            .filter(|l| l.trim_start().starts_with('{'))
+            .find_map(|l| serde_json::from_str::<WireResult>(l.trim()).ok())
+            .ok_or_else(|| e.to_string()),
+    }
+}
+
+/// Writes a line to stderr (the parent shows the last one in its skip reason).
+macro_rules! worker_note {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// The worker's side: reads `{"path": ...}` from stdin, extracts the file in-process and writes
+/// the result as one JSON line to stdout. Returns the process exit code (0 when a result — text
+/// or skip reason — was written, 2 for a bad request).
+///
+/// The `linkly` binary's hidden `__extract-worker` subcommand calls
+/// `std::process::exit(linkly_extract::run_worker())`.
+pub fn run_worker() -> i32 {
+    let mut input = String::new();
+    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
+        worker_note!("extract worker: cannot read the request: {e}");
+        return 2;
+    }
+    let request: WireRequest = match serde_json::from_str(input.trim()) {
+        Ok(r) => r,
+        Err(e) => {
+            worker_note!("extract worker: bad request: {e}");
+            return 2;
+        }
+    };
+    // Panic messages would only clutter the parent's log: the result says what failed.
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = crate::extract_path(&request.path);
+    let wire = WireResult::from_result(result);
+    let mut json = match serde_json::to_vec(&wire) {
+        Ok(j) => j,
+        Err(e) => {
+            worker_note!("extract worker: cannot encode the result: {e}");
+            return 2;
+        }
+    };
+    json.push(b'\n');
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_all(&json)
+        .and_then(|_| stdout.flush())
+        .is_err()
+    {
+        return 2;
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_round_trip() {
+        let mut e = Extracted::text(DocType::Pdf, "--- page 1 ---\nhi".into());
+        e.outline = vec![OutlineNode::new("A", 1, 2)];
+        e.encoding = Some("Shift_JIS");
+        let json = serde_json::to_string(&WireResult::from_result(Ok(e.clone()))).unwrap();
+        let back = parse_output(json.as_bytes())
+            .unwrap()
+            .into_result()
+            .unwrap();
+        assert_eq!(back, e);
+        let skip = SkipReason::new(SkipReason::ENCRYPTED, "needs a password");
+        let json = serde_json::to_string(&WireResult::from_result(Err(skip.clone()))).unwrap();
+        let noisy = format!("\nrunning 1 test\n{json}\n");
+        assert_eq!(
+            parse_output(noisy.as_bytes()).unwrap().into_result(),
+            Err(skip)
+        );
+        assert_eq!(skip_code("nonsense"), SkipReason::EXTRACTOR_FAILED);
+    }
+}
