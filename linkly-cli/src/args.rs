@@ -41,10 +41,29 @@ pub(crate) enum Command {
     Grep(GrepArgs),
     /// Read line ranges of one or more documents.
     Read(ReadArgs),
+    /// List the libraries with their ids and document counts.
+    ListLibraries,
+    /// Overview of all indexed content or of one library.
+    Explore(crate::discovery::ExploreArgs),
+    /// Find folders by name (feeds `search --path-glob`).
+    FindPaths(crate::discovery::FindPathsArgs),
+    /// List the files of a folder or library, or the notes.
+    List(crate::discovery::ListArgs),
+    /// Manage libraries: named sets of folders.
+    #[command(subcommand)]
+    Library(crate::discovery::LibraryCommand),
+    /// Create a note, or edit one with compare-and-swap versions.
+    NoteSave(crate::notes::NoteSaveArgs),
     /// Index the watched folders, then serve MCP over Streamable HTTP on 127.0.0.1.
     Serve(ServeArgs),
     /// Serve MCP over stdio (for clients that start the server themselves).
     Mcp,
+    /// The embedding model for semantic search: status, download, use <name>.
+    #[command(subcommand)]
+    Model(crate::model::ModelCommand),
+    /// Internal: extracts one file for the indexer's isolated worker (request on stdin).
+    #[command(name = "__extract-worker", hide = true)]
+    ExtractWorker,
     /// Print a shell completion script.
     Completions {
         /// The shell.

@@ -36,8 +36,18 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Outline(args) => outline(&data, args, printer),
         Command::Grep(args) => grep(&data, args, printer),
         Command::Read(args) => read(&data, args, printer),
+        Command::ListLibraries => crate::discovery::list_libraries(&data, printer),
+        Command::Explore(args) => crate::discovery::explore(&data, args, printer),
+        Command::FindPaths(args) => crate::discovery::find_paths(&data, args, printer),
+        Command::List(args) => crate::discovery::list(&data, args, printer),
+        Command::Library(cmd) => crate::discovery::library(&data, cmd, printer),
         Command::Serve(args) => serve(&data, args),
         Command::Mcp => mcp(&data),
+        Command::Model(cmd) => crate::model::run(&data, cmd, printer),
+        Command::NoteSave(args) => crate::notes::note_save(&data, args, printer),
+        Command::ExtractWorker => Ok(ExitCode::from(
+            u8::try_from(linkly_extract::run_worker()).unwrap_or(2),
+        )),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
@@ -97,16 +107,25 @@ fn folders(data: &DataDir, cmd: FoldersCommand, printer: Printer) -> anyhow::Res
     Ok(ExitCode::SUCCESS)
 }
 
-fn sync_options(config: &Config) -> SyncOptions {
+fn sync_options(data: &DataDir, config: &Config) -> SyncOptions {
+    // Risky formats (PDF) are extracted in a child `linkly __extract-worker` with a time and
+    // memory budget, so that a parser that aborts or hangs costs one file, not the run.
+    let mut sandbox = std::env::current_exe()
+        .map(|exe| linkly_extract::Sandbox::with_worker(exe, vec!["__extract-worker".into()]))
+        .unwrap_or_default();
+    // The `[ocr]` table (on/off, languages) reaches the extractors, and the worker, this way.
+    sandbox.options = linkly_extract::ExtractOptions::from_config(config);
     SyncOptions {
-        roots: config.folders.clone(),
+        // The watched folders and the notes folder.
+        roots: linkly_tools::sync_options(config, data).roots,
         exclude: config.exclude.clone(),
+        sandbox,
     }
 }
 
-fn run_sync(index: &Index, config: &Config) -> anyhow::Result<SyncReport> {
+fn run_sync(index: &Index, data: &DataDir, config: &Config) -> anyhow::Result<SyncReport> {
     let mut reporter = Reporter::new();
-    let report = index.sync(&sync_options(config), &mut |p| reporter.update(p))?;
+    let report = index.sync(&sync_options(data, config), &mut |p| reporter.update(p))?;
     Ok(report)
 }
 
@@ -127,13 +146,14 @@ fn index(data: &DataDir, args: IndexArgs, printer: Printer) -> anyhow::Result<Ex
     if changed || !data.config_file().exists() {
         config.save(data)?;
     }
-    if config.folders.is_empty() {
+    if config.folders.is_empty() && !config.notes_dir(data).is_dir() {
         bail!(
             "no watched folders: give one (`linkly index ~/Documents`) or add one with `linkly folders add <path>`"
         );
     }
     let index = Index::open(&data.index_dir())?;
-    let report = run_sync(&index, &config)?;
+    let report = run_sync(&index, data, &config)?;
+    crate::model::after_index(&index, data)?;
     let secs = report.elapsed_ms as f64 / 1000.0;
     if printer.json {
         println!(
@@ -172,7 +192,7 @@ fn peak_rss_kb() -> Option<u64> {
         .and_then(|n| n.parse().ok())
 }
 
-fn open_tools(data: &DataDir) -> anyhow::Result<Linkly> {
+pub(crate) fn open_tools(data: &DataDir) -> anyhow::Result<Linkly> {
     Linkly::open(data.clone()).map_err(|e| anyhow::anyhow!("{}", e.message))
 }
 
@@ -198,14 +218,14 @@ fn expand_ids(ids: Vec<String>) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-fn comma_list(s: &str) -> Vec<String> {
+pub(crate) fn comma_list(s: &str) -> Vec<String> {
     s.split(',')
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty())
         .collect()
 }
 
-fn normalise_tags(s: &str) -> anyhow::Result<Vec<String>> {
+pub(crate) fn normalise_tags(s: &str) -> anyhow::Result<Vec<String>> {
     let tags: Vec<String> = s
         .split(',')
         .map(|t| t.trim().trim_start_matches('#').trim().to_ascii_lowercase())
@@ -217,7 +237,7 @@ fn normalise_tags(s: &str) -> anyhow::Result<Vec<String>> {
     Ok(tags)
 }
 
-fn check_limit(limit: Option<i64>) -> anyhow::Result<()> {
+pub(crate) fn check_limit(limit: Option<i64>) -> anyhow::Result<()> {
     if limit.is_some_and(|l| l < 1) {
         bail!("--limit must be at least 1");
     }
@@ -225,14 +245,14 @@ fn check_limit(limit: Option<i64>) -> anyhow::Result<()> {
 }
 
 /// Sets a key when the value is present (options never become `null`).
-fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+pub(crate) fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
     if let Some(v) = value {
         map.insert(key.to_string(), v);
     }
 }
 
 /// Calls a tool once, prints the result, and classifies it.
-fn call_once(
+pub(crate) fn call_once(
     linkly: &Linkly,
     printer: Printer,
     tool: &str,
@@ -261,7 +281,7 @@ fn call_once(
     }
 }
 
-fn tool_error_message(text: &str) -> String {
+pub(crate) fn tool_error_message(text: &str) -> String {
     serde_json::from_str::<Value>(text)
         .ok()
         .and_then(|v| {
@@ -523,18 +543,20 @@ fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("Linkly MCP server: {}", bound.endpoint());
         // Index in the background: keyword search answers at once, status says how far along.
         let sync_state = state.clone();
+        let sync_data = data.clone();
         std::thread::spawn(move || {
-            if config.folders.is_empty() {
+            if config.folders.is_empty() && !config.notes_dir(&sync_data).is_dir() {
                 sync_state.set(IndexStatus::Idle);
                 return;
             }
-            match run_sync(&index, &config) {
+            match run_sync(&index, &sync_data, &config) {
                 Ok(r) => {
                     eprintln!(
                         "Indexed {} files: {} new, {} changed, {} removed",
                         r.seen, r.added, r.updated, r.removed
                     );
                     sync_state.set(IndexStatus::Idle);
+                    crate::model::background(&index, &sync_data);
                 }
                 Err(e) => {
                     eprintln!("Error: indexing failed: {e}");

@@ -8,6 +8,9 @@
 
 mod args;
 mod commands;
+mod discovery;
+mod model;
+mod notes;
 mod output;
 mod progress;
 

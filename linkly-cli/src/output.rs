@@ -112,6 +112,13 @@ pub(crate) fn nothing_matched(tool: &str, text: &str) -> bool {
         }
         "grep" => text.lines().any(|l| l.starts_with("Found 0 matches")),
         "find_paths" => text.contains("No folder candidates matched"),
+        // `Showing N of M files` / `… notes`: M, so an empty page past the end still found.
+        "list" => text.lines().any(|l| {
+            l.strip_prefix("Showing ")
+                .and_then(|rest| rest.split(" of ").nth(1))
+                .and_then(|rest| rest.split_whitespace().next())
+                .is_some_and(|m| m == "0")
+        }),
         _ => false,
     }
 }
@@ -137,5 +144,17 @@ mod tests {
         ));
         assert!(!nothing_matched("grep", r#"{"total_matches":3}"#));
         assert!(!nothing_matched("read", "anything"));
+        assert!(nothing_matched(
+            "list",
+            "# Files\n\nShowing 0 of 0 files (sort: recent, offset: 0) — target: /x"
+        ));
+        assert!(!nothing_matched(
+            "list",
+            "# Files\n\nShowing 0 of 12 files (sort: recent, offset: 50) — target: /x"
+        ));
+        assert!(nothing_matched(
+            "find_paths",
+            "# Find Paths\n\nNo folder candidates matched."
+        ));
     }
 }

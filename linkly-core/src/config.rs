@@ -75,6 +75,15 @@ pub struct Config {
     pub exclude: Vec<String>,
     /// The notes folder. Default: `<data dir>/notes`.
     pub notes_dir: Option<PathBuf>,
+    /// The bearer token that LAN clients of `linkly serve --lan` must send. Generated on the
+    /// first `serve --lan`; loopback clients never need it. Default: none.
+    pub lan_token: Option<String>,
+    /// Libraries: named sets of folders inside the watched ones (see `library.rs`). Default:
+    /// none.
+    pub libraries: Vec<crate::Library>,
+    /// OCR of images and scanned PDF pages (the `[ocr]` table). Default: on, with
+    /// [`OcrConfig::DEFAULT_LANGUAGES`].
+    pub ocr: OcrConfig,
 }
 
 impl Config {
@@ -135,6 +144,44 @@ impl Config {
         let before = self.folders.len();
         self.folders.retain(|f| f != &canonical && f != folder);
         self.folders.len() != before
+    }
+}
+
+/// The `[ocr]` table: text from images and scanned PDF pages through Tesseract.
+///
+/// ```toml
+/// [ocr]
+/// enabled = true
+/// languages = ["eng", "fra", "spa", "chi_sim", "chi_tra", "jpn"]
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OcrConfig {
+    /// Whether images and scanned PDF pages are OCR'd. OCR runs only when the engine is
+    /// installed as well; otherwise such files are indexed by name with
+    /// `skip_reason: ocr_unavailable` and picked up by the first sync after it is installed.
+    /// Default: true.
+    pub enabled: bool,
+    /// Tesseract language codes (`eng`, `fra`, `chi_sim`, ...). Latin-script languages are tried
+    /// first; the others join a second pass when the first reads little with confidence (see
+    /// `docs/ocr.md`). Codes whose data is not installed are left out. Default:
+    /// [`OcrConfig::DEFAULT_LANGUAGES`].
+    pub languages: Vec<String>,
+}
+
+impl OcrConfig {
+    /// The default languages: the five user languages (English, French, Spanish, Chinese in
+    /// simplified and traditional script, Japanese).
+    pub const DEFAULT_LANGUAGES: [&'static str; 6] =
+        ["eng", "fra", "spa", "chi_sim", "chi_tra", "jpn"];
+}
+
+impl Default for OcrConfig {
+    fn default() -> Self {
+        OcrConfig {
+            enabled: true,
+            languages: Self::DEFAULT_LANGUAGES.map(str::to_string).to_vec(),
+        }
     }
 }
 

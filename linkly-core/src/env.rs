@@ -4,3 +4,9 @@
 pub const LINKLY_HOME: &str = "LINKLY_HOME";
 /// Log filter for the front ends, in `tracing-subscriber` `EnvFilter` syntax (default `warn`).
 pub const LINKLY_LOG: &str = "LINKLY_LOG";
+/// The Tesseract program used for OCR (a name looked up in `PATH`, or a path); default
+/// `tesseract`. A program that cannot be run means OCR is unavailable.
+pub const LINKLY_TESSERACT: &str = "LINKLY_TESSERACT";
+/// A local folder holding the embedding model (`config.json`, `tokenizer.json`,
+/// `model.safetensors`): used instead of the selected, downloaded model (offline machines).
+pub const LINKLY_MODEL_DIR: &str = "LINKLY_MODEL_DIR";

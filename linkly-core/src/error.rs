@@ -22,6 +22,9 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// A library that cannot be defined, changed or found as asked.
+    #[error("{0}")]
+    Library(String),
     /// A file-system failure; the message names the path.
     #[error(transparent)]
     Io(#[from] std::io::Error),

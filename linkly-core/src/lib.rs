@@ -1,6 +1,6 @@
 //! The shared vocabulary of Linkly: document ids, doc-type tokens, outline nodes, skip reasons,
-//! stable error codes, the data directory and its config file, the word and character counting
-//! rules, and ISO 8601 time bounds.
+//! stable error codes, the data directory and its config file (watched folders, libraries), the
+//! word and character counting rules, and ISO 8601 time bounds.
 //!
 //! Every other Linkly crate depends on this one; it depends on no other Linkly crate and knows no
 //! file format, search engine, embedding model or transport.
@@ -11,6 +11,7 @@ mod doc_type;
 mod error;
 mod error_code;
 mod ids;
+mod library;
 mod outline;
 mod skip;
 mod time;
@@ -18,12 +19,13 @@ mod time;
 pub mod env;
 pub mod stdx;
 
-pub use crate::config::{Config, DataDir};
+pub use crate::config::{Config, DataDir, OcrConfig};
 pub use crate::counting::{char_count, is_cjk, word_count};
 pub use crate::doc_type::DocType;
 pub use crate::error::{Error, Result};
 pub use crate::error_code::ErrorCode;
 pub use crate::ids::DocId;
+pub use crate::library::{Library, LibraryEdit, LibraryRef, normalise_tags};
 pub use crate::outline::{Heading, OutlineNode};
 pub use crate::skip::SkipReason;
 pub use crate::time::{TimeBound, format_rfc3339, now_millis, parse_time};

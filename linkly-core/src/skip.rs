@@ -29,6 +29,9 @@ impl SkipReason {
     pub const UNSUPPORTED_VARIANT: &'static str = "unsupported_variant";
     /// A PDF (or scan) without a text layer; OCR may fill it.
     pub const NO_TEXT_LAYER: &'static str = "no_text_layer";
+    /// An image or scanned PDF whose text needs OCR, which is off or not installed; a sync
+    /// after the engine is installed (or turned on) extracts it again.
+    pub const OCR_UNAVAILABLE: &'static str = "ocr_unavailable";
     /// The extractor took too long.
     pub const TIMEOUT: &'static str = "timeout";
     /// The extractor failed unexpectedly.

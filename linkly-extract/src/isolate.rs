@@ -33,6 +33,8 @@ pub struct Sandbox {
     /// The worker's address-space limit in bytes (Linux and other Unix: `ulimit -v` through
     /// `/bin/sh`). `None` sets none.
     pub memory_limit: Option<u64>,
+    /// What the extractors are told (OCR languages, ...), in-process and in the worker alike.
+    pub options: crate::ExtractOptions,
 }
 
 impl Default for Sandbox {
@@ -41,6 +43,7 @@ impl Default for Sandbox {
             worker: None,
             timeout: Duration::from_secs(60),
             memory_limit: Some(4 * 1024 * 1024 * 1024),
+            options: crate::ExtractOptions::default(),
         }
     }
 }
@@ -64,6 +67,20 @@ impl Sandbox {
 #[derive(Debug, Serialize, Deserialize)]
 struct WireRequest {
     path: PathBuf,
+    /// The OCR options; absent means the defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ocr: Option<WireOcr>,
+}
+
+/// [`crate::ocr::OcrOptions`] on the wire.
+#[derive(Debug, Serialize, Deserialize)]
+struct WireOcr {
+    enabled: bool,
+    languages: Vec<String>,
+    timeout_ms: u64,
+    /// The OCR time a scanned PDF may use in all (a share of the worker's timeout).
+    #[serde(default)]
+    pdf_budget_ms: Option<u64>,
 }
 
 /// A skip reason on the wire.
@@ -153,6 +170,7 @@ fn skip_code(code: &str) -> &'static str {
         SkipReason::UNSUPPORTED,
         SkipReason::UNSUPPORTED_VARIANT,
         SkipReason::NO_TEXT_LAYER,
+        SkipReason::OCR_UNAVAILABLE,
         SkipReason::TIMEOUT,
         SkipReason::EXTRACTOR_FAILED,
     ]
@@ -188,7 +206,7 @@ pub fn extract_isolated(
         Some((program, args)) if extractor.isolate() => {
             run_in_worker(program, args, sandbox, path, extractor.doc_type())
         }
-        _ => extract_bytes(extractor, path, bytes),
+        _ => extract_bytes(extractor, path, bytes, &sandbox.options),
     }
 }
 
@@ -225,8 +243,15 @@ fn run_in_worker(
         .spawn()
         .map_err(|e| failed(format!("cannot start the extraction worker: {e}")))?;
 
+    let ocr = &sandbox.options.ocr;
     let request = serde_json::to_vec(&WireRequest {
         path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+        ocr: Some(WireOcr {
+            enabled: ocr.enabled,
+            languages: ocr.languages.clone(),
+            timeout_ms: ocr.timeout.as_millis() as u64,
+            pdf_budget_ms: Some((sandbox.timeout.as_millis() as u64) * 3 / 4),
+        }),
     })
     .unwrap_or_default();
     if let Some(mut stdin) = child.stdin.take() {
@@ -365,7 +390,14 @@ pub fn run_worker() -> i32 {
     };
     // Panic messages would only clutter the parent's log: the result says what failed.
     std::panic::set_hook(Box::new(|_| {}));
-    let result = crate::extract_path(&request.path);
+    let mut options = crate::ExtractOptions::default();
+    if let Some(ocr) = request.ocr {
+        options.ocr.enabled = ocr.enabled;
+        options.ocr.languages = ocr.languages;
+        options.ocr.timeout = Duration::from_millis(ocr.timeout_ms);
+        options.ocr.pdf_budget = ocr.pdf_budget_ms.map(Duration::from_millis);
+    }
+    let result = crate::extract_path_with(&request.path, &options);
     let wire = WireResult::from_result(result);
     let mut json = match serde_json::to_vec(&wire) {
         Ok(j) => j,

@@ -4,18 +4,22 @@
 //! One module per format under `formats/`, each implementing [`Extractor`] and listed once in
 //! the [`formats::FORMATS`] registry. This crate is a functional core: same bytes in, same text
 //! out, and no writes. It knows nothing of indexes and depends on no search engine, model or
-//! transport crate.
+//! transport crate. Images and scanned PDF pages get their text from OCR ([`ocr`]: Tesseract
+//! in a child process), told which languages through [`ExtractOptions`].
 
 mod encoding;
 mod error;
 pub mod formats;
 mod isolate;
+pub mod ocr;
+mod options;
 mod registry;
 
 pub use crate::error::{Error, Result};
 pub use crate::isolate::{Sandbox, extract_isolated, run_worker};
+pub use crate::options::ExtractOptions;
 pub use crate::registry::{
-    Extracted, Extractor, Input, extract_loaded, extract_path, extractor_for, too_large,
-    unsupported,
+    Extracted, Extractor, Input, extract_loaded, extract_loaded_with, extract_path,
+    extract_path_with, extractor_for, too_large, unsupported,
 };
 pub use linkly_core::SkipReason;

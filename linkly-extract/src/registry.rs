@@ -3,6 +3,7 @@ use std::path::Path;
 
 use linkly_core::{DocType, OutlineNode, SkipReason};
 
+use crate::ExtractOptions;
 use crate::formats::FORMATS;
 
 /// What an extractor reads: the file's path (for its name, extension and folder) and its bytes.
@@ -91,6 +92,21 @@ pub trait Extractor: Send + Sync {
     fn isolate(&self) -> bool {
         false
     }
+    /// True when extraction is slow (OCR): the indexer extracts such files after all the others,
+    /// in small batches, so that keyword search of everything else never waits for them.
+    fn slow(&self) -> bool {
+        false
+    }
+    /// Extracts with options ([`ExtractOptions`]: OCR languages, ...). Formats without options
+    /// use [`Extractor::extract`], the default.
+    fn extract_with(
+        &self,
+        input: &Input<'_>,
+        options: &ExtractOptions,
+    ) -> Result<Extracted, SkipReason> {
+        let _ = options;
+        self.extract(input)
+    }
 }
 
 /// The extractor registered for a path's extension, if any.
@@ -105,6 +121,11 @@ pub fn extractor_for(path: &Path) -> Option<&'static dyn Extractor> {
 /// Reads and extracts one file. Never panics and never returns garbage: an empty, huge,
 /// corrupt, mislabelled or unsupported file comes back as a [`SkipReason`].
 pub fn extract_path(path: &Path) -> Result<Extracted, SkipReason> {
+    extract_path_with(path, &ExtractOptions::default())
+}
+
+/// [`extract_path`] with options.
+pub fn extract_path_with(path: &Path, options: &ExtractOptions) -> Result<Extracted, SkipReason> {
     let Some(extractor) = extractor_for(path) else {
         return Err(unsupported(path));
     };
@@ -118,12 +139,21 @@ pub fn extract_path(path: &Path) -> Result<Extracted, SkipReason> {
     }
     let bytes = fs_err::read(path)
         .map_err(|e| SkipReason::new(SkipReason::CORRUPT, format!("cannot read file: {e}")))?;
-    extract_bytes(extractor, path, &bytes)
+    extract_bytes(extractor, path, &bytes, options)
 }
 
 /// Extracts a file whose bytes the caller has already read (to hash them, say), with the same
 /// checks as [`extract_path`]: unsupported extension, empty, over the cap, panics.
 pub fn extract_loaded(path: &Path, bytes: &[u8]) -> Result<Extracted, SkipReason> {
+    extract_loaded_with(path, bytes, &ExtractOptions::default())
+}
+
+/// [`extract_loaded`] with options.
+pub fn extract_loaded_with(
+    path: &Path,
+    bytes: &[u8],
+    options: &ExtractOptions,
+) -> Result<Extracted, SkipReason> {
     let Some(extractor) = extractor_for(path) else {
         return Err(unsupported(path));
     };
@@ -133,7 +163,7 @@ pub fn extract_loaded(path: &Path, bytes: &[u8]) -> Result<Extracted, SkipReason
     if bytes.len() as u64 > extractor.max_bytes() {
         return Err(too_large(extractor, bytes.len() as u64));
     }
-    extract_bytes(extractor, path, bytes)
+    extract_bytes(extractor, path, bytes, options)
 }
 
 /// The skip reason of a file no extractor reads.
@@ -163,9 +193,10 @@ pub(crate) fn extract_bytes(
     extractor: &dyn Extractor,
     path: &Path,
     bytes: &[u8],
+    options: &ExtractOptions,
 ) -> Result<Extracted, SkipReason> {
     let input = Input { path, bytes };
-    match catch_unwind(AssertUnwindSafe(|| extractor.extract(&input))) {
+    match catch_unwind(AssertUnwindSafe(|| extractor.extract_with(&input, options))) {
         Ok(result) => result.map(Extracted::normalise),
         Err(panic) => {
             let msg = panic

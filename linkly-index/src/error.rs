@@ -24,6 +24,9 @@ pub enum Error {
     /// A stored JSON column could not be decoded.
     #[error("corrupt stored JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// The embedding model is missing, does not load or failed.
+    #[error("embedding model: {0}")]
+    Model(String),
     /// A file-system failure; the message names the path.
     #[error(transparent)]
     Io(#[from] std::io::Error),

@@ -21,6 +21,17 @@ use crate::{Index, Result, keywords};
 const BATCH_DOCS: usize = 1000;
 /// Text bytes per batch.
 const BATCH_BYTES: usize = 32 * 1024 * 1024;
+/// Documents per batch of slow formats (OCR): small, so their text becomes searchable as it
+/// comes and progress moves.
+const SLOW_BATCH_DOCS: usize = 16;
+/// Appended to the stored hash of a file skipped as `ocr_unavailable`, so that the first sync
+/// that can OCR extracts it again although its bytes did not change.
+const OCR_PENDING: &str = "+ocr_unavailable";
+
+/// True for files of a slow format (images: OCR), which a sync extracts after all the others.
+fn is_slow(path: &Path) -> bool {
+    linkly_extract::extractor_for(path).is_some_and(|e| e.slow())
+}
 
 /// What a sync is doing, for progress displays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +87,9 @@ pub struct SyncOptions {
     pub roots: Vec<PathBuf>,
     /// Exclusion globs (see `linkly_core::Config::exclude`).
     pub exclude: Vec<String>,
+    /// How risky formats (PDF) are extracted: in a worker process with a time and memory
+    /// budget when one is configured, else in-process behind `catch_unwind`.
+    pub sandbox: linkly_extract::Sandbox,
 }
 
 struct Candidate {
@@ -173,7 +187,7 @@ fn mtime_millis(meta: &std::fs::Metadata) -> i64 {
         .unwrap_or(0)
 }
 
-fn prepare(c: Candidate) -> Work {
+fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
     let doc_type = c
         .path
         .extension()
@@ -196,7 +210,10 @@ fn prepare(c: Candidate) -> Work {
                 {
                     return Work::Unchanged(prev.id, c.modified_at);
                 }
-                (hash, linkly_extract::extract_loaded(&c.path, &bytes))
+                (
+                    hash,
+                    linkly_extract::extract_isolated(sandbox, &c.path, &bytes),
+                )
             }
             Err(e) => (
                 stat_hash(),
@@ -206,6 +223,12 @@ fn prepare(c: Candidate) -> Work {
                 )),
             ),
         },
+    };
+    let hash = match &result {
+        Err(r) if r.code == linkly_core::SkipReason::OCR_UNAVAILABLE => {
+            format!("{hash}{OCR_PENDING}")
+        }
+        _ => hash,
     };
     let filename = c
         .path
@@ -265,13 +288,13 @@ fn prepare(c: Candidate) -> Work {
 }
 
 /// Prepares candidates on all cores, keeping their order.
-fn prepare_parallel(batch: Vec<Candidate>) -> Vec<Work> {
+fn prepare_parallel(batch: Vec<Candidate>, sandbox: &linkly_extract::Sandbox) -> Vec<Work> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .min(batch.len().max(1));
     if threads <= 1 {
-        return batch.into_iter().map(prepare).collect();
+        return batch.into_iter().map(|c| prepare(c, sandbox)).collect();
     }
     let chunk = batch.len().div_ceil(threads);
     let mut parts: Vec<Vec<Candidate>> = Vec::new();
@@ -282,7 +305,13 @@ fn prepare_parallel(batch: Vec<Candidate>) -> Vec<Work> {
     std::thread::scope(|s| {
         let handles: Vec<_> = parts
             .into_iter()
-            .map(|part| s.spawn(move || part.into_iter().map(prepare).collect::<Vec<_>>()))
+            .map(|part| {
+                s.spawn(move || {
+                    part.into_iter()
+                        .map(|c| prepare(c, sandbox))
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -302,7 +331,9 @@ impl Index {
     ) -> Result<SyncReport> {
         let started = Instant::now();
         self.lexical.acquire_writer()?;
-        let result = self.sync_locked(opts, progress, started);
+        let result = self
+            .sync_locked(opts, progress, started)
+            .and_then(|r| self.forget_stale_vectors().map(|_| r));
         // Release the lock whatever happened, so another process may write.
         let released = self.lexical.release_writer();
         let report = result?;
@@ -319,7 +350,8 @@ impl Index {
         let mut report = SyncReport::default();
         let mut states = self.store.file_states()?;
 
-        // Scan.
+        // Scan. Files that waited for OCR are redone once it can run.
+        let ocr_ready = linkly_extract::ocr::ready(&opts.sandbox.options.ocr).is_ok();
         let mut candidates = Vec::new();
         let mut seen: HashSet<String> = HashSet::new();
         walk(opts, |path, meta| {
@@ -335,6 +367,7 @@ impl Index {
                 && !prev.dirty
                 && prev.size == size
                 && prev.modified_at == modified_at
+                && !(ocr_ready && prev.hash.ends_with(OCR_PENDING))
             {
                 report.unchanged += 1;
                 return;
@@ -367,6 +400,9 @@ impl Index {
             .map(|(_, s)| s.id)
             .collect();
 
+        // Slow formats (OCR) last and in batches of their own: keyword search of everything else
+        // never waits for them. The sort is stable, so walk order stays within each group.
+        candidates.sort_by_key(|c| is_slow(&c.path));
         let total = candidates.len() as u64;
         progress(&Progress {
             phase: Phase::Indexing,
@@ -379,13 +415,16 @@ impl Index {
         while pending.peek().is_some() {
             let mut batch = Vec::new();
             let mut bytes = 0usize;
-            while let Some(c) = pending.next_if(|_| batch.len() < BATCH_DOCS && bytes < BATCH_BYTES)
-            {
+            let slow = pending.peek().is_some_and(|c| is_slow(&c.path));
+            let max_docs = if slow { SLOW_BATCH_DOCS } else { BATCH_DOCS };
+            while let Some(c) = pending.next_if(|c| {
+                batch.len() < max_docs && bytes < BATCH_BYTES && is_slow(&c.path) == slow
+            }) {
                 bytes += c.size as usize;
                 batch.push(c);
             }
             let n = batch.len() as u64;
-            let works = prepare_parallel(batch);
+            let works = prepare_parallel(batch, &opts.sandbox);
             let mut touched = Vec::new();
             let mut prepared = Vec::new();
             for w in works {

@@ -1,6 +1,7 @@
 //! Linkly's index: the SQLite metadata store (records and extracted text), the tantivy BM25
 //! index with CJK-aware tokenizing, and the incremental indexer that keeps both in step with
-//! the watched folders.
+//! the watched folders. The catalog ([`Index::catalog_page`] and friends) enumerates documents
+//! without full-text matching: stable paged listings, counts and light summaries.
 //!
 //! This is the only crate that names tantivy or SQLite; none of their types appear in its
 //! public API. It depends on `linkly-core` and `linkly-extract`, never on `linkly-tools` or a
@@ -11,12 +12,15 @@
 //! [`Error::Locked`] if another process holds it. Store rows are written dirty before the
 //! lexical commit and marked clean after it, so a crash loses no consistency (see `indexer`).
 
+mod catalog;
 mod error;
 mod indexer;
 mod keywords;
 mod lexical;
 mod store;
 mod tokenizer;
+pub mod vector;
+mod watcher;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -24,9 +28,15 @@ use std::sync::Arc;
 
 use linkly_core::{DocId, DocType};
 
+pub use crate::catalog::{CatalogFilter, CatalogPage, CatalogSort, DocSummary};
 pub use crate::error::{Error, Result};
 pub use crate::indexer::{Phase, Progress, SyncOptions, SyncReport};
 pub use crate::store::DocRecord;
+pub use crate::vector::{
+    Arms, EmbedProgress, EmbedReport, HybridHit, HybridOptions, HybridOutcome, LexicalArm,
+    ModelStatus, SearchMode, VectorArm, VectorStats,
+};
+pub use crate::watcher::{WatchEvent, Watcher};
 
 use crate::lexical::Lexical;
 use crate::store::{INDEX_FORMAT_VERSION, Store};
@@ -100,6 +110,7 @@ pub struct Index {
     dir: PathBuf,
     store: Store,
     lexical: Lexical,
+    vectors: vector::VectorSide,
 }
 
 impl std::fmt::Debug for Index {
@@ -114,11 +125,14 @@ impl Index {
     pub fn open(dir: &Path) -> Result<Index> {
         fs_err::create_dir_all(dir)?;
         let (store, mismatch) = Store::open(&dir.join("meta.sqlite"))?;
+        catalog::ensure_indexes(&store)?;
         let lexical = Lexical::open(&dir.join("lexical"))?;
+        let vectors = vector::VectorSide::open(dir)?;
         let index = Index {
             dir: dir.to_path_buf(),
             store,
             lexical,
+            vectors,
         };
         if mismatch {
             tracing::warn!(dir = %dir.display(), version = INDEX_FORMAT_VERSION, "index format changed; rebuilding");
@@ -131,6 +145,7 @@ impl Index {
         let ids: Vec<u64> = self.store.file_states()?.values().map(|s| s.id).collect();
         self.lexical.clear()?;
         self.store.delete(&ids)?;
+        self.store.mark_current_version()?;
         Ok(())
     }
 
@@ -139,14 +154,14 @@ impl Index {
         &self.dir
     }
 
-    /// The terms a text is indexed under (lower-cased, folded, CJK bigrams), in order.
+    /// The terms a text is indexed under (lower-cased, folded, stemmed, CJK bigrams), in order.
     pub fn query_terms(text: &str) -> Vec<String> {
-        tokenizer::terms(text)
+        tokenizer::index_terms(text)
     }
 
     /// Keyword (BM25) search. Terms are OR-ed; the filter applies before the top-`limit` cut.
     pub fn search(&self, query: &str, limit: usize, filter: &DocFilter) -> Result<SearchOutcome> {
-        let mut terms = tokenizer::terms(query);
+        let mut terms = tokenizer::index_terms(query);
         let mut seen = HashSet::new();
         terms.retain(|t| seen.insert(t.clone()));
         let allowed = if filter.is_empty() {

@@ -16,7 +16,7 @@ use crate::{Error, Result};
 
 /// The on-disk format version of the whole index (store + lexical). A different version is
 /// rebuilt from the files.
-pub(crate) const INDEX_FORMAT_VERSION: &str = "1";
+pub(crate) const INDEX_FORMAT_VERSION: &str = "2";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -171,7 +171,16 @@ impl Store {
         ))
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+    /// Records that the store now holds the current format (after a rebuild cleared it).
+    pub(crate) fn mark_current_version(&self) -> Result<()> {
+        self.conn().execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('format_version', ?1)",
+            [INDEX_FORMAT_VERSION],
+        )?;
+        Ok(())
+    }
+
+    pub(crate) fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -46,6 +46,8 @@ impl Linkly {
         let config = Config::load(&data_dir)
             .map_err(|e| ToolError::new(ErrorCode::Internal, e.to_string()))?;
         let index = Index::open(&data_dir.index_dir())?;
+        // The embedding model, when its files are there; else search stays keyword-only.
+        index.attach_selected_model(data_dir.root());
         Ok(Linkly::new(Arc::new(index), data_dir, config))
     }
 

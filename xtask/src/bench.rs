@@ -27,6 +27,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             .status()?;
         std::process::exit(status.code().unwrap_or(1));
     }
+    if args.first().is_some_and(|a| a == "extract") {
+        return crate::bench_extract::run(&args[1..]);
+    }
     let what = args.first().map(String::as_str).unwrap_or("all");
     let docs = args
         .iter()

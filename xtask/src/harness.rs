@@ -57,12 +57,14 @@ pub(crate) fn probe_setup() -> anyhow::Result<PathBuf> {
 /// Installs the test tools, then runs the workspace tests.
 pub(crate) fn test(extra: &[String]) -> anyhow::Result<()> {
     let harness = probe_setup()?;
+    let model = crate::test_model::ensure()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(crate::root())
         .args(["test", "--workspace"])
         .args(extra)
         .env("MCP_HARNESS_HOME", &harness)
+        .env(crate::test_model::TEST_MODEL_ENV, &model)
         .env("LINKLY_SHARED_DIR", crate::shared_dir())
         .status()?;
     if !status.success() {

@@ -4,13 +4,21 @@
 //!   `target/mcp-harness`), then runs `cargo test --workspace [ARGS]`.
 //! - `cargo xtask bench index|search|all`: indexing and search benchmarks on a generated
 //!   10,000-document corpus and on BEIR SciFact (release build).
+//! - `cargo xtask bench discovery [--docs N]`: explore, find_paths and list latency on a
+//!   generated 100,000-document index (release build).
+//! - `cargo xtask bench ocr`: OCR speed and character error rate, default languages vs English.
 
 // A command-line tool prints by design.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod bench_beir;
+mod bench_discovery;
+mod bench_extract;
+mod bench_ocr;
 mod corpus;
 mod harness;
+mod test_model;
 
 use std::path::PathBuf;
 
@@ -19,10 +27,16 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("test") => harness::test(&args[1..]),
         Some("probe-setup") => harness::probe_setup().map(|_| ()),
+        Some("test-model") => test_model::ensure().map(|p| println!("{}", p.display())),
+        Some("bench") if args.get(1).is_some_and(|a| a == "ocr") => bench_ocr::run(&args[2..]),
+        Some("bench") if args.get(1).is_some_and(|a| a == "beir") => bench_beir::run(&args[2..]),
+        Some("bench") if args.get(1).is_some_and(|a| a == "discovery") => {
+            bench_discovery::run(&args[2..])
+        }
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP probe client only\n  bench index|search|all [--docs N]   benchmarks (release build)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP probe client only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy"
             );
             std::process::exit(2);
         }

@@ -7,6 +7,7 @@ mod doc;
 mod docx;
 mod epub;
 mod html;
+mod image;
 mod md;
 mod ooxml;
 mod pdf;
@@ -20,6 +21,7 @@ pub use self::doc::Doc;
 pub use self::docx::Docx;
 pub use self::epub::Epub;
 pub use self::html::Html;
+pub use self::image::Image;
 pub use self::md::Markdown;
 pub use self::pdf::{Pdf, page_marker};
 pub use self::pptx::Pptx;
@@ -41,6 +43,7 @@ pub static FORMATS: &[&dyn Extractor] = &[
     &Pdf,
     &Rtf,
     &Doc,
+    &Image,
 ];
 
 /// Turns `\r\n` and lone `\r` into `\n`, so that line numbers computed by an extractor match the

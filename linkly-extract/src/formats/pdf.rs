@@ -14,7 +14,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use linkly_core::{DocType, Heading, OutlineNode, SkipReason};
 use lopdf::{Document, Object, ObjectId};
 
-use crate::{Extracted, Extractor, Input};
+use crate::{ExtractOptions, Extracted, Extractor, Input, ocr};
 
 /// The marker line put before each page's text.
 pub fn page_marker(page: u32) -> String {
@@ -50,11 +50,19 @@ impl Extractor for Pdf {
     }
 
     fn extract(&self, input: &Input<'_>) -> Result<Extracted, SkipReason> {
-        extract_pdf(input.bytes)
+        extract_pdf_with(input.bytes, &ExtractOptions::default())
+    }
+
+    fn extract_with(
+        &self,
+        input: &Input<'_>,
+        options: &ExtractOptions,
+    ) -> Result<Extracted, SkipReason> {
+        extract_pdf_with(input.bytes, options)
     }
 }
 
-fn extract_pdf(bytes: &[u8]) -> Result<Extracted, SkipReason> {
+fn extract_pdf_with(bytes: &[u8], options: &ExtractOptions) -> Result<Extracted, SkipReason> {
     let head = &bytes[..bytes.len().min(1024)];
     if !head.windows(5).any(|w| w == b"%PDF-") {
         return Err(SkipReason::new(
@@ -128,12 +136,10 @@ fn extract_pdf(bytes: &[u8]) -> Result<Extracted, SkipReason> {
 
     let page_count = pages.len();
     if total_chars == 0 || (any_image && total_chars < 16 * page_count) {
-        return Err(SkipReason::new(
-            SkipReason::NO_TEXT_LAYER,
-            format!(
-                "{page_count} page(s) with {total_chars} characters of text: no text layer (a scan?)"
-            ),
-        ));
+        let scan = format!(
+            "{page_count} page(s) with {total_chars} characters of text: no text layer (a scan?)"
+        );
+        return ocr_scanned(&doc, bytes, &pages, options, scan);
     }
 
     let outline = outline(&doc, &marker_line, line);
@@ -416,9 +422,108 @@ fn info_title(doc: &Document) -> Option<String> {
     (!junk).then(|| title.chars().take(300).collect())
 }
 
+/// A scan: each page whose text layer has under 16 characters is rasterised and OCR'd, page by
+/// page, its text following its `--- page N ---` marker (after what little text layer it has).
+///
+/// Without OCR the file is `ocr_unavailable` (a later sync with OCR redoes it); when OCR finds
+/// nothing either, `no_text_layer`. A page that fails or runs past the time limit, and the
+/// pages after [`ocr::OcrOptions::pdf_budget`] is spent, keep their marker only.
+fn ocr_scanned(
+    doc: &Document,
+    bytes: &[u8],
+    pages: &BTreeMap<u32, ObjectId>,
+    options: &ExtractOptions,
+    scan: String,
+) -> Result<Extracted, SkipReason> {
+    if let Err(why) = ocr::ready(&options.ocr) {
+        return Err(SkipReason::new(
+            SkipReason::OCR_UNAVAILABLE,
+            format!("{scan}; {}", why.detail),
+        ));
+    }
+    if !ocr::status().pdf_rasterizer {
+        return Err(SkipReason::new(
+            SkipReason::OCR_UNAVAILABLE,
+            format!(
+                "{scan}; pdftoppm (poppler-utils) is not installed to render its pages for OCR"
+            ),
+        ));
+    }
+    let started = std::time::Instant::now();
+    let mut text = String::new();
+    let mut marker_line: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut line: u32 = 0;
+    let mut ocr_chars = 0usize;
+    let mut problems: Vec<String> = Vec::new();
+    for (i, &num) in pages.keys().enumerate() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&page_marker(num));
+        line += 1;
+        marker_line.insert(num, line);
+        if i >= MAX_PAGES || text.len() > MAX_TEXT_BYTES {
+            continue;
+        }
+        let mut page = clean_page(&page_text(doc, num));
+        if non_space(&page) < 16 {
+            if options
+                .ocr
+                .pdf_budget
+                .is_some_and(|b| started.elapsed() >= b)
+            {
+                problems.push(format!("page {num}: over the OCR time budget"));
+            } else {
+                match ocr::rasterize_pdf_page(bytes, num, options.ocr.timeout)
+                    .and_then(|png| ocr::recognize(&png, &options.ocr))
+                {
+                    Ok(t) => {
+                        let t = clean_page(&t);
+                        ocr_chars += non_space(&t);
+                        if !t.is_empty() {
+                            if !page.is_empty() {
+                                page.push('\n');
+                            }
+                            page.push_str(&t);
+                        }
+                    }
+                    Err(e) => problems.push(format!("page {num}: {e}")),
+                }
+            }
+        }
+        if page.is_empty() {
+            continue;
+        }
+        text.push('\n');
+        text.push_str(&page);
+        line += page.split('\n').count() as u32;
+    }
+    if !problems.is_empty() {
+        tracing::warn!(pages = problems.len(), first = %problems[0], "OCR skipped pages of a scanned PDF");
+    }
+    if ocr_chars == 0 {
+        let why = problems
+            .first()
+            .map(|p| format!(" ({p})"))
+            .unwrap_or_default();
+        return Err(SkipReason::new(
+            SkipReason::NO_TEXT_LAYER,
+            format!("{scan}; OCR found no text on its pages either{why}"),
+        ));
+    }
+    let mut out = Extracted::text(DocType::Pdf, text);
+    out.title = info_title(doc);
+    out.outline = outline(doc, &marker_line, line);
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn extract_pdf(bytes: &[u8]) -> Result<Extracted, SkipReason> {
+        extract_pdf_with(bytes, &ExtractOptions::default())
+    }
 
     #[test]
     fn not_a_pdf_is_corrupt() {

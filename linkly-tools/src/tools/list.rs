@@ -2,13 +2,18 @@
 //! files (`library`), or the notes (`notes`) — with filters, stable sorts and paging. No
 //! full-text matching.
 
+use linkly_core::format_rfc3339;
+use linkly_index::{CatalogFilter, CatalogSort, DocRecord};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::check_choice;
-use crate::tools::{Rendered, ToolSpec, parse_args, schema_of};
-use crate::{Linkly, Result, ToolError};
+use crate::error::{check_choice, check_range};
+use crate::library::{allowed_dir, library_dirs, resolve};
+use crate::render::{one_line, thousands};
+use crate::tools::search::{parse_bound, parse_doc_types};
+use crate::tools::{Rendered, ToolSpec, parse_args, render, schema_of};
+use crate::{Linkly, OutputFormat, Result, ToolError};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
     name: "list",
@@ -77,9 +82,270 @@ fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     }
 }
 
+/// A snippet's length in characters (files: from the indexed abstract).
+const SNIPPET_CHARS: usize = 200;
+
+/// One file of a `folder` or `library` listing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileItem {
+    /// `local://<n>`.
+    pub doc_id: String,
+    /// The declared title, else the file name.
+    pub title: String,
+    /// The absolute path.
+    pub path: String,
+    /// The doc-type token.
+    pub doc_type: String,
+    /// Words (a CJK character is one word).
+    pub word_count: u64,
+    /// Characters of the extracted text.
+    pub char_count: u64,
+    /// Lines of the extracted text.
+    pub total_lines: u32,
+    /// Whether `outline` has something to show.
+    pub has_outline: bool,
+    /// Modification time, Unix milliseconds.
+    pub modified_at: i64,
+    /// The document's keywords.
+    pub keywords: Vec<String>,
+    /// The start of the text (from the index; null while snippets are off).
+    pub snippet: Option<String>,
+    /// Non-null: the content is unreadable (indexed by name only); do not read or grep it.
+    pub skip_reason: Option<String>,
+}
+
+/// The README found directly in a listed directory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReadmePointer {
+    /// `local://<n>`.
+    pub doc_id: String,
+    /// The absolute path.
+    pub path: String,
+}
+
+/// The response of `list` for the `folder` and `library` scopes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileList {
+    /// `folder` or `library`.
+    pub scope: String,
+    /// What was listed: the directory, `library <name>`, or `all watched folders`.
+    pub target: String,
+    /// Files in the whole filtered set.
+    pub total: u64,
+    /// Whether items remain after this page.
+    pub has_more: bool,
+    /// Items skipped.
+    pub offset: u64,
+    /// `recent`, `oldest` or `name`.
+    pub sort: String,
+    /// The page.
+    pub items: Vec<FileItem>,
+    /// The README directly in the listed `path`, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readme: Option<ReadmePointer>,
+}
+
 /// The `folder` and `library` scopes.
-fn list_files(_linkly: &Linkly, _params: &ListParams) -> Result<Rendered> {
-    Err(ToolError::invalid(
-        "list of folders and libraries is not available in this build yet",
-    ))
+fn list_files(linkly: &Linkly, params: &ListParams) -> Result<Rendered> {
+    let format = OutputFormat::parse(params.output_format.as_deref())?;
+    let response = linkly.list_files(params)?;
+    render(format, &response, FileList::to_markdown)
+}
+
+fn file_item(rec: DocRecord, with_snippet: bool) -> FileItem {
+    let snippet = with_snippet.then(|| {
+        let cut = linkly_core::stdx::truncate_chars(&rec.abstract_text, SNIPPET_CHARS);
+        if cut.len() < rec.abstract_text.len() && !cut.ends_with('…') {
+            format!("{cut}…")
+        } else {
+            cut.to_string()
+        }
+    });
+    FileItem {
+        doc_id: rec.id.to_string(),
+        title: rec.display_title(),
+        doc_type: rec.doc_type.as_str().to_string(),
+        word_count: rec.word_count,
+        char_count: rec.char_count,
+        total_lines: rec.total_lines,
+        has_outline: !rec.outline.is_empty(),
+        modified_at: rec.modified_at,
+        keywords: rec.keywords,
+        snippet,
+        skip_reason: rec.skip_reason,
+        path: rec.path,
+    }
+}
+
+impl Linkly {
+    /// Runs `list` for the `folder` and `library` scopes.
+    pub fn list_files(&self, p: &ListParams) -> Result<FileList> {
+        let scope = check_choice("scope", &p.scope, &["folder", "library"])?;
+        if p.tags.is_some() {
+            return Err(ToolError::invalid(format!(
+                "tags filters notes and is only valid with scope \"notes\" (got scope {scope:?}); omit tags or list scope \"notes\""
+            )));
+        }
+        let library = match (scope, p.library.as_deref()) {
+            ("library", Some(l)) => Some(resolve(self, l)?),
+            ("library", None) => {
+                return Err(ToolError::invalid(
+                    "library is required with scope \"library\" (a name or local://<id> from list_libraries)",
+                ));
+            }
+            (_, Some(_)) => {
+                return Err(ToolError::invalid(
+                    "library is only valid with scope \"library\" (or \"notes\"); use scope \"library\" or omit library",
+                ));
+            }
+            (_, None) => None,
+        };
+        let sort_name = check_choice(
+            "sort",
+            p.sort.as_deref().unwrap_or("recent"),
+            &["recent", "oldest", "name"],
+        )?;
+        let sort = match sort_name {
+            "oldest" => CatalogSort::Oldest,
+            "name" => CatalogSort::Name,
+            _ => CatalogSort::Recent,
+        };
+        let with_snippet = p.snippet.unwrap_or(false);
+        let limit = check_range("limit", p.limit.unwrap_or(50), 1, 200)?;
+        if with_snippet && limit > 50 {
+            return Err(ToolError::invalid(format!(
+                "limit must be between 1 and 50 while snippet is on (got {limit}); pass snippet=false to list up to 200"
+            )));
+        }
+        let offset = check_range("offset", p.offset.unwrap_or(0), 0, i64::MAX)?;
+        let doc_types = p
+            .doc_types
+            .as_deref()
+            .map(|t| parse_doc_types("doc_types", t))
+            .transpose()?;
+        let modified_after = parse_bound("modified_after", p.modified_after.as_deref())?;
+        let modified_before = parse_bound("modified_before", p.modified_before.as_deref())?;
+
+        let (dirs, target, listed_dir) = match (library, p.path.as_deref()) {
+            (Some(lib), Some(path)) => {
+                let name = format!("the folders of library {:?}", lib.name);
+                let dir = allowed_dir(path, &lib.folders, &name)?;
+                (Some(vec![dir.clone()]), dir.clone(), Some(dir))
+            }
+            (Some(lib), None) => (
+                Some(library_dirs(lib)),
+                format!("library {} ({})", lib.name, lib.address()),
+                None,
+            ),
+            (None, Some(path)) => {
+                let dir = allowed_dir(path, &self.config().folders, "watched folders")?;
+                (Some(vec![dir.clone()]), dir.clone(), Some(dir))
+            }
+            (None, None) if self.config().folders.is_empty() => {
+                (None, "all indexed folders".to_string(), None)
+            }
+            (None, None) => (
+                Some(crate::library::top_level_dirs(&self.config().folders)),
+                "all watched folders".to_string(),
+                None,
+            ),
+        };
+        let filter = CatalogFilter {
+            dirs,
+            doc_types,
+            modified_after,
+            modified_before,
+        };
+        let page = self
+            .index()
+            .catalog_page(&filter, sort, limit as usize, offset as usize)?;
+        let readme = match &listed_dir {
+            Some(dir) => self
+                .index()
+                .readme_in(dir)?
+                .map(|(id, path)| ReadmePointer {
+                    doc_id: id.to_string(),
+                    path,
+                }),
+            None => None,
+        };
+        let items: Vec<FileItem> = page
+            .docs
+            .into_iter()
+            .map(|r| file_item(r, with_snippet))
+            .collect();
+        Ok(FileList {
+            scope: scope.to_string(),
+            target,
+            total: page.total,
+            has_more: (offset as u64).saturating_add(items.len() as u64) < page.total,
+            offset: offset as u64,
+            sort: sort_name.to_string(),
+            items,
+            readme,
+        })
+    }
+}
+
+impl FileList {
+    /// The Markdown form: `# Files`, the `Showing N of M files` line, then one block per file.
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::from("# Files\n\n");
+        out.push_str(&format!(
+            "Showing {} of {} files (sort: {}, offset: {}) — target: {}\n",
+            self.items.len(),
+            self.total,
+            self.sort,
+            self.offset,
+            self.target
+        ));
+        if let Some(r) = &self.readme {
+            out.push_str(&format!(
+                "README: {} ({}) — read it first for an overview of this folder\n",
+                r.doc_id, r.path
+            ));
+        }
+        if self.items.is_empty() {
+            out.push_str(if self.total == 0 {
+                "\nNo files match.\n"
+            } else {
+                "\nNo files at this offset.\n"
+            });
+        }
+        for (i, f) in self.items.iter().enumerate() {
+            out.push_str(&format!(
+                "\n{}. **{}** — {}\n",
+                self.offset as usize + i + 1,
+                one_line(&f.title),
+                f.path
+            ));
+            out.push_str(&format!(
+                "   {} · {} · {} words · {} lines · outline: {} · modified {}\n",
+                f.doc_id,
+                f.doc_type,
+                thousands(f.word_count),
+                thousands(f.total_lines as u64),
+                if f.has_outline { "yes" } else { "no" },
+                format_rfc3339(f.modified_at)
+            ));
+            if !f.keywords.is_empty() {
+                out.push_str(&format!("   keywords: {}\n", f.keywords.join(", ")));
+            }
+            if let Some(reason) = &f.skip_reason {
+                out.push_str(&format!(
+                    "   skip_reason: {reason} (content unreadable: do not read or grep)\n"
+                ));
+            }
+            if let Some(s) = f.snippet.as_deref().filter(|s| !s.is_empty()) {
+                out.push_str(&format!("   > {}\n", one_line(s)));
+            }
+        }
+        if self.has_more {
+            out.push_str(&format!(
+                "\nMore files: continue with offset={}\n",
+                self.offset as usize + self.items.len()
+            ));
+        }
+        out
+    }
 }

@@ -1,7 +1,11 @@
 //! The tool registry: one module per tool, one line per tool in [`TOOLS`].
 
+pub(crate) mod explore;
+pub(crate) mod find_paths;
 pub(crate) mod grep;
 pub(crate) mod list;
+pub(crate) mod list_libraries;
+pub(crate) mod note_save;
 pub(crate) mod outline;
 pub(crate) mod read;
 pub(crate) mod search;
@@ -47,7 +51,11 @@ pub static TOOLS: &[ToolSpec] = &[
     outline::SPEC,
     grep::SPEC,
     read::SPEC,
+    list_libraries::SPEC,
+    explore::SPEC,
+    find_paths::SPEC,
     list::SPEC,
+    note_save::SPEC,
 ];
 
 /// The JSON schema of a parameter type.

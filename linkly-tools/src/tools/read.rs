@@ -247,6 +247,14 @@ impl Linkly {
                                         linkly_core::stdx::truncate_chars(&text, IMAGE_FULL_CHARS)
                                             .to_string(),
                                     );
+                                    if count as usize > IMAGE_FULL_CHARS {
+                                        image.note = Some(format!(
+                                            "first {} of {} chars shown; read {} to see all",
+                                            thousands(IMAGE_FULL_CHARS as u64),
+                                            thousands(count),
+                                            r.id
+                                        ));
+                                    }
                                 } else {
                                     image.note = Some(format!(
                                         "over this call's image text budget; read {} to see its text",

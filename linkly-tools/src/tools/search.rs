@@ -1,7 +1,8 @@
 //! `search`: find documents by keywords (BM25 over title ×3, file name ×2, content ×1, path
-//! ×0.5), one result per document with its best snippet.
+//! ×0.5) fused with semantic similarity of chunk embeddings (reciprocal-rank fusion) when the
+//! model is available, one result per document with its best snippet.
 
-use linkly_core::{DocType, ErrorCode, format_rfc3339, parse_time};
+use linkly_core::{DocType, format_rfc3339, parse_time};
 use linkly_index::DocFilter;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -17,7 +18,9 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     name: "search",
     title: "Search documents",
     description: "Find documents in the user's indexed folders. Start here. Keywords or a \
-        natural-language phrase; terms are OR-ed and documents matching more terms rank higher. \
+        natural-language phrase; terms are OR-ed and documents matching more terms rank higher, \
+        and when the embedding model is available documents close in meaning are found too \
+        (JSON mode says keyword or hybrid). \
         Returns one entry per document with doc_id, title, path, type, relevance, counts, \
         has_outline and a snippet. Next: for a long document with has_outline=true call outline; \
         to find exact text call grep; then read exact line ranges. Filters (doc_types, \
@@ -41,7 +44,7 @@ pub struct SearchParams {
     /// image, audio, video.
     #[serde(default)]
     pub doc_types: Option<Vec<String>>,
-    /// Restrict to one library (name or local://<id>).
+    /// Restrict to one library (name or `local://<id>`).
     #[serde(default)]
     pub library: Option<String>,
     /// A glob matched as a substring of the absolute path: `*` any run (including `/`), `?` one
@@ -67,6 +70,10 @@ pub struct SearchParams {
     /// `markdown` (default) or `json`.
     #[serde(default)]
     pub output_format: Option<String>,
+    /// Add, per result, why it came back: its rank and score in the BM25 and vector arms and
+    /// the fused score (JSON `explain`). Default false.
+    #[serde(default)]
+    pub explain: Option<bool>,
 }
 
 /// One search result: a document.
@@ -99,6 +106,10 @@ pub struct SearchHit {
     /// Why the content is unreadable (indexed by name only), when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skip_reason: Option<String>,
+    /// With `explain`: per-arm ranks and scores (`bm25`, `vector` with the best chunk's lines,
+    /// `fused`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Value>,
 }
 
 /// The response of `search`.
@@ -154,27 +165,12 @@ pub(crate) fn parse_bound(name: &str, value: Option<&str>) -> Result<Option<i64>
         .transpose()
 }
 
-/// Rejects the parameters whose features this version does not serve yet.
-pub(crate) fn reject_unserved(library: Option<&str>, tags: Option<&[String]>) -> Result<()> {
-    if let Some(lib) = library {
-        if lib.starts_with("cloud://") {
-            return Err(ToolError::invalid(format!(
-                "library {lib:?} is a cloud library: cloud libraries are served by a remote gateway, not by this local server"
-            )));
-        }
-        return Err(ToolError::new(
-            ErrorCode::LibraryNotFound,
-            format!(
-                "library {lib:?} not found: no libraries are defined (libraries are not available in this version yet); omit library and use path_glob to restrict by folder"
-            ),
-        ));
-    }
-    if tags.is_some() {
-        return Err(ToolError::invalid(
-            "tags filters notes, and notes are not available in this version yet (they arrive with note_save); omit tags",
-        ));
-    }
-    Ok(())
+/// The directories a `library` argument restricts `search` to; a cloud or unknown library is
+/// refused.
+pub(crate) fn library_dirs(linkly: &Linkly, library: Option<&str>) -> Result<Option<Vec<String>>> {
+    library
+        .map(|l| crate::library::resolve(linkly, l).map(crate::library::library_dirs))
+        .transpose()
 }
 
 impl Linkly {
@@ -195,13 +191,18 @@ impl Linkly {
             p.scope.as_deref().unwrap_or("folder"),
             &["folder", "notes"],
         )?;
-        if scope == "notes" {
-            return Err(ToolError::invalid(
-                "scope \"notes\" is not available in this version yet (notes arrive with note_save); use scope \"folder\"",
-            ));
-        }
-        reject_unserved(p.library.as_deref(), p.tags.as_deref())?;
-        let glob = p.path_glob.as_deref().map(PathGlob::new).transpose()?;
+        // Notes (scope "notes" or a tags filter): only note files carrying every tag asked.
+        // Scope "notes" ignores path_glob and a local library.
+        let notes =
+            crate::notes::search_restriction(self, scope, p.library.as_deref(), p.tags.as_deref())?;
+        let library_dirs = match scope {
+            "notes" => None,
+            _ => library_dirs(self, p.library.as_deref())?,
+        };
+        let glob = match scope {
+            "notes" => None,
+            _ => p.path_glob.as_deref().map(PathGlob::new).transpose()?,
+        };
         let modified_after = parse_bound("modified_after", p.modified_after.as_deref())?;
         let modified_before = parse_bound("modified_before", p.modified_before.as_deref())?;
         let time_sort = check_choice(
@@ -210,16 +211,22 @@ impl Linkly {
             &["default", "newest", "oldest"],
         )?;
 
-        let filter = DocFilter {
+        let mut filter = DocFilter {
             doc_types,
             modified_after,
             modified_before,
-            path: glob.map(|g| {
-                std::sync::Arc::new(move |path: &str| g.matches(path))
-                    as linkly_index::PathPredicate
-            }),
+            path: crate::library::path_predicate(glob, library_dirs),
         };
-        let outcome = self.index().search(query, limit, &filter)?;
+        if let Some(notes) = notes {
+            crate::notes::restrict(&mut filter, notes);
+        }
+        let outcome = self.index().hybrid_search(
+            query,
+            limit,
+            &filter,
+            &linkly_index::HybridOptions::default(),
+        )?;
+        let explain = p.explain.unwrap_or(false);
         let ids: Vec<_> = outcome.hits.iter().map(|h| h.id).collect();
         let records = self.index().docs(&ids)?;
         let top = outcome
@@ -232,11 +239,15 @@ impl Linkly {
             let Some(rec) = records.iter().find(|r| r.id == hit.id) else {
                 continue;
             };
-            let text = if rec.skip_reason.is_none() {
+            let mut text = if rec.skip_reason.is_none() {
                 self.index().content(rec.id)?.unwrap_or_default()
             } else {
                 String::new()
             };
+            // A vector hit shows its best chunk: the snippet comes from the chunk's lines.
+            if let Some(v) = hit.vector {
+                text = chunk_lines(&text, v.start_line, v.end_line);
+            }
             let fallback = if rec.abstract_text.is_empty() {
                 rec.skip_reason.clone().unwrap_or_default()
             } else {
@@ -254,8 +265,16 @@ impl Linkly {
                 has_outline: !rec.outline.is_empty(),
                 modified_at: rec.modified_at,
                 keywords: rec.keywords.clone(),
-                snippet: snippet(&text, &words, &fallback),
+                snippet: match hit.vector {
+                    Some(_) => snippet(
+                        &text,
+                        &words,
+                        &text.split_whitespace().collect::<Vec<_>>().join(" "),
+                    ),
+                    None => snippet(&text, &words, &fallback),
+                },
                 skip_reason: rec.skip_reason.clone(),
+                explain: explain.then(|| explain_hit(hit)),
             });
         }
         match time_sort {
@@ -265,11 +284,33 @@ impl Linkly {
         }
         Ok(SearchResponse {
             query: p.query,
-            mode: "keyword".into(),
+            mode: outcome.mode.as_str().into(),
             total: outcome.total.max(results.len()),
             results,
         })
     }
+}
+
+/// Lines `start..=end` (1-based) of a text.
+fn chunk_lines(text: &str, start: u32, end: u32) -> String {
+    text.lines()
+        .skip(start.saturating_sub(1) as usize)
+        .take((end.saturating_sub(start) + 1) as usize)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The `explain` object of one result.
+fn explain_hit(hit: &linkly_index::HybridHit) -> Value {
+    serde_json::json!({
+        "fused": hit.score,
+        "bm25": hit.lexical.map(|l| serde_json::json!({"rank": l.rank, "score": l.score})),
+        "vector": hit.vector.map(|v| serde_json::json!({
+            "rank": v.rank,
+            "cosine": v.score,
+            "chunk_lines": [v.start_line, v.end_line],
+        })),
+    })
 }
 
 impl SearchResponse {

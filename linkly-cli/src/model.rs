@@ -1,0 +1,264 @@
+//! `linkly model status|download|use`, and the embedding step that follows indexing: `linkly
+//! index` embeds synchronously when the model is there; `linkly serve` downloads it if needed
+//! and embeds in the background, while search answers keyword-only.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[cfg(not(feature = "download"))]
+use anyhow::bail;
+use clap::Subcommand;
+use linkly_core::DataDir;
+use linkly_index::vector::{KNOWN_MODELS, ModelManager, canonical_name};
+use linkly_index::{EmbedProgress, Index, ModelStatus};
+use serde_json::json;
+
+use crate::output::Printer;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ModelCommand {
+    /// Show the embedding model in use, whether it is on disk, and the vectors.
+    Status,
+    /// Download a model (default: the selected one) from the Hugging Face hub.
+    Download {
+        /// A hub id (`intfloat/multilingual-e5-small`) or a short name.
+        name: Option<String>,
+    },
+    /// Select the model to use (then `linkly model download` and `linkly index`).
+    Use {
+        /// A hub id or a short name.
+        name: String,
+    },
+}
+
+pub(crate) fn run(data: &DataDir, cmd: ModelCommand, printer: Printer) -> anyhow::Result<ExitCode> {
+    let manager = ModelManager::new(data.root());
+    match cmd {
+        ModelCommand::Status => status(data, &manager, printer),
+        ModelCommand::Download { name } => {
+            let name = name.map_or_else(|| manager.selected(), |n| canonical_name(&n));
+            let dir = download(&manager, &name)?;
+            if printer.json {
+                println!(
+                    "{}",
+                    json!({"status": "success", "model": name, "dir": dir})
+                );
+            } else {
+                println!("Downloaded {name} into {}", dir.display());
+                if manager.selected() != name {
+                    println!("Select it with `linkly model use {name}`.");
+                } else {
+                    println!("Run `linkly index` to embed your documents with it.");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ModelCommand::Use { name } => {
+            let name = manager.select(&name)?;
+            let present = manager.choice().is_present();
+            if printer.json {
+                println!(
+                    "{}",
+                    json!({"status": "success", "model": name, "present": present})
+                );
+            } else {
+                println!("Selected {name}.");
+                if !present {
+                    println!(
+                        "Download it with `linkly model download` (or `linkly serve` does it)."
+                    );
+                }
+                println!(
+                    "The next `linkly index` embeds the documents with it; until then search is keyword-only."
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn status(data: &DataDir, manager: &ModelManager, printer: Printer) -> anyhow::Result<ExitCode> {
+    let choice = manager.choice();
+    let index = Index::open(&data.index_dir())?;
+    let model = index.attach_selected_model(data.root());
+    let stats = index.vector_stats()?;
+    if printer.json {
+        println!(
+            "{}",
+            json!({
+                "status": "success",
+                "model": choice.name,
+                "dir": choice.dir,
+                "from_env": choice.from_env,
+                "present": choice.is_present(),
+                "state": model.describe(),
+                "vectors": {
+                    "model": stats.model, "chunks": stats.chunks,
+                    "embedded_docs": stats.embedded_docs, "pending_docs": stats.pending_docs,
+                },
+                "known": KNOWN_MODELS.iter().map(|(n, about)| json!({"name": n, "about": about})).collect::<Vec<_>>(),
+            })
+        );
+    } else {
+        println!("Model: {}", model.describe());
+        println!(
+            "Folder: {}{}",
+            choice.dir.display(),
+            if choice.from_env {
+                " (LINKLY_MODEL_DIR)"
+            } else {
+                ""
+            }
+        );
+        println!(
+            "Vectors: {} chunks of {} documents ({} waiting){}",
+            stats.chunks,
+            stats.embedded_docs,
+            stats.pending_docs,
+            stats
+                .model
+                .map(|m| format!(", embedded with {m}"))
+                .unwrap_or_default()
+        );
+        println!(
+            "Search mode: {}",
+            if matches!(model, ModelStatus::Ready { .. }) && stats.chunks > 0 {
+                "hybrid"
+            } else {
+                "keyword"
+            }
+        );
+        println!("Known models:");
+        for (n, about) in KNOWN_MODELS {
+            println!("  {n}: {about}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(feature = "download")]
+fn download(manager: &ModelManager, name: &str) -> anyhow::Result<std::path::PathBuf> {
+    let mut last = Instant::now() - Duration::from_secs(10);
+    let tty = std::io::stderr().is_terminal();
+    let dir = manager.download(name, &mut |p| {
+        if last.elapsed() >= Duration::from_millis(if tty { 200 } else { 5000 }) {
+            last = Instant::now();
+            let line = format!(
+                "downloading {}: {:.1} / {:.1} MB",
+                p.file,
+                p.done as f64 / 1e6,
+                p.total as f64 / 1e6
+            );
+            if tty {
+                eprint!("\r{line}   ");
+            } else {
+                eprintln!("{line}");
+            }
+        }
+    })?;
+    if tty {
+        eprintln!();
+    }
+    Ok(dir)
+}
+
+#[cfg(not(feature = "download"))]
+fn download(manager: &ModelManager, name: &str) -> anyhow::Result<std::path::PathBuf> {
+    bail!(
+        "this linkly was built without model download; put {name}'s files (config.json, tokenizer.json, model.safetensors) in {} or set LINKLY_MODEL_DIR",
+        manager.dir_of(name).display()
+    )
+}
+
+fn embed_progress() -> impl FnMut(&EmbedProgress) {
+    let started = Instant::now();
+    let mut last = Instant::now();
+    move |p: &EmbedProgress| {
+        if p.total > 0 && (last.elapsed() >= Duration::from_secs(5) || p.done == p.total) {
+            last = Instant::now();
+            let secs = started.elapsed().as_secs_f64().max(1e-3);
+            eprintln!(
+                "embedding: {}/{} documents, {} chunks ({:.1} chunks/s)",
+                p.done,
+                p.total,
+                p.chunks,
+                p.chunks as f64 / secs
+            );
+        }
+    }
+}
+
+/// After `linkly index`: embeds the new and changed documents when the model is on disk.
+pub(crate) fn after_index(index: &Index, data: &DataDir) -> anyhow::Result<()> {
+    match index.attach_selected_model(data.root()) {
+        ModelStatus::Ready { .. } => {
+            let r = index.embed_pending(&mut embed_progress())?;
+            if r.docs > 0 || r.removed > 0 {
+                eprintln!(
+                    "Embedded {} documents ({} chunks) in {:.1}s.",
+                    r.docs,
+                    r.chunks,
+                    r.elapsed_ms as f64 / 1000.0
+                );
+            }
+        }
+        ModelStatus::Broken { reason, .. } => {
+            eprintln!(
+                "Warning: the embedding model does not load ({reason}); search is keyword-only"
+            )
+        }
+        other => eprintln!(
+            "Note: {}; search is keyword-only (`linkly model download`)",
+            other.describe()
+        ),
+    }
+    Ok(())
+}
+
+/// In `linkly serve`, after the sync: fetches the model if it is missing (with the `download`
+/// feature), loads it and embeds, in the calling background thread. Search answers
+/// keyword-only meanwhile.
+pub(crate) fn background(index: &Index, data: &DataDir) {
+    let manager = ModelManager::new(data.root());
+    let choice = manager.choice();
+    if !choice.is_present() && !choice.from_env && cfg!(feature = "download") {
+        let name = choice.name.clone();
+        index.set_model_status(ModelStatus::Downloading {
+            name: name.clone(),
+            done: 0,
+            total: 0,
+        });
+        if let Err(e) = fetch(index, &manager, &name) {
+            eprintln!(
+                "Warning: downloading the embedding model failed ({e:#}); search stays keyword-only"
+            );
+            index.set_model_status(ModelStatus::Missing { name });
+            return;
+        }
+    }
+    if let ModelStatus::Ready { .. } = index.attach_selected_model(data.root())
+        && let Err(e) = index.embed_pending(&mut embed_progress())
+    {
+        eprintln!(
+            "Warning: embedding stopped ({e}); search stays keyword-only for what is missing"
+        );
+    }
+}
+
+#[cfg(feature = "download")]
+fn fetch(index: &Index, manager: &ModelManager, name: &str) -> anyhow::Result<()> {
+    manager.download(name, &mut |p| {
+        index.set_model_status(ModelStatus::Downloading {
+            name: name.to_string(),
+            done: p.done,
+            total: p.total,
+        });
+    })?;
+    Ok(())
+}
+
+#[cfg(not(feature = "download"))]
+fn fetch(_index: &Index, _manager: &ModelManager, _name: &str) -> anyhow::Result<()> {
+    bail!("this linkly was built without model download")
+}

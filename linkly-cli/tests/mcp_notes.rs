@@ -1,0 +1,183 @@
+//! The edit loop of the product documents (list → read → note_save edit → conflict → re-read →
+//! retry), driven through `linkly mcp` by the official MCP Python SDK client.
+//!
+//! The probe cannot carry values from one step to the next, so the scenario runs in two
+//! phases; between them the test reads the note file, computes its version (SHA-256 of the
+//! bytes) and plays a person editing the note in a text editor.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::Env;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+fn sha(path: &Path) -> String {
+    format!("{:x}", Sha256::digest(fs_err::read(path).unwrap()))
+}
+
+fn body_of(path: &Path) -> String {
+    let text = fs_err::read_to_string(path).unwrap();
+    text.split_once("\n---\n").unwrap().1.to_string()
+}
+
+fn run_phase(env: &Env, name: &str, scenario: Value) {
+    let file = env.tmp.path().join(format!("{name}.json"));
+    fs_err::write(&file, scenario.to_string()).unwrap();
+    let probe = common::shared_dir().join("tools/mcp-probe/probe.py");
+    let cmd = format!("{} mcp", common::bin().display());
+    let home = format!("LINKLY_HOME={}", env.home.display());
+    let out = Command::new(common::probe_python())
+        .arg(&probe)
+        .args(["--stdio", &cmd, "--env", &home, "--scenario"])
+        .arg(&file)
+        .args(["--strict", "--no-schemas"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{name}: probe failed:\n{stdout}\n{stderr}"
+    );
+    let last = stdout.trim_end().lines().last().unwrap_or_default();
+    assert!(last.ends_with(" 0 failed"), "{name}: {last}\n{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("PASS") && l.contains("[check] schema note_save")),
+        "{name}: note_save's schema was not checked:\n{stdout}"
+    );
+}
+
+#[test]
+fn the_edit_loop_through_the_python_sdk_client() {
+    let env = Env::new(&[("doc.md", "# Doc\n\nSome text about trains.\n")]);
+    let created = env.json(&[
+        "note-save",
+        "--mode",
+        "create",
+        "--content",
+        "Trip plan\n- book the train\n- pack #travel\n",
+        "--app-name",
+        "Tester",
+    ]);
+    let id = created["note_id"].as_str().unwrap().to_string();
+    let path = PathBuf::from(created["path"].as_str().unwrap());
+    env.index();
+    let found = env.json(&["search", "train", "--scope", "notes"]);
+    assert_eq!(found["total"], 1, "only the note: {found}");
+    let doc_id = found["results"][0]["doc_id"].as_str().unwrap().to_string();
+    let v1 = sha(&path);
+    let body1 = body_of(&path);
+    let agent_body = format!("{body1}- buy snacks\n");
+
+    // Phase A: list → read → edit → a second agent with the same base conflicts.
+    run_phase(
+        &env,
+        "phase-a",
+        json!({
+            "require_tools": ["list", "read", "note_save"],
+            "steps": [
+                {"name": "list notes", "tool": "list", "arguments": {"scope": "notes"},
+                 "expect": {"is_error": false, "json_paths": {
+                    "$._json.total": 1,
+                    "$._json.items[0].note_id": id,
+                    "$._json.items[0].version": v1,
+                    "$._json.items[0].indexed": true,
+                    "$._json.items[0].doc_id": doc_id,
+                    "$._json.items[0].title": "Trip plan",
+                    "$._json.items[0].source": "Tester",
+                    "$._json.items[0].tags": ["travel"],
+                    "$._json.available_tags": ["travel"]}}},
+                {"name": "read the full body", "tool": "read", "arguments": {"doc_id": doc_id},
+                 "expect": {"is_error": false, "contains": ["- book the train", "- pack #travel"]}},
+                {"name": "edit from the version read", "tool": "note_save",
+                 "arguments": {"mode": "edit", "note_id": id, "base_version": v1,
+                               "content": agent_body, "app_name": "Probe"},
+                 "expect": {"is_error": false, "json_paths": {
+                    "$._json.note_id": id,
+                    "$._json.version": {"regex": "^[0-9a-f]{64}$", "ne": v1},
+                    "$._json.content": agent_body,
+                    "$._json.tags": ["travel"],
+                    "$._json.doc_id": null}}},
+                {"name": "a second writer from the same base conflicts", "tool": "note_save",
+                 "arguments": {"mode": "edit", "note_id": id, "base_version": v1,
+                               "content": "Trip plan\n- overwrite everything\n"},
+                 "expect": {"is_error": true, "contains": ["[NOTE_VERSION_CONFLICT]", "Nothing was written"],
+                            "matches": ["current version is [0-9a-f]{64}"]}},
+                {"name": "the list shows the new version, not yet indexed", "tool": "list",
+                 "arguments": {"scope": "notes", "output_format": "json"},
+                 "expect": {"json_paths": {
+                    "$._json.items[0].version": {"ne": v1},
+                    "$._json.items[0].indexed": false,
+                    "$._json.items[0].doc_id": null,
+                    "$._json.items[0].source": "Probe"}}},
+                {"name": "a forbidden construct is refused", "tool": "note_save",
+                 "arguments": {"mode": "create", "content": "# Heading\n\n[link](http://x)"},
+                 "expect": {"is_error": true, "contains": ["[NOTE_INVALID_INPUT]", "heading (line 1)", "link (line 3)"]}},
+                {"name": "unknown fields are rejected", "tool": "note_save",
+                 "arguments": {"mode": "create", "content": "x", "output_format": "json"},
+                 "expect": {"args_schema_valid": false, "is_error": true, "contains": ["output_format"]}}
+            ]
+        }),
+    );
+    let body2 = body_of(&path);
+    assert_eq!(
+        body2, agent_body,
+        "the edit landed and the loser wrote nothing"
+    );
+    let v2 = sha(&path);
+
+    // Between the phases a person adds a line in a text editor; the index catches up.
+    let mut text = fs_err::read_to_string(&path).unwrap();
+    text.push_str("- charge the phone\n");
+    fs_err::write(&path, &text).unwrap();
+    let v3 = sha(&path);
+    env.index();
+    let merged = format!("{}- bring water #train\n", body_of(&path));
+
+    // Phase B: the agent's version is stale → conflict with the actual version → re-read →
+    // merge → retry.
+    run_phase(
+        &env,
+        "phase-b",
+        json!({
+            "require_tools": ["list", "read", "note_save"],
+            "steps": [
+                {"name": "the agent's last version is stale", "tool": "note_save",
+                 "arguments": {"mode": "edit", "note_id": id, "base_version": v2,
+                               "content": format!("{agent_body}- bring water\n")},
+                 "expect": {"is_error": true, "contains": ["[NOTE_VERSION_CONFLICT]", format!("current version is {v3}")]}},
+                {"name": "re-read: list", "tool": "list", "arguments": {"scope": "notes"},
+                 "expect": {"json_paths": {
+                    "$._json.items[0].version": v3,
+                    "$._json.items[0].indexed": true,
+                    "$._json.items[0].doc_id": doc_id}}},
+                {"name": "re-read: read", "tool": "read", "arguments": {"doc_id": doc_id},
+                 "expect": {"contains": ["- buy snacks", "- charge the phone"]}},
+                {"name": "retry with the merged body", "tool": "note_save",
+                 "arguments": {"mode": "edit", "note_id": id, "base_version": v3, "content": merged},
+                 "expect": {"is_error": false, "json_paths": {
+                    "$._json.content": merged,
+                    "$._json.tags": ["travel", "train"]}}},
+                {"name": "search by tag finds the note", "tool": "search",
+                 "arguments": {"query": "train", "tags": ["#Travel"], "output_format": "json"},
+                 "expect": {"json_paths": {"$._json.total": 1, "$._json.results[0].doc_id": doc_id}}}
+            ]
+        }),
+    );
+    let final_body = body_of(&path);
+    assert_eq!(final_body, merged);
+    for line in [
+        "- book the train",
+        "- buy snacks",
+        "- charge the phone",
+        "- bring water #train",
+    ] {
+        assert!(final_body.contains(line), "{line} lost:\n{final_body}");
+    }
+    assert!(!final_body.contains("overwrite"));
+}

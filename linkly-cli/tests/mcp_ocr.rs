@@ -1,0 +1,65 @@
+//! OCR through the official MCP Python SDK client over stdio: `search` finds words that exist
+//! only inside images, `grep` and `read` show them.
+
+mod common;
+
+use std::process::Command;
+
+use common::Env;
+use serde_json::json;
+
+const PAGE: &str = "# Field notes\n\n![EAS](textract-raw_text.jpg)\n";
+
+#[test]
+fn image_words_through_the_python_sdk_client() {
+    let env = Env::new(&[("page.md", PAGE)]);
+    for name in ["textract-raw_text.jpg", "poi-bug55902-mixedChars-ja.png"] {
+        fs_err::copy(
+            common::shared_dir().join("corpus/images").join(name),
+            env.docs.join(name),
+        )
+        .unwrap();
+    }
+    env.index();
+    let jpg = env.doc_id("EMERGENCY");
+    let page = env.doc_id("Field notes");
+    let scenario = json!({
+        "require_tools": ["search", "grep", "read"],
+        "steps": [
+            {"name": "search finds an image word", "tool": "search", "arguments": {"query": "EMERGENCY"},
+             "expect": {"is_error": false, "contains": ["textract-raw_text.jpg"]}},
+            {"name": "a CJK query finds the Japanese image", "tool": "search",
+             "arguments": {"query": "複数の文字", "output_format": "json"},
+             "expect": {"is_error": false, "contains": ["poi-bug55902-mixedChars-ja.png"]}},
+            {"name": "grep inside the image text", "tool": "grep", "arguments": {"pattern": "ALERT", "doc_id": jpg},
+             "expect": {"is_error": false, "contains": ["EMERGENCY ALERT SYSTEM"]}},
+            {"name": "read shows the referenced image's text", "tool": "read",
+             "arguments": {"doc_id": page, "image_text": "full"},
+             "expect": {"is_error": false, "contains": ["Referenced images", jpg, "THERE IS NO ACTUAL EMERGENCY"]}}
+        ]
+    });
+    let scenario_file = env.tmp.path().join("scenario.json");
+    fs_err::write(&scenario_file, scenario.to_string()).unwrap();
+    let probe = common::shared_dir().join("tools/mcp-probe/probe.py");
+    let cmd = format!("{} mcp", common::bin().display());
+    let home = format!("LINKLY_HOME={}", env.home.display());
+    let out = Command::new(common::probe_python())
+        .arg(&probe)
+        .args(["--stdio", &cmd, "--env", &home])
+        .arg("--scenario")
+        .arg(&scenario_file)
+        .args(["--strict", "--no-schemas"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "probe failed:\n{stdout}\n{stderr}");
+    let last = stdout.trim_end().lines().last().unwrap_or_default();
+    assert!(last.ends_with(" 0 failed"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("PASS") && l.contains("search finds an image word")),
+        "{stdout}"
+    );
+}

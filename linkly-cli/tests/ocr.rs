@@ -1,0 +1,381 @@
+//! OCR end to end through the `linkly` binary: the corpus images (and a scanned PDF, extracted
+//! in the worker process) are indexed, found by `search` and `grep`, read with each
+//! `image_text` mode of `read`; an image indexed while OCR is unavailable is read at the next
+//! index once it is available.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::Env;
+use serde_json::Value;
+
+const IMAGES: [&str; 7] = [
+    "ocrs-polar-bears.png",
+    "ocrs-rust-book.jpg",
+    "poi-bug55902-mixedChars-ja.png",
+    "textract-raw_text.jpg",
+    "textract-raw_text.png",
+    "tika-testJPEG_EXIF.jpg",
+    "tika-testOCR_spacing.png",
+];
+
+/// A PDF with one page of `lines` in Helvetica, and no picture.
+fn text_pdf(lines: &[String]) -> Vec<u8> {
+    let mut content = String::from("BT /F1 9 Tf 30 810 Td 12 TL\n");
+    for l in lines {
+        content.push_str(&format!("({l}) Tj T*\n"));
+    }
+    content.push_str("ET");
+    let objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_string(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>".to_string(),
+        format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_string(),
+    ];
+    let mut out = String::from("%PDF-1.4\n");
+    let mut offsets = Vec::new();
+    for (i, o) in objs.iter().enumerate() {
+        offsets.push(out.len());
+        out.push_str(&format!("{} 0 obj\n{o}\nendobj\n", i + 1));
+    }
+    let xref = out.len();
+    out.push_str(&format!(
+        "xref\n0 {}\n0000000000 65535 f \n",
+        objs.len() + 1
+    ));
+    for off in offsets {
+        out.push_str(&format!("{off:010} 00000 n \n"));
+    }
+    out.push_str(&format!(
+        "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+        objs.len() + 1
+    ));
+    out.into_bytes()
+}
+
+/// A screenshot-like PNG holding over 2,000 characters of text (rendered by `pdftoppm`).
+fn long_png(dir: &Path) {
+    let lines: Vec<String> = (1..=60)
+        .map(|i| format!("Line {i} of the ledger: invoices paid in full, receipts filed"))
+        .collect();
+    let pdf = dir.join("long-src.pdf.tmp");
+    fs_err::write(&pdf, text_pdf(&lines)).unwrap();
+    let out = Command::new("pdftoppm")
+        .args(["-r", "150", "-gray", "-png", "-singlefile"])
+        .arg(&pdf)
+        .arg(dir.join("long"))
+        .output()
+        .expect("pdftoppm (poppler-utils) is installed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fs_err::remove_file(&pdf).unwrap();
+}
+
+/// A scanned PDF: the page is the corpus JPEG of the EAS test, without text.
+fn scanned_pdf() -> Vec<u8> {
+    let jpg =
+        fs_err::read(common::shared_dir().join("corpus/images/textract-raw_text.jpg")).unwrap();
+    let (w, h) = (2000, 1850);
+    let (pw, ph) = (w as f64 * 72.0 / 300.0, h as f64 * 72.0 / 300.0);
+    let c = format!("q {pw} 0 0 {ph} 0 0 cm /Im0 Do Q");
+    let mut objs: Vec<Vec<u8>> = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+        format!("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {pw} {ph}] /Contents 4 0 R /Resources << /XObject << /Im0 5 0 R >> >> >>").into_bytes(),
+        format!("<< /Length {} >>\nstream\n{c}\nendstream", c.len()).into_bytes(),
+    ];
+    let mut img = format!(
+        "<< /Type /XObject /Subtype /Image /Width {w} /Height {h} /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode /Length {} >>\nstream\n",
+        jpg.len()
+    )
+    .into_bytes();
+    img.extend_from_slice(&jpg);
+    img.extend_from_slice(b"\nendstream");
+    objs.push(img);
+    let mut out = b"%PDF-1.5\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, o) in objs.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend(format!("{} 0 obj\n", i + 1).bytes());
+        out.extend_from_slice(o);
+        out.extend_from_slice(b"\nendobj\n");
+    }
+    let xref = out.len();
+    out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objs.len() + 1).bytes());
+    for off in offsets {
+        out.extend(format!("{off:010} 00000 n \n").bytes());
+    }
+    out.extend(
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+            objs.len() + 1
+        )
+        .bytes(),
+    );
+    out
+}
+
+const PAGE: &str = "# Field notes\n\nThe alert:\n\n![EAS](images/textract-raw_text.jpg)\n\nAnd the bears <img src=\"images/ocrs-polar-bears.png\" alt=\"bears\">\n\nThe end.\n";
+
+/// The corpus images under `docs/images`, a page referencing two of them, a long screenshot,
+/// a page referencing it eleven times, and a scanned PDF.
+fn ocr_env() -> Env {
+    let many: String = (1..=11)
+        .map(|i| format!("shot {i}: ![](long.png)\n"))
+        .collect();
+    let env = Env::new(&[("page.md", PAGE), ("many.md", &many)]);
+    let images = env.docs.join("images");
+    fs_err::create_dir_all(&images).unwrap();
+    for name in IMAGES {
+        fs_err::copy(
+            common::shared_dir().join("corpus/images").join(name),
+            images.join(name),
+        )
+        .unwrap();
+    }
+    long_png(&env.docs);
+    fs_err::write(env.docs.join("scan.pdf"), scanned_pdf()).unwrap();
+    env
+}
+
+fn search(env: &Env, query: &str) -> Vec<Value> {
+    env.json(&["search", query])["results"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn id_of(env: &Env, query: &str, file: &str) -> String {
+    let results = search(env, query);
+    let hit = results
+        .iter()
+        .find(|r| r["path"].as_str().unwrap().ends_with(file))
+        .unwrap_or_else(|| panic!("{query:?} did not find {file}: {results:#?}"));
+    hit["doc_id"].as_str().unwrap().to_string()
+}
+
+fn read(env: &Env, id: &str, mode: &str) -> Value {
+    env.json(&["read", id, "--image-text", mode])
+}
+
+#[test]
+fn images_are_searched_grepped_and_read() {
+    let env = ocr_env();
+    env.index();
+
+    // search: words of the images, a CJK query, and the scanned PDF (OCR'd in the worker).
+    let jpg = id_of(&env, "EMERGENCY alert", "textract-raw_text.jpg");
+    let bears = id_of(&env, "Mitochondrial", "ocrs-polar-bears.png");
+    id_of(&env, "KLABNIK", "ocrs-rust-book.jpg");
+    id_of(&env, "abcdefghijkl", "textract-raw_text.png");
+    let ja = id_of(&env, "複数の文字", "poi-bug55902-mixedChars-ja.png");
+    id_of(&env, "カタカナ", "poi-bug55902-mixedChars-ja.png");
+    let scan = id_of(&env, "NATIONAL EMERGENCY", "scan.pdf");
+    let hits = search(&env, "EMERGENCY");
+    let jpg_hit = hits.iter().find(|r| r["doc_id"] == jpg.as_str()).unwrap();
+    assert_eq!(jpg_hit["doc_type"], "image");
+    let v = env.json(&["search", "bears", "--type", "image"]);
+    assert!(
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["doc_type"] == "image"),
+        "{v}"
+    );
+
+    // grep: line-numbered matches inside image text.
+    let out = env.run(&["grep", "ALERT SYSTEM", &jpg]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("EMERGENCY ALERT SYSTEM"),
+        "{text}"
+    );
+    let out = env.run(&["grep", "文字", &ja]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("複数の文字"),
+        "{text}"
+    );
+    let out = env.run(&["grep", "EMERGENCY", &scan]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("NATIONAL"), "{text}");
+    let v = env.json(&["read", &scan]);
+    assert_eq!(
+        v["content"].as_str().unwrap().lines().next(),
+        Some("--- page 1 ---")
+    );
+
+    // read image_text on a page referencing two images.
+    let page = id_of(&env, "Field notes", "page.md");
+    let none = read(&env, &page, "none");
+    let imgs = none["images"].as_array().unwrap();
+    assert_eq!(imgs.len(), 2, "{none}");
+    assert_eq!(imgs[0]["line"], 5);
+    assert_eq!(imgs[0]["doc_id"], jpg.as_str());
+    assert!(
+        imgs[0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("images/textract-raw_text.jpg")
+    );
+    assert_eq!(imgs[1]["line"], 7);
+    assert_eq!(imgs[1]["doc_id"], bears.as_str());
+    for i in imgs {
+        assert!(
+            i.get("excerpt").is_none() && i.get("char_count").is_none() && i.get("text").is_none(),
+            "{i}"
+        );
+    }
+    let abs = read(&env, &page, "abstract");
+    for i in abs["images"].as_array().unwrap() {
+        assert!(i["char_count"].as_u64().unwrap() > 20, "{i}");
+        assert!(!i["excerpt"].as_str().unwrap().contains('\n'), "{i}");
+        assert!(i.get("text").is_none(), "{i}");
+    }
+    assert!(
+        abs["images"][0]["excerpt"]
+            .as_str()
+            .unwrap()
+            .contains("EAS TEST")
+    );
+    let full = read(&env, &page, "full");
+    let f = full["images"].as_array().unwrap();
+    assert!(
+        f[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("EMERGENCY ALERT SYSTEM"),
+        "{full}"
+    );
+    assert!(
+        f[1]["text"].as_str().unwrap().contains("Mitochondrial DNA"),
+        "{full}"
+    );
+    // The Markdown form lists them under "Referenced images".
+    let out = env.run(&["read", &page, "--image-text", "full"]);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("Referenced images:") && md.contains("  > EAS TEST"),
+        "{md}"
+    );
+
+    // Budgets: at most 2,000 characters per image and 20,000 per call; the rest is abstract
+    // with a note saying how to read the image alone.
+    let many = id_of(&env, "shot", "many.md");
+    let v = read(&env, &many, "full");
+    let imgs = v["images"].as_array().unwrap();
+    assert_eq!(imgs.len(), 11);
+    let long_count = imgs[0]["char_count"].as_u64().unwrap();
+    assert!(
+        long_count > 2000,
+        "the long screenshot has {long_count} chars"
+    );
+    let mut shown = 0;
+    for (n, i) in imgs.iter().enumerate() {
+        match i.get("text").and_then(Value::as_str) {
+            Some(t) => {
+                assert!(t.chars().count() <= 2000, "image {n}");
+                shown += t.chars().count();
+                // Cut at 2,000 characters, with a note saying how to see the rest.
+                let note = i["note"].as_str().unwrap();
+                assert!(note.contains(i["doc_id"].as_str().unwrap()), "{note}");
+                assert!(note.starts_with("first 2,000 of"), "{note}");
+            }
+            None => {
+                assert!(i["excerpt"].is_string() && i["char_count"].is_u64(), "{i}");
+                let note = i["note"].as_str().unwrap();
+                assert!(note.contains(i["doc_id"].as_str().unwrap()), "{note}");
+            }
+        }
+    }
+    assert!(shown <= 20_000, "{shown}");
+    assert_eq!(imgs.iter().filter(|i| i.get("text").is_some()).count(), 10);
+    let long = search(&env, "ledger invoices receipts");
+    assert!(
+        long.iter()
+            .any(|r| r["path"].as_str().unwrap().ends_with("long.png"))
+    );
+}
+
+#[test]
+fn images_wait_for_ocr_and_are_read_once_it_is_installed() {
+    let env = Env::new(&[("notes.txt", "plain words here\n")]);
+    fs_err::copy(
+        common::shared_dir().join("corpus/images/textract-raw_text.jpg"),
+        env.docs.join("alert.jpg"),
+    )
+    .unwrap();
+    let out = env
+        .cmd()
+        .env("LINKLY_TESSERACT", "/nonexistent/tesseract")
+        .args(["--json", "index", env.docs.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["skipped"], 1, "{v}");
+    // Indexed by name, with the reason visible.
+    let hit = &env.json(&["search", "alert"])["results"][0];
+    assert!(
+        hit["path"].as_str().unwrap().ends_with("alert.jpg"),
+        "{hit}"
+    );
+    assert!(
+        hit["skip_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("ocr_unavailable"),
+        "{hit}"
+    );
+    assert_eq!(env.json(&["search", "EMERGENCY"])["total"], 0);
+    // Still missing: nothing to redo.
+    let out = env
+        .cmd()
+        .env("LINKLY_TESSERACT", "/nonexistent/tesseract")
+        .args(["--json", "index"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["updated"], 0, "{v}");
+    // The engine appears: the next index reads the image although it did not change.
+    let v = env.json(&["index"]);
+    assert_eq!(v["updated"], 1, "{v}");
+    assert_eq!(v["skipped"], 0, "{v}");
+    let hit = &env.json(&["search", "EMERGENCY"])["results"][0];
+    assert!(
+        hit["path"].as_str().unwrap().ends_with("alert.jpg"),
+        "{hit}"
+    );
+    assert!(hit.get("skip_reason").is_none_or(Value::is_null), "{hit}");
+}
+
+#[test]
+fn ocr_can_be_turned_off_in_the_config() {
+    let env = Env::new(&[("notes.txt", "plain words here\n")]);
+    fs_err::copy(
+        common::shared_dir().join("corpus/images/textract-raw_text.png"),
+        env.docs.join("letters.png"),
+    )
+    .unwrap();
+    fs_err::create_dir_all(&env.home).unwrap();
+    fs_err::write(
+        env.home.join("config.toml"),
+        "[ocr]\nenabled = false\nlanguages = [\"eng\"]\n",
+    )
+    .unwrap();
+    env.index();
+    let hit = &env.json(&["search", "letters"])["results"][0];
+    let reason = hit["skip_reason"].as_str().unwrap();
+    assert!(reason.contains("enabled = false"), "{reason}");
+}

@@ -1,0 +1,23 @@
+//! Settings that change what an extraction produces, passed along the extract call (no globals).
+//!
+//! The front end reads them from `config.toml` (`linkly_core::Config`), the indexer hands them to
+//! [`crate::extract_loaded_with`] for every file, and [`crate::Sandbox::options`] carries them to
+//! a worker process. Formats that have no settings ignore them ([`crate::Extractor::extract`]).
+
+use crate::ocr::OcrOptions;
+
+/// What the extractors may be told: for now, how to OCR.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExtractOptions {
+    /// OCR of images and scanned PDF pages.
+    pub ocr: OcrOptions,
+}
+
+impl ExtractOptions {
+    /// The options a config file asks for.
+    pub fn from_config(config: &linkly_core::Config) -> ExtractOptions {
+        ExtractOptions {
+            ocr: OcrOptions::from_config(&config.ocr),
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! OCR on the shared corpus: the images of `corpus/images` and the scanned PDFs (the corpus's
+//! `pypdf-imagemagick-images-only.pdf`, and a two-page scan built here from two corpus JPEGs).
+//!
+//! Needs Tesseract with `eng` and `jpn` (`chi_sim`, `chi_tra`, `fra`, `spa` for the defaults)
+//! and `pdftoppm`: `.ci/run` installs them.
+
+use std::path::PathBuf;
+
+use linkly_core::{DocType, SkipReason};
+use linkly_extract::ocr::{self, OcrOptions};
+use linkly_extract::{ExtractOptions, Extracted, extract_loaded_with, extract_path};
+
+fn corpus() -> PathBuf {
+    let dir = std::env::var_os("LINKLY_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")))
+        .join("corpus");
+    assert!(
+        dir.join("MANIFEST.md").is_file(),
+        "the shared corpus is missing at {} (set LINKLY_SHARED_DIR)",
+        dir.display()
+    );
+    dir
+}
+
+fn image(name: &str) -> Extracted {
+    let path = corpus().join("images").join(name);
+    let e = extract_path(&path).unwrap_or_else(|s| panic!("{name}: {s}"));
+    assert_eq!(e.doc_type, DocType::Image, "{name}");
+    assert!(e.outline.is_empty() && e.title.is_none(), "{name}");
+    e
+}
+
+/// Whitespace runs become one space.
+fn squash(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Character error rate: edit distance over the expected length, whitespace squashed.
+fn cer(got: &str, expected: &str) -> f64 {
+    let (a, b): (Vec<char>, Vec<char>) = (
+        squash(got).chars().collect(),
+        squash(expected).chars().collect(),
+    );
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()] as f64 / b.len().max(1) as f64
+}
+
+fn expected(name: &str) -> String {
+    let path = corpus().join("../expected").join(name);
+    fs_err::read_to_string(&path).unwrap()
+}
+
+#[test]
+fn the_engine_and_the_default_languages_are_installed() {
+    let s = ocr::status();
+    assert!(s.available, "{s:?}");
+    assert!(
+        s.version.as_deref().is_some_and(|v| v.starts_with('5')),
+        "{s:?}"
+    );
+    for lang in linkly_core::OcrConfig::DEFAULT_LANGUAGES {
+        assert!(
+            s.languages.iter().any(|l| l == lang),
+            "{lang} missing: {s:?}"
+        );
+    }
+    assert!(s.pdf_rasterizer, "{s:?}");
+    assert_eq!(ocr::ready(&OcrOptions::default()).unwrap().len(), 6);
+}
+
+#[test]
+fn the_textract_images_match_their_expected_text() {
+    let jpg = image("textract-raw_text.jpg");
+    let want = expected("textract-jpg_raw_text.txt");
+    let rate = cer(&jpg.text, &want);
+    assert!(rate <= 0.02, "CER {rate:.3}: {:?}", jpg.text);
+    assert!(
+        jpg.text.contains("EMERGENCY ALERT SYSTEM"),
+        "{:?}",
+        jpg.text
+    );
+    // One line per line of the picture.
+    assert!(
+        jpg.text.lines().any(|l| l.trim() == "EAS TEST"),
+        "{:?}",
+        jpg.text
+    );
+
+    let png = image("textract-raw_text.png");
+    let rate = cer(&png.text, &expected("textract-png_raw_text.txt"));
+    assert!(rate <= 0.10, "CER {rate:.3}: {:?}", png.text);
+    assert!(png.text.contains("abcdefghijkl"), "{:?}", png.text);
+}
+
+#[test]
+fn the_other_images_give_their_words() {
+    for (name, words) in [
+        (
+            "ocrs-polar-bears.png",
+            &["polar bears", "Fossils", "Mitochondrial DNA", "Alaska"][..],
+        ),
+        (
+            "ocrs-rust-book.jpg",
+            &["RUST", "PROGRAMMING", "LANGUAGE", "KLABNIK"][..],
+        ),
+        ("tika-testOCR_spacing.png", &["The quick brown fox"][..]),
+    ] {
+        let e = image(name);
+        let flat = squash(&e.text);
+        for w in words {
+            assert!(flat.contains(w), "{name}: {w:?} not in {:?}", e.text);
+        }
+    }
+    // A photo without text: empty text, not an error.
+    let photo = image("tika-testJPEG_EXIF.jpg");
+    assert!(
+        photo.text.chars().filter(|c| c.is_alphanumeric()).count() < 10,
+        "{:?}",
+        photo.text
+    );
+}
+
+#[test]
+fn japanese_text_comes_out_without_spaces_between_characters() {
+    let e = image("poi-bug55902-mixedChars-ja.png");
+    for w in ["Single byte", "複数の文字", "カタカナ"] {
+        assert!(e.text.contains(w), "{w:?} not in {:?}", e.text);
+    }
+    // English alone cannot read it: the second pass with the CJK languages did.
+    let eng = OcrOptions {
+        languages: vec!["eng".into()],
+        ..OcrOptions::default()
+    };
+    let bytes = fs_err::read(corpus().join("images/poi-bug55902-mixedChars-ja.png")).unwrap();
+    let latin = ocr::recognize(&bytes, &eng).unwrap();
+    assert!(!latin.contains("複数"), "{latin:?}");
+}
+
+/// A PDF whose pages are the given JPEGs (bytes, width, height) at 300 dpi, without text.
+fn scanned_pdf(pages: &[(&[u8], u32, u32)]) -> Vec<u8> {
+    let n = pages.len();
+    let kids: Vec<String> = (0..n).map(|i| format!("{} 0 R", 3 + 3 * i)).collect();
+    let mut objs: Vec<Vec<u8>> = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        format!("<< /Type /Pages /Kids [{}] /Count {n} >>", kids.join(" ")).into_bytes(),
+    ];
+    for (i, (jpg, w, h)) in pages.iter().enumerate() {
+        let (pw, ph) = (*w as f64 * 72.0 / 300.0, *h as f64 * 72.0 / 300.0);
+        let page = 3 + 3 * i;
+        objs.push(format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {pw} {ph}] /Contents {} 0 R /Resources << /XObject << /Im0 {} 0 R >> >> >>",
+            page + 1,
+            page + 2
+        ).into_bytes());
+        let c = format!("q {pw} 0 0 {ph} 0 0 cm /Im0 Do Q");
+        objs.push(format!("<< /Length {} >>\nstream\n{c}\nendstream", c.len()).into_bytes());
+        let mut img = format!(
+            "<< /Type /XObject /Subtype /Image /Width {w} /Height {h} /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode /Length {} >>\nstream\n",
+            jpg.len()
+        )
+        .into_bytes();
+        img.extend_from_slice(jpg);
+        img.extend_from_slice(b"\nendstream");
+        objs.push(img);
+    }
+    let mut out = b"%PDF-1.5\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, o) in objs.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend(format!("{} 0 obj\n", i + 1).bytes());
+        out.extend_from_slice(o);
+        out.extend_from_slice(b"\nendobj\n");
+    }
+    let xref = out.len();
+    out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objs.len() + 1).bytes());
+    for off in offsets {
+        out.extend(format!("{off:010} 00000 n \n").bytes());
+    }
+    out.extend(
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+            objs.len() + 1
+        )
+        .bytes(),
+    );
+    out
+}
+
+fn two_page_scan() -> Vec<u8> {
+    let eas = fs_err::read(corpus().join("images/textract-raw_text.jpg")).unwrap();
+    let book = fs_err::read(corpus().join("images/ocrs-rust-book.jpg")).unwrap();
+    scanned_pdf(&[(&eas, 2000, 1850), (&book, 1200, 1600)])
+}
+
+#[test]
+fn scanned_pdf_pages_are_read_page_by_page() {
+    let pdf = two_page_scan();
+    let e = extract_loaded_with(
+        std::path::Path::new("scan.pdf"),
+        &pdf,
+        &ExtractOptions::default(),
+    )
+    .unwrap_or_else(|s| panic!("{s}"));
+    assert_eq!(e.doc_type, DocType::Pdf);
+    let lines: Vec<&str> = e.text.lines().collect();
+    let p1 = lines.iter().position(|l| *l == "--- page 1 ---").unwrap();
+    let p2 = lines.iter().position(|l| *l == "--- page 2 ---").unwrap();
+    let page1 = lines[p1..p2].join(" ");
+    let page2 = lines[p2..].join(" ");
+    assert!(page1.contains("EMERGENCY ALERT SYSTEM"), "{page1:?}");
+    assert!(
+        page2.contains("PROGRAMMING") && !page2.contains("EMERGENCY"),
+        "{page2:?}"
+    );
+}
+
+#[test]
+fn the_corpus_scan_goes_through_ocr() {
+    // Its six pages are 16×16-pixel pictures: OCR runs on each and finds nothing to read.
+    let path = corpus().join("pdf/pypdf-imagemagick-images-only.pdf");
+    let skip = extract_path(&path).unwrap_err();
+    assert_eq!(skip.code, SkipReason::NO_TEXT_LAYER, "{skip}");
+    assert!(skip.detail.contains("OCR found no text"), "{skip}");
+}
+
+#[test]
+fn without_ocr_images_and_scans_wait_as_ocr_unavailable() {
+    let off = ExtractOptions {
+        ocr: OcrOptions {
+            enabled: false,
+            ..OcrOptions::default()
+        },
+    };
+    let png = corpus().join("images/textract-raw_text.png");
+    let bytes = fs_err::read(&png).unwrap();
+    let skip = extract_loaded_with(&png, &bytes, &off).unwrap_err();
+    assert_eq!(skip.code, SkipReason::OCR_UNAVAILABLE, "{skip}");
+    let skip =
+        extract_loaded_with(std::path::Path::new("scan.pdf"), &two_page_scan(), &off).unwrap_err();
+    assert_eq!(skip.code, SkipReason::OCR_UNAVAILABLE, "{skip}");
+    assert!(skip.detail.contains("no text layer"), "{skip}");
+    // Languages that are not installed are left out; none at all is unavailable too.
+    let klingon = OcrOptions {
+        languages: vec!["tlh".into()],
+        ..OcrOptions::default()
+    };
+    assert_eq!(
+        ocr::recognize(&bytes, &klingon).unwrap_err().code,
+        SkipReason::OCR_UNAVAILABLE
+    );
+}

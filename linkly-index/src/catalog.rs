@@ -1,0 +1,298 @@
+//! The catalog: queries over the metadata store that enumerate documents without full-text
+//! matching — paged listings with stable sorts, counts, light per-document summaries and
+//! paths — for `list`, `explore`, `find_paths` and `list_libraries`.
+//!
+//! Directory restrictions are path ranges (`dir/` ≤ path < `dir0`, since `0` follows `/`),
+//! which SQLite answers from the unique index on `path`. Sorts have their own indexes
+//! (modification time both ways, file name), each continuing with the full path, so
+//! `ORDER BY … LIMIT … OFFSET …` pages are stable and never skip or repeat a row, and holding
+//! every filtered column (path, type, time), so that skipping 90,000 rows reads no table row.
+
+use linkly_core::{DocId, DocType};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, params_from_iter};
+
+use crate::store::{DocRecord, Store};
+use crate::{Index, Result};
+
+/// The file name of `path`, as an SQL expression (the part after the last `/`).
+const NAME_EXPR: &str = "substr(path, length(rtrim(path, replace(path, '/', ''))) + 1)";
+
+/// A selection of at least 1/`BROAD` of all documents is paged along the sort's index.
+const BROAD: u64 = 10;
+
+/// Creates the catalog's indexes if they are missing (once per store; cheap afterwards).
+pub(crate) fn ensure_indexes(store: &Store) -> Result<()> {
+    let conn = store.conn();
+    conn.execute_batch(&format!(
+        "CREATE INDEX IF NOT EXISTS catalog_oldest ON docs(modified_at, path, doc_type);
+         CREATE INDEX IF NOT EXISTS catalog_recent ON docs(modified_at DESC, path, doc_type);
+         CREATE INDEX IF NOT EXISTS catalog_name ON docs({NAME_EXPR}, path, doc_type, modified_at);"
+    ))?;
+    Ok(())
+}
+
+/// Which documents a catalog query covers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CatalogFilter {
+    /// Absolute directories whose subtrees are covered, OR-ed. `None` covers every document;
+    /// an empty list covers none.
+    pub dirs: Option<Vec<String>>,
+    /// Only these types.
+    pub doc_types: Option<Vec<DocType>>,
+    /// Modified at or after (Unix ms).
+    pub modified_after: Option<i64>,
+    /// Modified at or before (Unix ms).
+    pub modified_before: Option<i64>,
+}
+
+/// The order of a catalog page. Every order ends with the full path (A→Z by code point).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CatalogSort {
+    /// Newest modification first.
+    #[default]
+    Recent,
+    /// Oldest modification first.
+    Oldest,
+    /// File name A→Z by code point.
+    Name,
+}
+
+/// One page of a catalog listing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CatalogPage {
+    /// Documents in the whole filtered set.
+    pub total: u64,
+    /// The page, in order.
+    pub docs: Vec<DocRecord>,
+}
+
+/// The light facts of a document that overviews aggregate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocSummary {
+    /// The document.
+    pub id: DocId,
+    /// The absolute path.
+    pub path: String,
+    /// The document type.
+    pub doc_type: DocType,
+    /// Words of the extracted text.
+    pub word_count: u64,
+    /// Modification time, Unix ms.
+    pub modified_at: i64,
+    /// Whether the document has an outline.
+    pub has_outline: bool,
+    /// The document's keywords, computed at index time.
+    pub keywords: Vec<String>,
+    /// Whether the document is indexed by name only.
+    pub skipped: bool,
+}
+
+/// `dir/` and the first string after every path under it.
+fn dir_range(dir: &str) -> (String, String) {
+    let mut lo = dir.to_string();
+    if !lo.ends_with('/') {
+        lo.push('/');
+    }
+    let mut hi = lo[..lo.len() - 1].to_string();
+    hi.push('0');
+    (lo, hi)
+}
+
+/// The `WHERE` clause of a filter and its parameters.
+fn where_clause(f: &CatalogFilter) -> (String, Vec<SqlValue>) {
+    let mut parts = Vec::new();
+    let mut params = Vec::new();
+    if let Some(dirs) = &f.dirs {
+        if dirs.is_empty() {
+            parts.push("0".to_string());
+        } else {
+            let mut ors = Vec::new();
+            for d in dirs {
+                let (lo, hi) = dir_range(d);
+                params.push(SqlValue::Text(lo));
+                params.push(SqlValue::Text(hi));
+                ors.push(format!(
+                    "(path >= ?{} AND path < ?{})",
+                    params.len() - 1,
+                    params.len()
+                ));
+            }
+            parts.push(format!("({})", ors.join(" OR ")));
+        }
+    }
+    if let Some(types) = &f.doc_types {
+        let mut ins = Vec::new();
+        for t in types {
+            params.push(SqlValue::Text(t.as_str().to_string()));
+            ins.push(format!("?{}", params.len()));
+        }
+        if ins.is_empty() {
+            parts.push("0".to_string());
+        } else {
+            parts.push(format!("doc_type IN ({})", ins.join(", ")));
+        }
+    }
+    if let Some(a) = f.modified_after {
+        params.push(SqlValue::Integer(a));
+        parts.push(format!("modified_at >= ?{}", params.len()));
+    }
+    if let Some(b) = f.modified_before {
+        params.push(SqlValue::Integer(b));
+        parts.push(format!("modified_at <= ?{}", params.len()));
+    }
+    if parts.is_empty() {
+        ("1".to_string(), params)
+    } else {
+        (parts.join(" AND "), params)
+    }
+}
+
+fn count(conn: &Connection, f: &CatalogFilter) -> Result<u64> {
+    let (clause, params) = where_clause(f);
+    let sql = format!("SELECT COUNT(*) FROM docs WHERE {clause}");
+    let n: i64 = conn.query_row(&sql, params_from_iter(params), |r| r.get(0))?;
+    Ok(n as u64)
+}
+
+impl Index {
+    /// How many documents a filter covers.
+    pub fn catalog_count(&self, filter: &CatalogFilter) -> Result<u64> {
+        count(&self.store.conn(), filter)
+    }
+
+    /// One page of the documents a filter covers, in a stable order, with the total.
+    pub fn catalog_page(
+        &self,
+        filter: &CatalogFilter,
+        sort: CatalogSort,
+        limit: usize,
+        offset: usize,
+    ) -> Result<CatalogPage> {
+        let (total, ids) = {
+            let conn = self.store.conn();
+            let total = count(&conn, filter)?;
+            if offset as u64 >= total || limit == 0 {
+                return Ok(CatalogPage {
+                    total,
+                    docs: Vec::new(),
+                });
+            }
+            let (order, index) = match sort {
+                CatalogSort::Recent => ("modified_at DESC, path".to_string(), "catalog_recent"),
+                CatalogSort::Oldest => ("modified_at, path".to_string(), "catalog_oldest"),
+                CatalogSort::Name => (format!("{NAME_EXPR}, path"), "catalog_name"),
+            };
+            // A broad selection walks the sort's index (no sort step; rows come in page
+            // order); a narrow one is left to the planner (the path range, then a small sort).
+            // Without statistics SQLite takes every range for a narrow one.
+            let all: i64 = conn.query_row("SELECT COUNT(*) FROM docs", [], |r| r.get(0))?;
+            let indexed_by = if total.saturating_mul(BROAD) >= all as u64 {
+                format!("INDEXED BY {index}")
+            } else {
+                String::new()
+            };
+            let (clause, mut params) = where_clause(filter);
+            params.push(SqlValue::Integer(limit as i64));
+            params.push(SqlValue::Integer(offset as i64));
+            let sql = format!(
+                "SELECT id FROM docs {indexed_by} WHERE {clause} ORDER BY {order} LIMIT ?{} OFFSET ?{}",
+                params.len() - 1,
+                params.len()
+            );
+            let mut stmt = conn.prepare(&sql)?;
+            let rows = stmt.query_map(params_from_iter(params), |r| r.get::<_, i64>(0))?;
+            let mut ids = Vec::new();
+            for id in rows {
+                ids.push(id? as u64);
+            }
+            (total, ids)
+        };
+        Ok(CatalogPage {
+            total,
+            docs: self.store.get_many(&ids)?,
+        })
+    }
+
+    /// The light facts of every document a filter covers, ordered by path.
+    pub fn catalog_summaries(&self, filter: &CatalogFilter) -> Result<Vec<DocSummary>> {
+        let conn = self.store.conn();
+        let (clause, params) = where_clause(filter);
+        let sql = format!(
+            "SELECT id, path, doc_type, word_count, modified_at, outline != '[]', keywords, \
+             skip_reason IS NOT NULL FROM docs WHERE {clause} ORDER BY path"
+        );
+        let mut stmt = conn.prepare(&sql)?;
+        let mut rows = stmt.query(params_from_iter(params))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let doc_type: String = r.get(2)?;
+            let keywords: String = r.get(6)?;
+            out.push(DocSummary {
+                id: DocId(r.get::<_, i64>(0)? as u64),
+                path: r.get(1)?,
+                doc_type: DocType::from_token(&doc_type).unwrap_or(DocType::Txt),
+                word_count: r.get::<_, i64>(3)? as u64,
+                modified_at: r.get(4)?,
+                has_outline: r.get(5)?,
+                keywords: serde_json::from_str(&keywords).unwrap_or_default(),
+                skipped: r.get(7)?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The path of every document a filter covers, ordered by path.
+    pub fn catalog_paths(&self, filter: &CatalogFilter) -> Result<Vec<String>> {
+        let conn = self.store.conn();
+        let (clause, params) = where_clause(filter);
+        let sql = format!("SELECT path FROM docs WHERE {clause} ORDER BY path");
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt.query_map(params_from_iter(params), |r| r.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for p in rows {
+            out.push(p?);
+        }
+        Ok(out)
+    }
+
+    /// The indexed README directly in `dir` (README.md, readme.txt, …; any case), if any.
+    pub fn readme_in(&self, dir: &str) -> Result<Option<(DocId, String)>> {
+        let conn = self.store.conn();
+        let (lo, hi) = dir_range(dir);
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, path FROM docs WHERE path >= ?1 AND path < ?2 \
+             AND instr(substr(path, length(?1) + 1), '/') = 0 \
+             AND lower(substr(path, length(?1) + 1)) IN \
+             ('readme.md', 'readme.markdown', 'readme.mdx', 'readme.txt', 'readme', \
+              'readme.rst', 'readme.html', 'readme.htm') \
+             ORDER BY path LIMIT 1",
+        )?;
+        let mut rows = stmt.query([lo, hi])?;
+        Ok(match rows.next()? {
+            Some(r) => Some((DocId(r.get::<_, i64>(0)? as u64), r.get(1)?)),
+            None => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_cover_exactly_a_subtree() {
+        let (lo, hi) = dir_range("/a/b");
+        for (p, inside) in [
+            ("/a/b/x.md", true),
+            ("/a/b/c/d.md", true),
+            ("/a/b.md", false),
+            ("/a/b-c/x.md", false),
+            ("/a/bz/x.md", false),
+            ("/a/b0/x.md", false),
+        ] {
+            assert_eq!(p >= lo.as_str() && p < hi.as_str(), inside, "{p}");
+        }
+        assert_eq!(dir_range("/"), ("/".to_string(), "0".to_string()));
+    }
+}

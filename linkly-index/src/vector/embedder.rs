@@ -1,0 +1,473 @@
+//! Sentence embeddings with candle: a BERT-family encoder read from a sentence-transformers
+//! folder (`config.json`, `model.safetensors`, `tokenizer.json`), pooled as its
+//! `1_Pooling/config.json` says (mean by default) and L2-normalised when `modules.json` lists a
+//! `Normalize` module (or says nothing). Two architectures, one closed enum: `bert`
+//! (all-MiniLM-L6-v2, multilingual-e5-small, paraphrase-multilingual-MiniLM-L12-v2) and
+//! `xlm-roberta` (multilingual-e5-base/large, bge-m3).
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::{bert, xlm_roberta};
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+use crate::{Error, Result};
+
+/// The files a model folder must hold.
+pub(crate) const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+
+/// Whether a text is a query or a passage (models such as E5 embed them with different prefixes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TextKind {
+    Query,
+    Passage,
+}
+
+/// How token vectors become one vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pooling {
+    Mean,
+    Cls,
+}
+
+enum Encoder {
+    Bert(bert::BertModel),
+    XlmRoberta(xlm_roberta::XLMRobertaModel),
+}
+
+/// A loaded embedding model.
+pub(crate) struct Embedder {
+    encoder: Encoder,
+    tokenizer: Tokenizer,
+    pooling: Pooling,
+    normalize: bool,
+    query_prefix: String,
+    passage_prefix: String,
+    dim: usize,
+    device: Device,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder")
+            .field("dim", &self.dim)
+            .field("pooling", &self.pooling)
+            .field("normalize", &self.normalize)
+            .finish()
+    }
+}
+
+fn model_error(dir: &Path, what: impl std::fmt::Display) -> Error {
+    Error::Model(format!("{}: {what}", dir.display()))
+}
+
+fn read_json(path: &Path) -> Option<serde_json::Value> {
+    let text = fs_err::read_to_string(path).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The query and passage prefixes a model expects: E5 models want `query: ` and `passage: `.
+pub(crate) fn prefixes_for(name: &str) -> (&'static str, &'static str) {
+    let lower = name.to_ascii_lowercase();
+    if lower.contains("e5-") || lower.contains("/e5") {
+        ("query: ", "passage: ")
+    } else {
+        ("", "")
+    }
+}
+
+impl Embedder {
+    /// Loads the model in `dir`. `name` (a hub id or folder name) decides the prefixes, unless the
+    /// folder's `linkly.json` declares `query_prefix` / `passage_prefix`.
+    pub(crate) fn load(dir: &Path, name: &str) -> Result<Embedder> {
+        for f in MODEL_FILES {
+            if !dir.join(f).is_file() {
+                return Err(model_error(dir, format!("{f} is missing")));
+            }
+        }
+        let device = Device::Cpu;
+        let config_text = fs_err::read_to_string(dir.join("config.json"))?;
+        let config: serde_json::Value = serde_json::from_str(&config_text)
+            .map_err(|e| model_error(dir, format!("config.json: {e}")))?;
+        let model_type = config["model_type"].as_str().unwrap_or("bert").to_string();
+        let weights: PathBuf = dir.join("model.safetensors");
+        // `safetensors::load` maps the file inside candle; the tensors are copied into CPU
+        // storage, so the map is gone once loading returns.
+        let tensors = candle_core::safetensors::load(&weights, &device)
+            .map_err(|e| model_error(dir, format!("model.safetensors: {e}")))?;
+        let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
+        let (encoder, dim, max_positions) = match model_type.as_str() {
+            "bert" => {
+                let cfg: bert::Config = serde_json::from_str(&config_text)
+                    .map_err(|e| model_error(dir, format!("config.json: {e}")))?;
+                let m = bert::BertModel::load(vb, &cfg)
+                    .map_err(|e| model_error(dir, format!("loading BERT weights: {e}")))?;
+                (
+                    Encoder::Bert(m),
+                    cfg.hidden_size,
+                    cfg.max_position_embeddings,
+                )
+            }
+            "xlm-roberta" | "roberta" => {
+                let cfg: xlm_roberta::Config = serde_json::from_str(&config_text)
+                    .map_err(|e| model_error(dir, format!("config.json: {e}")))?;
+                let vb = if vb.contains_tensor("roberta.embeddings.word_embeddings.weight") {
+                    vb.pp("roberta")
+                } else {
+                    vb
+                };
+                let m = xlm_roberta::XLMRobertaModel::new(&cfg, vb)
+                    .map_err(|e| model_error(dir, format!("loading XLM-R weights: {e}")))?;
+                // Positions start after the padding index.
+                let usable = cfg
+                    .max_position_embeddings
+                    .saturating_sub(cfg.pad_token_id as usize + 1);
+                (Encoder::XlmRoberta(m), cfg.hidden_size, usable)
+            }
+            other => {
+                return Err(model_error(
+                    dir,
+                    format!("model_type {other:?} is not supported (bert or xlm-roberta)"),
+                ));
+            }
+        };
+
+        let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
+            .map_err(|e| model_error(dir, format!("tokenizer.json: {e}")))?;
+        let max_seq = read_json(&dir.join("sentence_bert_config.json"))
+            .and_then(|v| v["max_seq_length"].as_u64())
+            .map_or(512, |n| n as usize)
+            .min(max_positions)
+            .max(8);
+        let (pad_id, pad_token) = ["[PAD]", "<pad>"]
+            .iter()
+            .find_map(|t| tokenizer.token_to_id(t).map(|id| (id, t.to_string())))
+            .unwrap_or((0, "[PAD]".to_string()));
+        tokenizer.with_padding(Some(PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            pad_id,
+            pad_token,
+            ..PaddingParams::default()
+        }));
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: max_seq,
+                ..TruncationParams::default()
+            }))
+            .map_err(|e| model_error(dir, format!("tokenizer truncation: {e}")))?;
+
+        let pooling = read_json(&dir.join("1_Pooling/config.json"))
+            .map(|v| {
+                if v["pooling_mode_cls_token"].as_bool() == Some(true)
+                    && v["pooling_mode_mean_tokens"].as_bool() != Some(true)
+                {
+                    Pooling::Cls
+                } else {
+                    Pooling::Mean
+                }
+            })
+            .unwrap_or(Pooling::Mean);
+        let normalize = read_json(&dir.join("modules.json"))
+            .and_then(|v| {
+                v.as_array().map(|mods| {
+                    mods.iter()
+                        .any(|m| m["type"].as_str().is_some_and(|t| t.ends_with("Normalize")))
+                })
+            })
+            .unwrap_or(true);
+        let declared = read_json(&dir.join("linkly.json"));
+        // E5 models need prefixes: known by the name, or by the config's `_name_or_path`.
+        let origin = config["_name_or_path"].as_str().unwrap_or_default();
+        let (q, p) = match prefixes_for(name) {
+            ("", "") => prefixes_for(origin),
+            known => known,
+        };
+        let query_prefix = declared
+            .as_ref()
+            .and_then(|v| v["query_prefix"].as_str())
+            .unwrap_or(q)
+            .to_string();
+        let passage_prefix = declared
+            .as_ref()
+            .and_then(|v| v["passage_prefix"].as_str())
+            .unwrap_or(p)
+            .to_string();
+        Ok(Embedder {
+            encoder,
+            tokenizer,
+            pooling,
+            normalize,
+            query_prefix,
+            passage_prefix,
+            dim,
+            device,
+        })
+    }
+
+    /// The vector dimension.
+    pub(crate) fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Embeds one batch of texts (padded to the longest of the batch).
+    pub(crate) fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let prefix = match kind {
+            TextKind::Query => &self.query_prefix,
+            TextKind::Passage => &self.passage_prefix,
+        };
+        let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+        let encodings = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(|e| Error::Model(format!("tokenizing: {e}")))?;
+        let n = encodings.len();
+        let len = encodings.first().map_or(0, |e| e.get_ids().len());
+        let mut ids = Vec::with_capacity(n * len);
+        let mut mask = Vec::with_capacity(n * len);
+        for e in &encodings {
+            ids.extend_from_slice(e.get_ids());
+            mask.extend_from_slice(e.get_attention_mask());
+        }
+        self.forward(ids, mask, n, len)
+            .map_err(|e| Error::Model(format!("embedding: {e}")))
+    }
+
+    fn forward(
+        &self,
+        ids: Vec<u32>,
+        mask: Vec<u32>,
+        n: usize,
+        len: usize,
+    ) -> candle_core::Result<Vec<Vec<f32>>> {
+        let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
+        let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
+        let types = ids.zeros_like()?;
+        let hidden = match &self.encoder {
+            Encoder::Bert(m) => m.forward(&ids, &types, Some(&mask))?,
+            Encoder::XlmRoberta(m) => m.forward(&ids, &mask, &types, None, None, None)?,
+        };
+        let pooled = match self.pooling {
+            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
+            Pooling::Mean => {
+                let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+                let sum = hidden.broadcast_mul(&m)?.sum(1)?;
+                let count = m.sum(1)?.clamp(1e-9, f64::MAX)?;
+                sum.broadcast_div(&count)?
+            }
+        };
+        let pooled = if self.normalize {
+            let norm = pooled
+                .sqr()?
+                .sum_keepdim(1)?
+                .sqrt()?
+                .clamp(1e-12, f64::MAX)?;
+            pooled.broadcast_div(&norm)?
+        } else {
+            pooled
+        };
+        pooled.to_vec2::<f32>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The multilingual loading paths, proved on tiny random-weight models of the same
+    //! architectures as the real ones (the real ones cannot be downloaded here): BERT with an
+    //! XLM-R SentencePiece (Unigram) vocabulary, as multilingual-e5-small and
+    //! paraphrase-multilingual-MiniLM-L12-v2 are, and XLM-RoBERTa, as multilingual-e5-base is.
+
+    use candle_nn::VarMap;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A Unigram `tokenizer.json` shaped like XLM-R's: Metaspace pre-tokenizer, `<s> … </s>`
+    /// template, pieces for French, Spanish, Chinese and Japanese.
+    fn unigram_tokenizer() -> (serde_json::Value, usize) {
+        let mut vocab = vec![
+            json!(["<s>", 0.0]),
+            json!(["<pad>", 0.0]),
+            json!(["</s>", 0.0]),
+            json!(["<unk>", 0.0]),
+        ];
+        let pieces = [
+            "▁",
+            "▁le",
+            "▁chat",
+            "▁dort",
+            "▁el",
+            "▁gato",
+            "▁duerme",
+            "▁the",
+            "▁cat",
+            "▁sleeps",
+            "▁query",
+            ":",
+            "▁passage",
+            "猫",
+            "が",
+            "寝",
+            "て",
+            "いる",
+            "▁猫",
+            "在",
+            "睡",
+            "觉",
+            "s",
+            "e",
+            "a",
+            "t",
+            "o",
+            "r",
+            "l",
+            "d",
+            "m",
+            "u",
+            "h",
+            "c",
+            "p",
+            "g",
+            "y",
+            "q",
+        ];
+        for (i, p) in pieces.iter().enumerate() {
+            vocab.push(json!([p, -1.0 - i as f64 / 10.0]));
+        }
+        let n = vocab.len();
+        let special = |t: &str, id: usize| json!({"id": id, "content": t, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": true});
+        let tok = json!({
+            "version": "1.0",
+            "truncation": null,
+            "padding": null,
+            "added_tokens": [special("<s>", 0), special("<pad>", 1), special("</s>", 2), special("<unk>", 3)],
+            "normalizer": {"type": "NFKC"},
+            "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
+            "post_processor": {
+                "type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+                "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+                "special_tokens": {
+                    "<s>": {"id": "<s>", "ids": [0], "tokens": ["<s>"]},
+                    "</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}
+                }
+            },
+            "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
+            "model": {"type": "Unigram", "unk_id": 3, "vocab": vocab, "byte_fallback": false}
+        });
+        (tok, n)
+    }
+
+    fn write_model(dir: &Path, model_type: &str) -> usize {
+        let (tokenizer, vocab) = unigram_tokenizer();
+        fs_err::write(dir.join("tokenizer.json"), tokenizer.to_string()).unwrap();
+        let config = json!({
+            "model_type": model_type,
+            "architectures": [if model_type == "bert" { "BertModel" } else { "XLMRobertaModel" }],
+            "vocab_size": vocab,
+            "hidden_size": 32,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "intermediate_size": 64,
+            "hidden_act": "gelu",
+            "hidden_dropout_prob": 0.1,
+            "attention_probs_dropout_prob": 0.1,
+            "max_position_embeddings": 64,
+            "type_vocab_size": if model_type == "bert" { 2 } else { 1 },
+            "initializer_range": 0.02,
+            "layer_norm_eps": 1e-12,
+            "pad_token_id": 1,
+            "position_embedding_type": "absolute",
+            "tokenizer_class": "XLMRobertaTokenizer"
+        });
+        fs_err::write(dir.join("config.json"), config.to_string()).unwrap();
+        let varmap = VarMap::new();
+        let vb = VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
+        if model_type == "bert" {
+            let cfg: bert::Config = serde_json::from_value(config).unwrap();
+            bert::BertModel::load(vb, &cfg).unwrap();
+        } else {
+            let cfg: xlm_roberta::Config = serde_json::from_value(config).unwrap();
+            xlm_roberta::XLMRobertaModel::new(&cfg, vb.pp("roberta")).unwrap();
+        }
+        varmap.save(dir.join("model.safetensors")).unwrap();
+        fs_err::create_dir_all(dir.join("1_Pooling")).unwrap();
+        fs_err::write(
+            dir.join("1_Pooling/config.json"),
+            r#"{"word_embedding_dimension": 32, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": true}"#,
+        )
+        .unwrap();
+        fs_err::write(
+            dir.join("modules.json"),
+            r#"[{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},{"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},{"idx":2,"name":"2","path":"2_Normalize","type":"sentence_transformers.models.Normalize"}]"#,
+        )
+        .unwrap();
+        vocab
+    }
+
+    fn check_multilingual(model_type: &str) {
+        let tmp = tempfile::tempdir().unwrap();
+        write_model(tmp.path(), model_type);
+        let e = Embedder::load(tmp.path(), "intfloat/multilingual-e5-small").unwrap();
+        assert_eq!(e.dim(), 32);
+        assert_eq!(
+            (e.query_prefix.as_str(), e.passage_prefix.as_str()),
+            ("query: ", "passage: ")
+        );
+        // The SentencePiece vocabulary cuts every language into known pieces.
+        let enc = e
+            .tokenizer
+            .encode("le chat dort 猫が寝ている", true)
+            .unwrap();
+        assert!(
+            !enc.get_ids().contains(&3),
+            "no <unk>: {:?}",
+            enc.get_tokens()
+        );
+        let texts = [
+            "le chat dort",
+            "el gato duerme",
+            "猫が寝ている",
+            "猫在睡觉 the cat sleeps",
+        ];
+        let v = e.embed(&texts, TextKind::Passage).unwrap();
+        assert_eq!(v.len(), 4);
+        for x in &v {
+            assert_eq!(x.len(), 32);
+            let norm: f32 = x.iter().map(|a| a * a).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-4, "unit length: {norm}");
+        }
+        assert_ne!(v[0], v[2]);
+        // Batched and single embeddings agree (padding is masked out of the mean).
+        let single = e.embed(&texts[..1], TextKind::Passage).unwrap();
+        let cos: f32 = single[0].iter().zip(&v[0]).map(|(a, b)| a * b).sum();
+        assert!(cos > 0.999, "batch vs single: {cos}");
+        // Queries carry their prefix, so they embed differently.
+        let q = e.embed(&texts[..1], TextKind::Query).unwrap();
+        assert_ne!(q[0], single[0]);
+    }
+
+    #[test]
+    fn tiny_bert_with_sentencepiece_vocabulary_embeds() {
+        check_multilingual("bert");
+    }
+
+    #[test]
+    fn tiny_xlm_roberta_embeds() {
+        check_multilingual("xlm-roberta");
+    }
+
+    #[test]
+    fn missing_or_broken_files_are_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = Embedder::load(tmp.path(), "x").unwrap_err();
+        assert!(err.to_string().contains("config.json is missing"), "{err}");
+        write_model(tmp.path(), "bert");
+        fs_err::write(tmp.path().join("model.safetensors"), b"not a model").unwrap();
+        let err = Embedder::load(tmp.path(), "x").unwrap_err();
+        assert!(err.to_string().contains("model.safetensors"), "{err}");
+    }
+}

@@ -1,0 +1,779 @@
+//! The vector side of the index: chunking, embeddings (candle), the vector store
+//! (`vectors.sqlite`), the in-memory ANN (`hnsw_rs`) and hybrid ranking.
+//!
+//! Keyword search never waits for any of it: while the model is missing, downloading, loading
+//! or broken, or while no vector of the current model exists yet, [`Index::hybrid_search`]
+//! answers from BM25 alone and says [`SearchMode::Keyword`].
+//!
+//! Concurrency: embedding writes (`embed_pending`) take the index writer lock, like a sync, so
+//! one process writes vectors. Other processes see new vectors through SQLite's
+//! `data_version` and load them at their next search. Searches hold a read lock on the ANN;
+//! the embedder is shared (`Arc`) and used outside any lock.
+
+mod ann;
+mod chunker;
+mod embedder;
+mod model;
+mod store;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use linkly_core::DocId;
+
+pub use crate::vector::model::{
+    DEFAULT_MODEL, DownloadProgress, KNOWN_MODELS, ModelChoice, ModelManager, canonical_name,
+};
+
+use crate::vector::ann::Ann;
+use crate::vector::embedder::{Embedder, TextKind};
+use crate::vector::store::{DocVectors, VectorStore};
+use crate::{DocFilter, Error, Index, Result, tokenizer};
+
+/// Chunks embedded per model call (sorted by length first, so padding stays small).
+const EMBED_BATCH: usize = 32;
+/// Documents per vector-store transaction.
+const EMBED_DOCS: usize = 64;
+
+/// Where the embedding model stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelStatus {
+    /// No model files (search is keyword-only).
+    Missing {
+        /// The model expected.
+        name: String,
+    },
+    /// Being downloaded.
+    Downloading {
+        /// The model.
+        name: String,
+        /// Bytes fetched of the current file.
+        done: u64,
+        /// Its size.
+        total: u64,
+    },
+    /// Being loaded.
+    Loading {
+        /// The model.
+        name: String,
+    },
+    /// Loaded: hybrid search is on once its vectors exist.
+    Ready {
+        /// The model.
+        name: String,
+        /// Vector dimension.
+        dim: usize,
+    },
+    /// The files are there but do not load.
+    Broken {
+        /// The model.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl ModelStatus {
+    /// A one-line description.
+    pub fn describe(&self) -> String {
+        match self {
+            ModelStatus::Missing { name } => format!("{name}: not downloaded"),
+            ModelStatus::Downloading { name, done, total } => format!(
+                "{name}: downloading ({:.1} of {:.1} MB)",
+                *done as f64 / 1e6,
+                *total as f64 / 1e6
+            ),
+            ModelStatus::Loading { name } => format!("{name}: loading"),
+            ModelStatus::Ready { name, dim } => format!("{name}: ready ({dim} dimensions)"),
+            ModelStatus::Broken { name, reason } => format!("{name}: broken ({reason})"),
+        }
+    }
+}
+
+/// Which arms of the ranking to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Arms {
+    /// BM25 and vectors, fused (keyword-only when vectors are not available).
+    #[default]
+    Both,
+    /// BM25 only.
+    Lexical,
+    /// Vectors only (benchmarks); empty when vectors are not available.
+    Vector,
+}
+
+/// Options of [`Index::hybrid_search`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HybridOptions {
+    /// The reciprocal-rank-fusion constant: a document at rank r of an arm scores 1/(k + r).
+    pub rrf_k: f32,
+    /// Candidates taken from each arm before fusion.
+    pub candidates: usize,
+    /// The arms to use.
+    pub arms: Arms,
+}
+
+impl Default for HybridOptions {
+    fn default() -> Self {
+        HybridOptions {
+            rrf_k: 60.0,
+            candidates: 100,
+            arms: Arms::Both,
+        }
+    }
+}
+
+/// How a search was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchMode {
+    /// BM25 only.
+    Keyword,
+    /// BM25 and vectors.
+    Hybrid,
+}
+
+impl SearchMode {
+    /// `keyword` or `hybrid`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Keyword => "keyword",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// A document's place in the BM25 arm.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LexicalArm {
+    /// 1-based rank.
+    pub rank: usize,
+    /// BM25 score.
+    pub score: f32,
+}
+
+/// A document's place in the vector arm, through its best chunk.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VectorArm {
+    /// 1-based rank among documents.
+    pub rank: usize,
+    /// Cosine similarity of the best chunk.
+    pub score: f32,
+    /// The best chunk's first line.
+    pub start_line: u32,
+    /// Its last line (inclusive).
+    pub end_line: u32,
+}
+
+/// One document of a hybrid search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HybridHit {
+    /// The document.
+    pub id: DocId,
+    /// The fused score (RRF in hybrid mode, BM25 in keyword mode, cosine for vectors alone).
+    pub score: f32,
+    /// Its BM25 arm, when it was a candidate there.
+    pub lexical: Option<LexicalArm>,
+    /// Its vector arm, when it was a candidate there.
+    pub vector: Option<VectorArm>,
+}
+
+/// The result of [`Index::hybrid_search`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HybridOutcome {
+    /// How it was answered.
+    pub mode: SearchMode,
+    /// The best documents, best first.
+    pub hits: Vec<HybridHit>,
+    /// Documents matched in all (BM25 matches, or the fused candidates when more).
+    pub total: usize,
+}
+
+/// Progress of an embedding run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbedProgress {
+    /// Documents embedded so far.
+    pub done: u64,
+    /// Documents to embed in this run.
+    pub total: u64,
+    /// Chunks embedded so far.
+    pub chunks: u64,
+}
+
+/// What an embedding run did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EmbedReport {
+    /// Documents embedded.
+    pub docs: u64,
+    /// Chunks embedded.
+    pub chunks: u64,
+    /// Documents whose vectors were dropped (deleted or changed files).
+    pub removed: u64,
+    /// Wall time in milliseconds.
+    pub elapsed_ms: u64,
+}
+
+/// Facts about the vectors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VectorStats {
+    /// The model the stored vectors belong to.
+    pub model: Option<String>,
+    /// Stored chunks.
+    pub chunks: u64,
+    /// Chunks searchable in memory.
+    pub loaded: u64,
+    /// Documents embedded at their current content.
+    pub embedded_docs: u64,
+    /// Documents waiting to be embedded.
+    pub pending_docs: u64,
+    /// Whether the HNSW graph is built (else searches scan).
+    pub graph: bool,
+}
+
+struct AnnState {
+    ann: Ann,
+    /// The model the loaded vectors belong to.
+    model: Option<String>,
+}
+
+struct Loaded {
+    name: String,
+    embedder: Arc<Embedder>,
+}
+
+/// The vector half of an [`Index`].
+pub(crate) struct VectorSide {
+    store: VectorStore,
+    ann: Arc<RwLock<AnnState>>,
+    model: RwLock<Option<Loaded>>,
+    status: Mutex<ModelStatus>,
+    building: Arc<AtomicBool>,
+    seen_version: Mutex<i64>,
+}
+
+impl VectorSide {
+    /// Opens `vectors.sqlite` in `dir` and loads its vectors.
+    pub(crate) fn open(dir: &Path) -> Result<VectorSide> {
+        let store = VectorStore::open(&dir.join("vectors.sqlite"))?;
+        let model = store.model()?;
+        let mut ann = Ann::new(0);
+        ann.add(store.load_after(0)?);
+        let seen = store.data_version()?;
+        Ok(VectorSide {
+            store,
+            ann: Arc::new(RwLock::new(AnnState { ann, model })),
+            model: RwLock::new(None),
+            status: Mutex::new(ModelStatus::Missing {
+                name: DEFAULT_MODEL.to_string(),
+            }),
+            building: Arc::new(AtomicBool::new(false)),
+            seen_version: Mutex::new(seen),
+        })
+    }
+
+    fn set_status(&self, s: ModelStatus) {
+        *self.status.lock().unwrap_or_else(|e| e.into_inner()) = s;
+    }
+
+    /// The embedder, when loaded and its vectors are the ones in memory; never waits.
+    fn usable_embedder(&self) -> Option<Arc<Embedder>> {
+        let slot = self.model.try_read().ok()?;
+        let loaded = slot.as_ref()?;
+        let state = self.ann.try_read().ok()?;
+        (state.model.as_deref() == Some(loaded.name.as_str()) && state.ann.live() > 0)
+            .then(|| loaded.embedder.clone())
+    }
+
+    /// Loads what another process wrote since the last look.
+    fn refresh(&self) -> Result<()> {
+        let version = self.store.data_version()?;
+        let mut seen = self.seen_version.lock().unwrap_or_else(|e| e.into_inner());
+        if *seen == version {
+            return Ok(());
+        }
+        *seen = version;
+        let model = self.store.model()?;
+        let mut state = self.ann.write().unwrap_or_else(|e| e.into_inner());
+        if state.model != model {
+            state.ann = Ann::new(0);
+            state.model = model;
+        }
+        let after = state.ann.max_chunk_id;
+        state.ann.add(self.store.load_after(after)?);
+        if self.store.chunk_count()? != state.ann.live() as u64 {
+            let ids: HashSet<u64> = self.store.chunk_ids()?.into_iter().collect();
+            state.ann.retain(&ids);
+        }
+        drop(state);
+        self.spawn_graph_build();
+        Ok(())
+    }
+
+    /// Builds or refreshes the HNSW graph in a background thread when one is due.
+    fn spawn_graph_build(&self) {
+        let work = {
+            let state = self.ann.read().unwrap_or_else(|e| e.into_inner());
+            state.ann.graph_work()
+        };
+        let Some(work) = work else { return };
+        if self.building.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let ann = self.ann.clone();
+        let building = self.building.clone();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let built = work.build();
+            ann.write()
+                .unwrap_or_else(|e| e.into_inner())
+                .ann
+                .install_graph(built);
+            building.store(false, Ordering::SeqCst);
+            tracing::info!(
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "vector graph built"
+            );
+        });
+    }
+}
+
+impl Index {
+    /// The embedding model's status.
+    pub fn model_status(&self) -> ModelStatus {
+        self.vectors
+            .status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Records a status set from outside (a download in progress).
+    pub fn set_model_status(&self, status: ModelStatus) {
+        self.vectors.set_status(status);
+    }
+
+    /// Loads an embedding model from its folder. Searches go on, keyword-only, while it loads;
+    /// on failure the status is [`ModelStatus::Broken`] and the error is returned.
+    pub fn attach_model(&self, choice: &ModelChoice) -> Result<()> {
+        let name = choice.name.clone();
+        self.vectors
+            .set_status(ModelStatus::Loading { name: name.clone() });
+        match Embedder::load(&choice.dir, &name) {
+            Ok(embedder) => {
+                let dim = embedder.dim();
+                *self
+                    .vectors
+                    .model
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(Loaded {
+                    name: name.clone(),
+                    embedder: Arc::new(embedder),
+                });
+                self.vectors.set_status(ModelStatus::Ready { name, dim });
+                Ok(())
+            }
+            Err(e) => {
+                tracing::warn!(model = %name, error = %e, "embedding model unusable; search stays keyword-only");
+                self.vectors.set_status(ModelStatus::Broken {
+                    name,
+                    reason: e.to_string(),
+                });
+                Err(e)
+            }
+        }
+    }
+
+    /// Loads the model the data directory `data_root` selects (or `LINKLY_MODEL_DIR`), when its
+    /// files are there; returns the resulting status. Never fails: a missing or broken model
+    /// leaves search keyword-only.
+    pub fn attach_selected_model(&self, data_root: &Path) -> ModelStatus {
+        let choice = ModelManager::new(data_root).choice();
+        if !choice.is_present() {
+            self.vectors
+                .set_status(ModelStatus::Missing { name: choice.name });
+        } else {
+            let _ = self.attach_model(&choice);
+        }
+        self.model_status()
+    }
+
+    /// Facts about the stored and loaded vectors.
+    pub fn vector_stats(&self) -> Result<VectorStats> {
+        let embedded = self.vectors.store.embedded()?;
+        let states = self.store.file_states()?;
+        let current = states
+            .values()
+            .filter(|s| embedded.get(&s.id) == Some(&s.hash))
+            .count() as u64;
+        let state = self.vectors.ann.read().unwrap_or_else(|e| e.into_inner());
+        Ok(VectorStats {
+            model: self.vectors.store.model()?,
+            chunks: self.vectors.store.chunk_count()?,
+            loaded: state.ann.live() as u64,
+            embedded_docs: current,
+            pending_docs: states.len() as u64 - current,
+            graph: state.ann.has_graph(),
+        })
+    }
+
+    /// Sets the number of chunks from which an HNSW graph is built (below it searches scan).
+    pub fn set_vector_graph_min(&self, chunks: usize) {
+        self.vectors
+            .ann
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .ann
+            .graph_min = chunks;
+    }
+
+    /// Builds the HNSW graph now, in this thread, when one is due (benchmarks, tests).
+    pub fn build_vector_graph(&self) {
+        let work = self
+            .vectors
+            .ann
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .ann
+            .graph_work();
+        if let Some(work) = work {
+            let built = work.build();
+            self.vectors
+                .ann
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .ann
+                .install_graph(built);
+        }
+    }
+
+    /// Drops the vectors of documents deleted or changed since they were embedded (run after
+    /// each sync, under the writer lock).
+    pub(crate) fn forget_stale_vectors(&self) -> Result<u64> {
+        let embedded = self.vectors.store.embedded()?;
+        if embedded.is_empty() {
+            return Ok(0);
+        }
+        let current: HashMap<u64, String> = self
+            .store
+            .file_states()?
+            .into_values()
+            .map(|s| (s.id, s.hash))
+            .collect();
+        let stale: Vec<u64> = embedded
+            .iter()
+            .filter(|(id, hash)| current.get(id) != Some(hash))
+            .map(|(id, _)| *id)
+            .collect();
+        if stale.is_empty() {
+            return Ok(0);
+        }
+        let removed = self.vectors.store.remove(&stale)?;
+        self.vectors
+            .ann
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .ann
+            .remove(&removed);
+        Ok(stale.len() as u64)
+    }
+
+    /// Embeds the documents that have no vectors at their current content, in batches, each
+    /// batch committed to the vector store and searchable at once. Resumable: a run stopped
+    /// anywhere leaves the documents not yet committed pending. Takes the writer lock.
+    pub fn embed_pending(&self, progress: &mut dyn FnMut(&EmbedProgress)) -> Result<EmbedReport> {
+        let Some((name, embedder)) = self
+            .vectors
+            .model
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|l| (l.name.clone(), l.embedder.clone()))
+        else {
+            return Err(Error::Model(format!(
+                "no embedding model is loaded ({})",
+                self.model_status().describe()
+            )));
+        };
+        self.lexical.acquire_writer()?;
+        let result = self.embed_locked(&name, &embedder, progress);
+        let released = self.lexical.release_writer();
+        let report = result?;
+        released?;
+        Ok(report)
+    }
+
+    fn embed_locked(
+        &self,
+        name: &str,
+        embedder: &Embedder,
+        progress: &mut dyn FnMut(&EmbedProgress),
+    ) -> Result<EmbedReport> {
+        let started = Instant::now();
+        let mut report = EmbedReport::default();
+        if self.vectors.store.set_model(name)? {
+            tracing::info!(model = name, "embedding model changed; vectors are rebuilt");
+        }
+        {
+            let mut state = self.vectors.ann.write().unwrap_or_else(|e| e.into_inner());
+            if state.model.as_deref() != Some(name) {
+                state.ann = Ann::new(embedder.dim());
+                state.model = Some(name.to_string());
+            }
+        }
+        // Our own commits do not move `data_version`; mark what we hold as seen.
+        *self
+            .vectors
+            .seen_version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = self.vectors.store.data_version()?;
+        report.removed = self.forget_stale_vectors()?;
+        let embedded = self.vectors.store.embedded()?;
+        let mut pending: Vec<(u64, String)> = self
+            .store
+            .file_states()?
+            .into_values()
+            .filter(|s| !s.dirty && embedded.get(&s.id) != Some(&s.hash))
+            .map(|s| (s.id, s.hash))
+            .collect();
+        pending.sort_unstable();
+        let total = pending.len() as u64;
+        progress(&EmbedProgress {
+            done: 0,
+            total,
+            chunks: 0,
+        });
+        for group in pending.chunks(EMBED_DOCS) {
+            let mut docs = Vec::with_capacity(group.len());
+            let mut texts: Vec<(usize, String)> = Vec::new();
+            let mut spans: Vec<(usize, u32, u32)> = Vec::new();
+            for (id, hash) in group {
+                let d = docs.len();
+                docs.push(DocVectors {
+                    doc_id: *id,
+                    hash: hash.clone(),
+                    chunks: Vec::new(),
+                });
+                let Some(rec) = self.store.get(DocId(*id))? else {
+                    continue;
+                };
+                if rec.skip_reason.is_some() {
+                    continue;
+                }
+                let text = self.store.content(DocId(*id))?.unwrap_or_default();
+                for c in chunker::chunk(&text, &rec.outline, rec.title.as_deref()) {
+                    spans.push((d, c.start_line, c.end_line));
+                    texts.push((spans.len() - 1, c.text));
+                }
+            }
+            // Longest first, so each batch pads to similar lengths.
+            texts.sort_by_key(|(_, t)| std::cmp::Reverse(t.len()));
+            let mut vectors: Vec<Option<Vec<f32>>> = vec![None; spans.len()];
+            for batch in texts.chunks(EMBED_BATCH) {
+                let refs: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+                let out = embedder.embed(&refs, TextKind::Passage)?;
+                for ((i, _), v) in batch.iter().zip(out) {
+                    vectors[*i] = Some(v);
+                }
+            }
+            for ((d, start, end), v) in spans.into_iter().zip(vectors) {
+                if let Some(v) = v {
+                    docs[d].chunks.push((start, end, v));
+                }
+            }
+            let (removed, added) = self.vectors.store.write(&docs)?;
+            report.docs += docs.len() as u64;
+            report.chunks += added.len() as u64;
+            {
+                let mut state = self.vectors.ann.write().unwrap_or_else(|e| e.into_inner());
+                state.ann.remove(&removed);
+                state.ann.add(added);
+            }
+            progress(&EmbedProgress {
+                done: report.docs,
+                total,
+                chunks: report.chunks,
+            });
+        }
+        self.vectors.spawn_graph_build();
+        report.elapsed_ms = started.elapsed().as_millis() as u64;
+        Ok(report)
+    }
+
+    fn allowed_ids(&self, filter: &DocFilter) -> Result<Option<Arc<HashSet<u64>>>> {
+        if filter.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Arc::new(
+            self.store
+                .filter_rows()?
+                .into_iter()
+                .filter(|r| filter.accepts(&r.path, r.doc_type, r.modified_at))
+                .map(|r| r.id)
+                .collect(),
+        )))
+    }
+
+    /// Hybrid search: BM25 and vector candidates fused by reciprocal rank, one result per
+    /// document (its best chunk for the vector arm), the filter applied before the cut.
+    /// Keyword-only (and says so) while vectors are not available; never waits for a model.
+    pub fn hybrid_search(
+        &self,
+        query: &str,
+        limit: usize,
+        filter: &DocFilter,
+        opts: &HybridOptions,
+    ) -> Result<HybridOutcome> {
+        if let Err(e) = self.vectors.refresh() {
+            tracing::warn!(error = %e, "cannot refresh vectors; using those in memory");
+        }
+        let embedder = match opts.arms {
+            Arms::Lexical => None,
+            _ => self.vectors.usable_embedder(),
+        };
+        let allowed = self.allowed_ids(filter)?;
+        if allowed.as_ref().is_some_and(|a| a.is_empty()) {
+            return Ok(HybridOutcome {
+                mode: if embedder.is_some() {
+                    SearchMode::Hybrid
+                } else {
+                    SearchMode::Keyword
+                },
+                hits: Vec::new(),
+                total: 0,
+            });
+        }
+        let Some(embedder) = embedder else {
+            if opts.arms == Arms::Vector {
+                return Ok(HybridOutcome {
+                    mode: SearchMode::Keyword,
+                    hits: Vec::new(),
+                    total: 0,
+                });
+            }
+            let (hits, total) = self.lexical_arm(query, limit, allowed)?;
+            return Ok(HybridOutcome {
+                mode: SearchMode::Keyword,
+                hits: hits
+                    .into_iter()
+                    .map(|(id, arm)| HybridHit {
+                        id: DocId(id),
+                        score: arm.score,
+                        lexical: Some(arm),
+                        vector: None,
+                    })
+                    .collect(),
+                total,
+            });
+        };
+        let depth = opts.candidates.max(limit);
+        let (lexical, total) = if opts.arms == Arms::Vector {
+            (Vec::new(), 0)
+        } else {
+            self.lexical_arm(query, depth, allowed.clone())?
+        };
+        let vector = self.vector_arm(&embedder, query, depth, allowed.as_deref())?;
+        let mut fused: HashMap<u64, HybridHit> = HashMap::new();
+        let k = opts.rrf_k.max(0.0);
+        for (id, arm) in lexical {
+            let e = fused.entry(id).or_insert(HybridHit {
+                id: DocId(id),
+                score: 0.0,
+                lexical: None,
+                vector: None,
+            });
+            e.score += 1.0 / (k + arm.rank as f32);
+            e.lexical = Some(arm);
+        }
+        for (id, arm) in vector {
+            let e = fused.entry(id).or_insert(HybridHit {
+                id: DocId(id),
+                score: 0.0,
+                lexical: None,
+                vector: None,
+            });
+            e.score += if opts.arms == Arms::Vector {
+                arm.score
+            } else {
+                1.0 / (k + arm.rank as f32)
+            };
+            e.vector = Some(arm);
+        }
+        let candidates = fused.len();
+        let mut hits: Vec<HybridHit> = fused.into_values().collect();
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| {
+                    let la = a.lexical.map_or(0.0, |l| l.score);
+                    let lb = b.lexical.map_or(0.0, |l| l.score);
+                    lb.total_cmp(&la)
+                })
+                .then_with(|| a.id.0.cmp(&b.id.0))
+        });
+        hits.truncate(limit);
+        Ok(HybridOutcome {
+            mode: SearchMode::Hybrid,
+            hits,
+            total: total.max(candidates),
+        })
+    }
+
+    fn lexical_arm(
+        &self,
+        query: &str,
+        depth: usize,
+        allowed: Option<Arc<HashSet<u64>>>,
+    ) -> Result<(Vec<(u64, LexicalArm)>, usize)> {
+        let mut terms = tokenizer::index_terms(query);
+        let mut seen = HashSet::new();
+        terms.retain(|t| seen.insert(t.clone()));
+        let (hits, total) = self.lexical.search(&terms, depth, allowed)?;
+        Ok((
+            hits.into_iter()
+                .enumerate()
+                .map(|(i, (id, score))| (id, LexicalArm { rank: i + 1, score }))
+                .collect(),
+            total,
+        ))
+    }
+
+    fn vector_arm(
+        &self,
+        embedder: &Embedder,
+        query: &str,
+        depth: usize,
+        allowed: Option<&HashSet<u64>>,
+    ) -> Result<Vec<(u64, VectorArm)>> {
+        let mut q = embedder
+            .embed(&[query], TextKind::Query)?
+            .pop()
+            .unwrap_or_default();
+        ann::normalise(&mut q);
+        let state = self.vectors.ann.read().unwrap_or_else(|e| e.into_inner());
+        // Several chunks may belong to one document: ask for more chunks than documents.
+        let chunks = state.ann.search(&q, depth * 3, allowed);
+        let mut out: Vec<(u64, VectorArm)> = Vec::new();
+        let mut seen = HashSet::new();
+        for (slot, score) in chunks {
+            let s = state.ann.slot(slot);
+            if !seen.insert(s.doc_id) {
+                continue;
+            }
+            out.push((
+                s.doc_id,
+                VectorArm {
+                    rank: out.len() + 1,
+                    score,
+                    start_line: s.start_line,
+                    end_line: s.end_line,
+                },
+            ));
+            if out.len() >= depth {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,230 @@
+//! The vector store: `vectors.sqlite` beside the metadata store. It is the source of truth for
+//! chunk vectors: which documents were embedded (at which content hash), and each chunk's line
+//! span and vector (little-endian f32). The in-memory ANN is rebuilt from it at start.
+//!
+//! Written only by the process that holds the index writer lock; other processes read it and
+//! notice changes through SQLite's `data_version`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::Result;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS embedded (doc_id INTEGER PRIMARY KEY, hash TEXT NOT NULL, chunks INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
+";
+
+/// One stored chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct StoredChunk {
+    pub(crate) id: u64,
+    pub(crate) doc_id: u64,
+    pub(crate) start_line: u32,
+    pub(crate) end_line: u32,
+    pub(crate) vector: Vec<f32>,
+}
+
+/// The chunks of one document to write.
+pub(crate) struct DocVectors {
+    pub(crate) doc_id: u64,
+    pub(crate) hash: String,
+    pub(crate) chunks: Vec<(u32, u32, Vec<f32>)>,
+}
+
+pub(crate) struct VectorStore {
+    conn: Mutex<Connection>,
+}
+
+fn to_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn from_blob(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+impl VectorStore {
+    pub(crate) fn open(path: &Path) -> Result<VectorStore> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(VectorStore {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Changes when another connection (another process) commits.
+    pub(crate) fn data_version(&self) -> Result<i64> {
+        Ok(self
+            .conn()
+            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+
+    /// The model the stored vectors belong to.
+    pub(crate) fn model(&self) -> Result<Option<String>> {
+        Ok(self
+            .conn()
+            .query_row("SELECT value FROM meta WHERE key = 'model'", [], |r| {
+                r.get(0)
+            })
+            .optional()?)
+    }
+
+    /// Records the model; vectors of another model are dropped. Returns true when they were.
+    pub(crate) fn set_model(&self, key: &str) -> Result<bool> {
+        let current = self.model()?;
+        if current.as_deref() == Some(key) {
+            return Ok(false);
+        }
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute("DELETE FROM chunks", [])?;
+        tx.execute("DELETE FROM embedded", [])?;
+        tx.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('model', ?1)",
+            [key],
+        )?;
+        tx.commit()?;
+        Ok(current.is_some())
+    }
+
+    /// Embedded documents and the content hash they were embedded at.
+    pub(crate) fn embedded(&self) -> Result<HashMap<u64, String>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT doc_id, hash FROM embedded")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?;
+        let mut out = HashMap::new();
+        for row in rows {
+            let (id, hash) = row?;
+            out.insert(id, hash);
+        }
+        Ok(out)
+    }
+
+    /// Replaces the chunks of documents, in one transaction. Returns the ids of the chunks
+    /// removed and the stored new chunks.
+    pub(crate) fn write(&self, docs: &[DocVectors]) -> Result<(Vec<u64>, Vec<StoredChunk>)> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let mut removed = Vec::new();
+        let mut added = Vec::new();
+        {
+            let mut old = tx.prepare_cached("SELECT id FROM chunks WHERE doc_id = ?1")?;
+            let mut del = tx.prepare_cached("DELETE FROM chunks WHERE doc_id = ?1")?;
+            let mut ins = tx.prepare_cached(
+                "INSERT INTO chunks (doc_id, start_line, end_line, vector) VALUES (?1, ?2, ?3, ?4) RETURNING id",
+            )?;
+            let mut mark = tx.prepare_cached(
+                "INSERT OR REPLACE INTO embedded (doc_id, hash, chunks) VALUES (?1, ?2, ?3)",
+            )?;
+            for d in docs {
+                let ids = old.query_map([d.doc_id as i64], |r| r.get::<_, i64>(0))?;
+                for id in ids {
+                    removed.push(id? as u64);
+                }
+                del.execute([d.doc_id as i64])?;
+                for (start, end, v) in &d.chunks {
+                    let id: i64 = ins.query_row(
+                        params![d.doc_id as i64, *start as i64, *end as i64, to_blob(v)],
+                        |r| r.get(0),
+                    )?;
+                    added.push(StoredChunk {
+                        id: id as u64,
+                        doc_id: d.doc_id,
+                        start_line: *start,
+                        end_line: *end,
+                        vector: v.clone(),
+                    });
+                }
+                mark.execute(params![d.doc_id as i64, d.hash, d.chunks.len() as i64])?;
+            }
+        }
+        tx.commit()?;
+        Ok((removed, added))
+    }
+
+    /// Forgets documents (deleted, or changed and waiting to be embedded again). Returns the ids
+    /// of the chunks removed.
+    pub(crate) fn remove(&self, doc_ids: &[u64]) -> Result<Vec<u64>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let mut removed = Vec::new();
+        {
+            let mut old = tx.prepare_cached("SELECT id FROM chunks WHERE doc_id = ?1")?;
+            let mut del = tx.prepare_cached("DELETE FROM chunks WHERE doc_id = ?1")?;
+            let mut unmark = tx.prepare_cached("DELETE FROM embedded WHERE doc_id = ?1")?;
+            for id in doc_ids {
+                let ids = old.query_map([*id as i64], |r| r.get::<_, i64>(0))?;
+                for c in ids {
+                    removed.push(c? as u64);
+                }
+                del.execute([*id as i64])?;
+                unmark.execute([*id as i64])?;
+            }
+        }
+        tx.commit()?;
+        Ok(removed)
+    }
+
+    /// Chunks with an id above `after`, in id order.
+    pub(crate) fn load_after(&self, after: u64) -> Result<Vec<StoredChunk>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT id, doc_id, start_line, end_line, vector FROM chunks WHERE id > ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([after as i64], |r| {
+            Ok(StoredChunk {
+                id: r.get::<_, i64>(0)? as u64,
+                doc_id: r.get::<_, i64>(1)? as u64,
+                start_line: r.get::<_, i64>(2)? as u32,
+                end_line: r.get::<_, i64>(3)? as u32,
+                vector: from_blob(&r.get::<_, Vec<u8>>(4)?),
+            })
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(row?);
+        }
+        Ok(out)
+    }
+
+    /// Every chunk id.
+    pub(crate) fn chunk_ids(&self) -> Result<Vec<u64>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT id FROM chunks")?;
+        let rows = stmt.query_map([], |r| r.get::<_, i64>(0))?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(row? as u64);
+        }
+        Ok(out)
+    }
+
+    /// The number of stored chunks.
+    pub(crate) fn chunk_count(&self) -> Result<u64> {
+        Ok(self
+            .conn()
+            .query_row("SELECT COUNT(*) FROM chunks", [], |r| r.get::<_, i64>(0))?
+            as u64)
+    }
+}

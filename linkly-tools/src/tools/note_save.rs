@@ -1,0 +1,163 @@
+//! `note_save`: create a note or edit one with compare-and-swap versions. The only tool that
+//! writes; it writes only in the notes folder (see `notes::store` for the concurrency
+//! contract).
+
+use linkly_core::ErrorCode;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::check_choice;
+use crate::notes::store::{self, SaveRequest};
+use crate::notes::{tags, versions};
+use crate::tools::{Rendered, ToolSpec, parse_args, schema_of};
+use crate::{Linkly, Result, ToolError};
+
+pub(crate) const SPEC: ToolSpec = ToolSpec {
+    name: "note_save",
+    title: "Save a note",
+    description: "Create or edit one of the user's Markdown notes (the only tool that writes; it \
+        writes only in the notes folder and cannot delete). The body may contain only \
+        paragraphs, line breaks, **bold**, ~~strikethrough~~, ordered and bullet lists and \
+        plain text; headings, italics, quotes, code, links, images, tables, task lists, \
+        footnotes, rules and HTML are refused with NOTE_INVALID_INPUT. #tag tokens in the body \
+        are the note's tags; `tags` only adds (the server appends the missing tokens); to remove \
+        a tag delete its token. Edit loop: list scope=\"notes\" for note_id and version, read \
+        the full body, then note_save mode=\"edit\" with note_id, base_version=version and the \
+        full revised body. On NOTE_VERSION_CONFLICT the note changed meanwhile: re-read, merge, \
+        retry with the actual version; never overwrite blindly. Later edits start from the \
+        content and version this tool returns.",
+    read_only: false,
+    input_schema: schema_of::<NoteSaveParams>,
+    run,
+};
+
+/// Parameters of `note_save`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoteSaveParams {
+    /// `create` (a new note) or `edit` (replace an existing note's body).
+    pub mode: String,
+    /// The Markdown body without front matter; on edit, the full revised body. At most 10 MiB;
+    /// blank is refused.
+    pub content: String,
+    /// The note's UUID: required for edit (from list scope="notes"); optional on create (an id
+    /// that exists already is NOTE_DUPLICATE_ID).
+    #[serde(default)]
+    pub note_id: Option<String>,
+    /// Required for edit: the `version` last read (list scope="notes" or the last note_save).
+    #[serde(default)]
+    pub base_version: Option<String>,
+    /// Tags to add; the server appends the missing `#tag` tokens to the body. Cannot remove.
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    /// Display name of the host app (e.g. `Cursor`), at most 64 characters, shown as the note's
+    /// source. Never the model name.
+    #[serde(default)]
+    pub app_name: Option<String>,
+}
+
+/// What `note_save` wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NoteSaveResponse {
+    /// The note's UUID.
+    pub note_id: String,
+    /// The new version: base later edits on it.
+    pub version: String,
+    /// The note file's absolute path.
+    pub path: String,
+    /// The effective body (with any appended `#tag` tokens): base later edits on it.
+    pub content: String,
+    /// The note's tags (its body's `#tag` tokens), normalised.
+    pub tags: Vec<String>,
+    /// `local://<n>` once the note is indexed at this version; null until then.
+    pub doc_id: Option<String>,
+}
+
+fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
+    let params: NoteSaveParams = parse_args(args)?;
+    let response = linkly.note_save(params)?;
+    Ok(Rendered::Json(
+        serde_json::to_value(&response).map_err(ToolError::internal)?,
+    ))
+}
+
+fn invalid(message: impl Into<String>) -> ToolError {
+    ToolError::new(ErrorCode::NoteInvalidInput, message)
+}
+
+impl Linkly {
+    /// Runs `note_save`.
+    pub fn note_save(&self, p: NoteSaveParams) -> Result<NoteSaveResponse> {
+        let mode =
+            check_choice("mode", &p.mode, &["create", "edit"]).map_err(|e| invalid(e.message))?;
+        // Arguments that need no file first, so a bad call never waits for the lock.
+        let note_id = p.note_id.as_deref().map(store::parse_note_id).transpose()?;
+        if mode == "edit" {
+            let missing: Vec<&str> = [
+                ("note_id", p.note_id.is_none()),
+                ("base_version", p.base_version.is_none()),
+            ]
+            .into_iter()
+            .filter_map(|(name, absent)| absent.then_some(name))
+            .collect();
+            if !missing.is_empty() {
+                return Err(invalid(format!(
+                    "mode=\"edit\" requires {}: take note_id and version from list scope=\"notes\", e.g. {{\"mode\":\"edit\",\"note_id\":\"3f2c8e1a-5b6d-4c7e-9f80-123456789abc\",\"base_version\":\"<version>\",\"content\":\"<full revised body>\"}}",
+                    missing.join(", ")
+                )));
+            }
+        } else if p.base_version.is_some() {
+            return Err(invalid(
+                "base_version is for mode=\"edit\" only; omit it when creating a note",
+            ));
+        }
+        let base_version = p
+            .base_version
+            .as_deref()
+            .map(|v| {
+                versions::parse(v).ok_or_else(|| {
+                    invalid(format!(
+                        "base_version must be a note version (64 hexadecimal characters, as list scope=\"notes\" gives it); got {:?}",
+                        linkly_core::stdx::truncate_chars(v, 80)
+                    ))
+                })
+            })
+            .transpose()?;
+        let body = store::prepare_body(&p.content)?;
+        let mut add_tags = Vec::new();
+        for t in tags::normalise_all(p.tags.as_deref().unwrap_or_default()) {
+            if !tags::is_writable(&t) {
+                return Err(invalid(format!(
+                    "tag {t:?} cannot be written as a #tag token: use letters, digits, `_`, `-` or `/`, with at least one non-digit"
+                )));
+            }
+            add_tags.push(t);
+        }
+        let source = p
+            .app_name
+            .as_deref()
+            .map(store::sanitise_app_name)
+            .transpose()?
+            .flatten();
+        let request = SaveRequest {
+            body,
+            add_tags,
+            source,
+        };
+        let store = self.note_store();
+        let saved = match (note_id, base_version) {
+            (Some(id), Some(base)) if mode == "edit" => store.edit(&id, &base, request)?,
+            (id, _) => store.create(id, request)?,
+        };
+        Ok(NoteSaveResponse {
+            note_id: saved.note_id,
+            version: saved.version,
+            path: saved.path.to_string_lossy().into_owned(),
+            content: saved.body,
+            tags: saved.tags,
+            // These bytes were just written: no index has seen them yet.
+            doc_id: None,
+        })
+    }
+}

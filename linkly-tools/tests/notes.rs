@@ -1,0 +1,687 @@
+//! Notes end to end through `Linkly::call`: note_save (create, edit, compare-and-swap, tags,
+//! whitelist, path safety), list scope="notes" (file system first) and search over notes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use linkly_core::{Config, DataDir, ErrorCode};
+use linkly_index::Index;
+use linkly_tools::{Linkly, NoteSaveParams};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    linkly: Linkly,
+}
+
+impl Fixture {
+    /// A data directory in a hidden folder (like `~/.linkly`) and a watched folder.
+    fn new() -> Fixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let docs = tmp.path().join("docs");
+        fs_err::create_dir_all(&docs).unwrap();
+        fs_err::write(docs.join("budget.md"), "# Budget\n\nThe budget plan.\n").unwrap();
+        let data = DataDir::new(tmp.path().join(".linkly"));
+        let index = Index::open(&data.index_dir()).unwrap();
+        let config = Config {
+            folders: vec![docs],
+            ..Config::default()
+        };
+        let linkly = Linkly::new(Arc::new(index), data, config);
+        Fixture {
+            root: tmp.path().to_path_buf(),
+            _tmp: tmp,
+            linkly,
+        }
+    }
+
+    fn notes_dir(&self) -> PathBuf {
+        self.linkly.notes_dir()
+    }
+
+    fn sync(&self) {
+        self.linkly
+            .index()
+            .sync(&self.linkly.sync_options(), &mut |_| {})
+            .unwrap();
+    }
+
+    fn ok(&self, tool: &str, args: Value) -> Value {
+        let out = self.linkly.call(tool, args.clone()).unwrap();
+        assert!(!out.is_error, "{tool} {args} failed: {}", out.text);
+        serde_json::from_str(&out.text).unwrap()
+    }
+
+    fn err(&self, tool: &str, args: Value) -> String {
+        let out = self.linkly.call(tool, args.clone()).unwrap();
+        assert!(out.is_error, "{tool} {args} should fail: {}", out.text);
+        assert!(!out.text.contains("[meta]"));
+        out.text
+    }
+
+    fn save(&self, args: Value) -> Value {
+        self.ok("note_save", args)
+    }
+
+    fn notes(&self) -> Value {
+        self.ok("list", json!({"scope": "notes"}))
+    }
+
+    fn md_files(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = fs_err::read_dir(self.notes_dir())
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        out.retain(|p| p.extension().is_some_and(|e| e == "md"));
+        out.sort();
+        out
+    }
+}
+
+fn sha(path: &Path) -> String {
+    format!("{:x}", Sha256::digest(fs_err::read(path).unwrap()))
+}
+
+fn body_of(path: &Path) -> String {
+    let text = fs_err::read_to_string(path).unwrap();
+    let rest = text.strip_prefix("---\n").unwrap();
+    let end = rest.find("\n---\n").unwrap();
+    rest[end + 5..].to_string()
+}
+
+#[test]
+fn create_list_index_edit_and_conflict() {
+    let f = Fixture::new();
+    let created = f.save(json!({
+        "mode": "create",
+        "content": "Meeting with Bob\nDiscuss the **budget** #Work\n",
+        "app_name": "Cursor",
+    }));
+    let path = PathBuf::from(created["path"].as_str().unwrap());
+    assert_eq!(path, f.notes_dir().join("Meeting with Bob.md"));
+    assert_eq!(created["version"], sha(&path));
+    assert_eq!(created["tags"], json!(["work"]));
+    assert_eq!(created["doc_id"], Value::Null);
+    assert_eq!(
+        created["content"],
+        "Meeting with Bob\nDiscuss the **budget** #Work\n"
+    );
+    assert!(created["_meta"]["now"].is_string());
+    let id = created["note_id"].as_str().unwrap().to_string();
+    assert_eq!(uuid_version(&id), 4);
+    let text = fs_err::read_to_string(&path).unwrap();
+    assert!(
+        text.starts_with(&format!("---\nnote_id: {id}\ncreated_at: ")),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nsource: \"Cursor\"\n---\nMeeting with Bob\n"),
+        "{text}"
+    );
+
+    // File system first: listed at once, not indexed yet.
+    let list = f.notes();
+    assert_eq!(list["scope"], "notes");
+    assert_eq!(list["total"], 1);
+    assert_eq!(list["has_more"], false);
+    assert_eq!(list["available_tags"], json!(["work"]));
+    let item = &list["items"][0];
+    assert_eq!(item["note_id"], id.as_str());
+    assert_eq!(item["version"], created["version"]);
+    assert_eq!(item["indexed"], false);
+    assert_eq!(item["doc_id"], Value::Null);
+    assert_eq!(item["title"], "Meeting with Bob");
+    assert_eq!(item["source"], "Cursor");
+    assert_eq!(item["tags"], json!(["work"]));
+    assert_eq!(
+        item["snippet"],
+        "Meeting with Bob Discuss the **budget** #Work"
+    );
+    assert!(item["created_at"].as_i64().unwrap() > 1_600_000_000_000);
+    assert!(item["modified_at"].is_i64());
+
+    // Indexed like any Markdown document once the sync has seen the notes folder (which
+    // lies in a hidden data directory).
+    f.sync();
+    let list = f.notes();
+    let doc_id = list["items"][0]["doc_id"].as_str().unwrap().to_string();
+    assert_eq!(list["items"][0]["indexed"], true);
+    let found = f.ok(
+        "search",
+        json!({"query": "budget", "scope": "notes", "output_format": "json"}),
+    );
+    assert_eq!(found["total"], 1, "{found}");
+    assert_eq!(found["results"][0]["doc_id"], doc_id.as_str());
+    let everywhere = f.ok(
+        "search",
+        json!({"query": "budget", "output_format": "json"}),
+    );
+    assert_eq!(
+        everywhere["total"], 2,
+        "scope folder covers all indexed content"
+    );
+    let tagged = f.ok(
+        "search",
+        json!({"query": "budget", "tags": ["#WORK"], "output_format": "json"}),
+    );
+    assert_eq!(tagged["total"], 1);
+    let none = f.ok(
+        "search",
+        json!({"query": "budget", "tags": ["work", "other"], "output_format": "json"}),
+    );
+    assert_eq!(none["total"], 0, "tags are ANDed");
+    let read = f.ok("read", json!({"doc_id": doc_id, "output_format": "json"}));
+    assert!(
+        read["content"]
+            .as_str()
+            .unwrap()
+            .contains("Meeting with Bob")
+    );
+
+    // Edit from the version just read.
+    let v1 = created["version"].as_str().unwrap().to_string();
+    let edited = f.save(json!({
+        "mode": "edit",
+        "note_id": id,
+        "base_version": v1,
+        "content": "Meeting with Bob\nDiscuss the **budget** #Work\nAgreed on a date\n",
+    }));
+    let v2 = edited["version"].as_str().unwrap().to_string();
+    assert_ne!(v1, v2);
+    assert_eq!(v2, sha(&path));
+    assert_eq!(edited["path"], created["path"], "an edit keeps the file");
+    let text2 = fs_err::read_to_string(&path).unwrap();
+    let created_line = text.lines().nth(2).unwrap();
+    assert!(created_line.starts_with("created_at: "));
+    assert!(text2.contains(created_line), "created_at is kept");
+    assert!(text2.contains("source: \"Cursor\""), "source is kept");
+
+    // A second writer from the same base loses and writes nothing.
+    let out = f
+        .linkly
+        .note_save(NoteSaveParams {
+            mode: "edit".into(),
+            note_id: Some(id.clone()),
+            base_version: Some(v1.clone()),
+            content: "Meeting with Bob\nOverwrite!\n".into(),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert_eq!(out.code, ErrorCode::NoteVersionConflict);
+    assert_eq!(out.details.as_ref().unwrap()["actual_version"], v2.as_str());
+    assert!(
+        out.to_string()
+            .contains(&format!("current version is {v2}"))
+    );
+    assert_eq!(sha(&path), v2, "nothing written");
+
+    // The index holds the old bytes now: the note is "not indexed yet" until the next sync.
+    let list = f.notes();
+    assert_eq!(list["items"][0]["version"], v2.as_str());
+    assert_eq!(list["items"][0]["indexed"], false);
+    assert_eq!(list["items"][0]["doc_id"], Value::Null);
+    f.sync();
+    assert_eq!(
+        f.notes()["items"][0]["doc_id"],
+        doc_id.as_str(),
+        "same path, same id"
+    );
+}
+
+fn uuid_version(id: &str) -> u32 {
+    assert_eq!(id.len(), 36, "{id}");
+    id[14..15].parse().unwrap()
+}
+
+#[test]
+fn an_edit_made_in_a_text_editor_is_never_overwritten() {
+    let f = Fixture::new();
+    let created = f.save(json!({"mode": "create", "content": "Groceries\n- milk\n"}));
+    let path = PathBuf::from(created["path"].as_str().unwrap());
+    // A person adds a line in their editor.
+    let mut text = fs_err::read_to_string(&path).unwrap();
+    text.push_str("- eggs\n");
+    fs_err::write(&path, &text).unwrap();
+    let actual = sha(&path);
+    let err = f.err(
+        "note_save",
+        json!({"mode": "edit", "note_id": created["note_id"], "base_version": created["version"],
+               "content": "Groceries\n- milk\n- bread\n"}),
+    );
+    assert!(err.starts_with("[NOTE_VERSION_CONFLICT]"), "{err}");
+    assert!(err.contains(&actual), "{err}");
+    assert!(text == fs_err::read_to_string(&path).unwrap());
+    // Re-read, merge, retry.
+    let listed = f.notes();
+    assert_eq!(listed["items"][0]["version"], actual.as_str());
+    let merged = body_of(&path) + "- bread\n";
+    let saved = f.save(
+        json!({"mode": "edit", "note_id": created["note_id"], "base_version": actual,
+                              "content": merged}),
+    );
+    assert_eq!(saved["content"], "Groceries\n- milk\n- eggs\n- bread\n");
+    assert_eq!(body_of(&path), "Groceries\n- milk\n- eggs\n- bread\n");
+}
+
+#[test]
+fn tags_only_add_and_legacy_front_matter_tags_move_into_the_body() {
+    let f = Fixture::new();
+    let created =
+        f.save(json!({"mode": "create", "content": "Plan #work", "tags": ["Ideas", "#work", " "]}));
+    assert_eq!(created["content"], "Plan #work\n\n#ideas\n");
+    assert_eq!(created["tags"], json!(["work", "ideas"]));
+    // Deleting a token removes the tag; `tags` adds.
+    let edited = f.save(
+        json!({"mode": "edit", "note_id": created["note_id"], "base_version": created["version"],
+                               "content": "Plan\n\n#ideas\n", "tags": ["later"]}),
+    );
+    assert_eq!(edited["content"], "Plan\n\n#ideas #later\n");
+    assert_eq!(edited["tags"], json!(["ideas", "later"]));
+
+    // An older note keeps its tags in the front matter only.
+    let legacy_id = "0b7e6b4e-8a43-4c1f-9d1e-4a7f4c2b9e10";
+    let legacy = f.notes_dir().join("Legacy.md");
+    fs_err::write(
+        &legacy,
+        format!("---\nnote_id: {legacy_id}\ncreated_at: 2024-01-02T03:04:05Z\ntags: [Old, work]\naliases:\n  - kept\n---\nLegacy body #work\n"),
+    )
+    .unwrap();
+    let list = f.notes();
+    let item = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["note_id"] == legacy_id)
+        .unwrap();
+    assert_eq!(item["tags"], json!(["work", "old"]));
+    assert_eq!(item["created_at"], 1_704_164_645_000i64);
+    let filtered = f.ok("list", json!({"scope": "notes", "tags": ["OLD"]}));
+    assert_eq!(filtered["total"], 1);
+    // First edit: the YAML-only tag gets its token; the person's removal of #work stands.
+    let saved = f.save(
+        json!({"mode": "edit", "note_id": legacy_id, "base_version": item["version"],
+                              "content": "Legacy body edited\n"}),
+    );
+    assert_eq!(saved["content"], "Legacy body edited\n\n#old\n");
+    let text = fs_err::read_to_string(&legacy).unwrap();
+    assert!(!text.contains("tags:"), "{text}");
+    assert!(text.contains("aliases:\n  - kept\n"), "{text}");
+    assert!(text.contains("created_at: 2024-01-02T03:04:05Z"), "{text}");
+    assert!(text.contains("updated_at: "), "{text}");
+    let available = f.notes()["available_tags"].clone();
+    assert_eq!(available, json!(["ideas", "later", "old"]));
+}
+
+#[test]
+fn the_whitelist_names_each_construct_and_line() {
+    let f = Fixture::new();
+    let err = f.err(
+        "note_save",
+        json!({"mode": "create", "content": "# Title\n\nsome *emphasis* and `code`\n\n> quote\n"}),
+    );
+    assert!(err.starts_with("[NOTE_INVALID_INPUT]"), "{err}");
+    for part in [
+        "heading (line 1)",
+        "italic (line 3)",
+        "inline code (line 3)",
+        "block quote (line 5)",
+    ] {
+        assert!(err.contains(part), "{part}: {err}");
+    }
+    assert!(f.md_files().is_empty(), "nothing written");
+    let err = f.err(
+        "note_save",
+        json!({"mode": "create", "content": "---\nnote_id: x\n---\nBody"}),
+    );
+    assert!(err.contains("front matter"), "{err}");
+
+    // A note a person wrote with a heading may keep it, but an edit adds no new kind.
+    let id = "5d0c1a52-3b1e-4d7a-8f51-0e2c9a7b6d31";
+    let path = f.notes_dir().join("Person.md");
+    fs_err::create_dir_all(f.notes_dir()).unwrap();
+    fs_err::write(
+        &path,
+        format!("---\nnote_id: {id}\n---\n# My heading\n\ntext\n"),
+    )
+    .unwrap();
+    let v = sha(&path);
+    let err = f.err(
+        "note_save",
+        json!({"mode": "edit", "note_id": id, "base_version": v, "content": "# My heading\n\ntext [a](http://x)\n"}),
+    );
+    assert!(
+        err.contains("link (line 3)") && !err.contains("heading"),
+        "{err}"
+    );
+    f.save(json!({"mode": "edit", "note_id": id, "base_version": v, "content": "# My heading\n\nmore text\n"}));
+}
+
+#[test]
+fn invalid_calls_are_refused_with_their_code() {
+    let f = Fixture::new();
+    let created = f.save(json!({"mode": "create", "content": "Existing note"}));
+    let id = created["note_id"].as_str().unwrap();
+    let v = created["version"].as_str().unwrap();
+    let cases = [
+        (
+            json!({"mode": "delete", "content": "x"}),
+            "[NOTE_INVALID_INPUT] mode must be one of \"create\", \"edit\"",
+        ),
+        (
+            json!({"mode": "edit", "content": "x"}),
+            "mode=\"edit\" requires note_id, base_version",
+        ),
+        (
+            json!({"mode": "edit", "content": "x", "note_id": id}),
+            "requires base_version:",
+        ),
+        (
+            json!({"mode": "create", "content": "  \n "}),
+            "content must not be blank",
+        ),
+        (
+            json!({"mode": "create", "content": "x", "base_version": v}),
+            "base_version is for mode=\"edit\" only",
+        ),
+        (
+            json!({"mode": "edit", "content": "x", "note_id": id, "base_version": "abc"}),
+            "base_version must be a note version",
+        ),
+        (
+            json!({"mode": "create", "content": "x", "app_name": "x".repeat(65)}),
+            "app_name must be at most 64 characters",
+        ),
+        (
+            json!({"mode": "create", "content": "x", "tags": ["two words"]}),
+            "cannot be written as a #tag token",
+        ),
+        (
+            json!({"mode": "create", "content": "x", "note_id": id}),
+            "[NOTE_DUPLICATE_ID]",
+        ),
+        (
+            json!({"mode": "edit", "content": "x", "note_id": "6a8b0a4e-1f7d-4f51-9f8a-2b1c3d4e5f60", "base_version": v}),
+            "[NOTE_NOT_FOUND]",
+        ),
+        (
+            json!({"mode": "create", "content": "x", "output_format": "json"}),
+            "unknown field `output_format`",
+        ),
+        (json!({"content": "x"}), "missing field `mode`"),
+    ];
+    for (args, expected) in cases {
+        let err = f.err("note_save", args.clone());
+        assert!(err.contains(expected), "{args}: {err}");
+    }
+    let huge = "a".repeat(10 * 1024 * 1024 + 1);
+    let err = f.err("note_save", json!({"mode": "create", "content": huge}));
+    assert!(err.contains("at most 10485760 bytes"), "{err}");
+    // Two files claiming one id: edits refuse to guess.
+    fs_err::copy(
+        created["path"].as_str().unwrap(),
+        f.notes_dir().join("Copy.md"),
+    )
+    .unwrap();
+    let err = f.err(
+        "note_save",
+        json!({"mode": "edit", "content": "x", "note_id": id, "base_version": v}),
+    );
+    assert!(err.starts_with("[NOTE_DUPLICATE_ID]"), "{err}");
+    assert_eq!(f.md_files().len(), 2);
+}
+
+#[test]
+fn ids_and_contents_crafted_to_escape_the_folder_are_refused() {
+    let f = Fixture::new();
+    let outside = f.root.join("escaped.md");
+    let long_id = "a".repeat(5000);
+    for bad_id in [
+        "../escaped",
+        "../../etc/passwd",
+        "/etc/passwd",
+        "C:\\Windows\\x",
+        "6a8b0a4e-1f7d-4f51-9f8a-2b1c3d4e5f60/../../escaped",
+        "6a8b0a4e-1f7d-4f51-9f8a-2b1c3d4e5f6\u{0}",
+        long_id.as_str(),
+    ] {
+        for mode in ["create", "edit"] {
+            let mut args = json!({"mode": mode, "content": "x", "note_id": bad_id});
+            if mode == "edit" {
+                args["base_version"] = json!("0".repeat(64));
+            }
+            let err = f.err("note_save", args);
+            assert!(
+                err.starts_with("[NOTE_INVALID_INPUT] note_id must be a UUID"),
+                "{bad_id:?}: {err}"
+            );
+            assert!(err.len() < 500, "the id is not echoed in full");
+        }
+    }
+    let err = f.err("note_save", json!({"mode": "create", "content": "a\u{0}b"}));
+    assert!(err.contains("control character"), "{err}");
+
+    let long_line = format!("{} end", "x".repeat(5000));
+    for first_line in [
+        "../../escaped",
+        "/etc/passwd",
+        "..\\..\\escaped",
+        "C:\\Users\\x",
+        ".hidden",
+        "~/home",
+        long_line.as_str(),
+        "CON",
+        "a/../../b",
+    ] {
+        let saved = f.save(json!({"mode": "create", "content": format!("{first_line}\nbody")}));
+        let path = PathBuf::from(saved["path"].as_str().unwrap());
+        assert_eq!(path.parent().unwrap(), f.notes_dir(), "{first_line:?}");
+        let name = path.file_name().unwrap().to_str().unwrap();
+        assert!(!name.starts_with('.'), "{name}");
+        assert!(name.chars().count() <= 90, "{name}");
+        assert!(!name.contains(['/', '\\', '\0', ':']), "{name}");
+        assert!(path.exists());
+    }
+    assert!(!outside.exists());
+    let names: Vec<String> = fs_err::read_dir(&f.root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "only docs and the data dir: {names:?}");
+}
+
+#[test]
+fn names_titles_sorting_paging_and_markdown() {
+    let f = Fixture::new();
+    let a = f.save(json!({"mode": "create", "content": "Zebra facts #animals"}));
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let b = f.save(json!({"mode": "create", "content": "#animals #ideas\n\nno title words above"}));
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let c = f.save(json!({"mode": "create", "content": "Zebra facts\nagain", "tags": ["ideas"]}));
+    assert!(a["path"].as_str().unwrap().ends_with("/Zebra facts.md"));
+    assert!(c["path"].as_str().unwrap().ends_with("/Zebra facts 2.md"));
+    let generated = b["path"].as_str().unwrap();
+    assert!(generated.contains("/note-"), "{generated}");
+
+    let ids = |v: &Value| -> Vec<String> {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["note_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let id = |v: &Value| v["note_id"].as_str().unwrap().to_string();
+    let recent = f.notes();
+    assert_eq!(ids(&recent), [id(&c), id(&b), id(&a)]);
+    assert_eq!(recent["items"][1]["title"], Value::Null, "generated name");
+    assert_eq!(recent["available_tags"], json!(["animals", "ideas"]));
+    let oldest = f.ok("list", json!({"scope": "notes", "sort": "oldest"}));
+    assert_eq!(ids(&oldest), [id(&a), id(&b), id(&c)]);
+    let by_name = f.ok("list", json!({"scope": "notes", "sort": "name"}));
+    // By code point: "Zebra facts 2.md" < "Zebra facts.md" (' ' < '.') < "note-…" ('Z' < 'n').
+    assert_eq!(ids(&by_name), [id(&c), id(&a), id(&b)]);
+    let page = f.ok(
+        "list",
+        json!({"scope": "notes", "limit": 2, "offset": 1, "snippet": false}),
+    );
+    assert_eq!(page["total"], 3);
+    assert_eq!(page["has_more"], false);
+    assert_eq!(ids(&page), [id(&b), id(&a)]);
+    assert_eq!(page["items"][0]["snippet"], Value::Null);
+    let page = f.ok("list", json!({"scope": "notes", "limit": 1}));
+    assert_eq!(page["has_more"], true);
+    let both = f.ok(
+        "list",
+        json!({"scope": "notes", "tags": ["animals", "#Ideas"]}),
+    );
+    assert_eq!(ids(&both), [id(&b)]);
+    f.ok(
+        "list",
+        json!({"scope": "notes", "limit": 200, "snippet": false}),
+    );
+    for (args, expected) in [
+        (
+            json!({"scope": "notes", "limit": 80}),
+            "limit must be between 1 and 50 while snippet is on (got 80)",
+        ),
+        (
+            json!({"scope": "notes", "limit": 201, "snippet": false}),
+            "limit must be between 1 and 200",
+        ),
+        (
+            json!({"scope": "notes", "doc_types": ["md"]}),
+            "doc_types applies to scope \"folder\"",
+        ),
+        (
+            json!({"scope": "notes", "path": "/tmp"}),
+            "path applies to scope",
+        ),
+        (
+            json!({"scope": "notes", "sort": "size"}),
+            "sort must be one of",
+        ),
+        (
+            json!({"scope": "notes", "tags": [" # "]}),
+            "tags has no usable tag",
+        ),
+    ] {
+        let err = f.err("list", args.clone());
+        assert!(err.contains(expected), "{args}: {err}");
+    }
+
+    let out = f
+        .linkly
+        .call(
+            "list",
+            json!({"scope": "notes", "output_format": "markdown", "limit": 2}),
+        )
+        .unwrap();
+    assert!(!out.is_error);
+    let md = out.text;
+    assert!(
+        md.starts_with(
+            "# Notes\n\nShowing 2 of 3 notes (sort: recent, offset: 0) — target: notes\n"
+        ),
+        "{md}"
+    );
+    assert!(md.contains(&format!("- note_id: {}\n", id(&c))), "{md}");
+    assert!(
+        md.contains(&format!("- version: {}\n", c["version"].as_str().unwrap())),
+        "{md}"
+    );
+    assert!(md.contains("- doc_id: none (not indexed yet)"), "{md}");
+    assert!(md.contains("\n## 2. (untitled)\n"), "{md}");
+    assert!(md.contains("More notes: continue with offset=2"), "{md}");
+    assert!(
+        md.contains("Available tags: #animals (2), #ideas (2)"),
+        "{md}"
+    );
+    assert!(md.contains("\n---\n[meta] now="), "{md}");
+}
+
+#[test]
+fn concurrent_threads_never_lose_an_update() {
+    let f = Fixture::new();
+    let created = f.save(json!({"mode": "create", "content": "Log"}));
+    let id = created["note_id"].as_str().unwrap().to_string();
+    let path = PathBuf::from(created["path"].as_str().unwrap());
+    let linkly = Arc::new(f.linkly);
+    let handles: Vec<_> = (0..8)
+        .map(|w| {
+            let linkly = linkly.clone();
+            let (id, path) = (id.clone(), path.clone());
+            std::thread::spawn(move || {
+                let mut won = Vec::new();
+                for c in 0..25 {
+                    let bytes = fs_err::read(&path).unwrap();
+                    let version = format!("{:x}", Sha256::digest(&bytes));
+                    let text = String::from_utf8(bytes).unwrap();
+                    let body = text.split_once("\n---\n").unwrap().1;
+                    let line = format!("w{w}c{c}");
+                    let result = linkly.note_save(NoteSaveParams {
+                        mode: "edit".into(),
+                        note_id: Some(id.clone()),
+                        base_version: Some(version),
+                        content: format!("{body}\n{line}"),
+                        ..Default::default()
+                    });
+                    match result {
+                        Ok(_) => won.push(line),
+                        Err(e) => assert_eq!(e.code, ErrorCode::NoteVersionConflict, "{e}"),
+                    }
+                }
+                won
+            })
+        })
+        .collect();
+    let mut won: Vec<String> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let body = body_of(&path);
+    let mut present: Vec<String> = body.lines().skip(1).map(str::to_string).collect();
+    won.sort();
+    present.sort();
+    assert!(!won.is_empty());
+    assert_eq!(
+        present, won,
+        "exactly the successful writes are in the note"
+    );
+}
+
+#[test]
+fn the_notes_folder_is_a_sync_root_unless_a_watched_folder_covers_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    let data = DataDir::new(tmp.path().join(".linkly"));
+    let mut config = Config {
+        folders: vec![docs.clone()],
+        ..Config::default()
+    };
+    assert_eq!(
+        linkly_tools::sync_options(&config, &data).roots,
+        std::slice::from_ref(&docs),
+        "no notes folder yet"
+    );
+    fs_err::create_dir_all(data.default_notes_dir()).unwrap();
+    assert_eq!(
+        linkly_tools::sync_options(&config, &data).roots,
+        [docs.clone(), data.default_notes_dir()]
+    );
+    let inside = docs.join("Notes");
+    fs_err::create_dir_all(&inside).unwrap();
+    config.notes_dir = Some(inside);
+    assert_eq!(
+        linkly_tools::sync_options(&config, &data).roots,
+        std::slice::from_ref(&docs)
+    );
+    let hidden = docs.join(".app/notes");
+    fs_err::create_dir_all(&hidden).unwrap();
+    config.notes_dir = Some(hidden.clone());
+    assert_eq!(
+        linkly_tools::sync_options(&config, &data).roots,
+        [docs, hidden]
+    );
+}

@@ -1,0 +1,392 @@
+//! `cargo xtask bench beir --dataset ../shared/ir/scifact [--model DIR]`: retrieval quality and
+//! cost of BM25, dense and hybrid search on a BEIR dataset (release build).
+//!
+//! In-process through `linkly_index`: index the corpus (one file per document), embed it with
+//! the model (default: `LINKLY_MODEL_DIR`, else `target/test-model`), then for the test queries
+//! nDCG@10 and Recall@100 per arm, embedding throughput, query latency (keyword vs hybrid, at
+//! the index and through the `search` tool), the HNSW graph (forced on, since SciFact is under
+//! the size where it is built by default) and the peak RSS.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use linkly_core::{Config, DataDir, DocId};
+use linkly_index::vector::ModelChoice;
+use linkly_index::{Arms, DocFilter, HybridOptions, Index, SyncOptions};
+use linkly_tools::Linkly;
+use serde_json::json;
+
+struct Dataset {
+    queries: Vec<(String, String)>,
+    qrels: HashMap<String, Vec<String>>,
+}
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    if cfg!(debug_assertions) {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(crate::root())
+            .args([
+                "run",
+                "--release",
+                "--quiet",
+                "-p",
+                "xtask",
+                "--",
+                "bench",
+                "beir",
+            ])
+            .args(args)
+            .status()?;
+        std::process::exit(status.code().unwrap_or(1));
+    }
+    let dataset = arg(args, "--dataset")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::shared_dir().join("ir/scifact"));
+    let dataset = if dataset.is_relative() && !dataset.exists() {
+        crate::root().join(dataset)
+    } else {
+        dataset
+    };
+    let model_dir = arg(args, "--model")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os(linkly_core::env::LINKLY_MODEL_DIR).map(PathBuf::from))
+        .unwrap_or_else(|| crate::target_dir().join("test-model"));
+    if !model_dir.join("model.safetensors").is_file() {
+        bail!(
+            "no model at {} (run `cargo xtask test-model`, or give --model DIR)",
+            model_dir.display()
+        );
+    }
+    let name = dataset
+        .file_name()
+        .map_or("beir".into(), |n| n.to_string_lossy().into_owned());
+    let work = crate::target_dir()
+        .join("bench")
+        .join(format!("beir-{name}"));
+    let docs_dir = write_corpus(&dataset, &work.join("docs"))?;
+    let data = load_dataset(&dataset)?;
+    let home = work.join("home");
+    let _ = fs_err::remove_dir_all(&home);
+    let out = work.join("report.md");
+    let mut report = Report {
+        text: format!(
+            "| {name} | figure |\n|---|---|\n| queries | {} |\n",
+            data.queries.len()
+        ),
+        path: out.clone(),
+    };
+
+    let index = Index::open(&home.join("index"))?;
+    let t = Instant::now();
+    let sync = index.sync(
+        &SyncOptions {
+            roots: vec![docs_dir],
+            ..SyncOptions::default()
+        },
+        &mut |_| {},
+    )?;
+    report.push(&format!(
+        "| keyword indexing | {} docs in {:.1} s |\n",
+        sync.seen,
+        t.elapsed().as_secs_f64()
+    ));
+
+    let stems = stems_of(&index)?;
+    let (ndcg, recall) = quality(&index, &data, &stems, Arms::Lexical, 60.0)?;
+    report.push(&format!(
+        "| bm25 nDCG@10 · Recall@100 | {ndcg:.4} · {recall:.4} |\n"
+    ));
+    let queries: Vec<&str> = data.queries.iter().map(|(_, q)| q.as_str()).collect();
+    let (p50, p99) = latency(&queries, |q| {
+        index.hybrid_search(
+            q,
+            10,
+            &DocFilter::default(),
+            &HybridOptions {
+                arms: Arms::Lexical,
+                ..HybridOptions::default()
+            },
+        )?;
+        Ok(())
+    })?;
+    report.push(&format!(
+        "| keyword latency, index (limit 10) p50 · p99 | {p50:.1} ms · {p99:.1} ms |\n"
+    ));
+
+    let choice = ModelChoice {
+        name: model_dir
+            .file_name()
+            .map_or("model".into(), |n| n.to_string_lossy().into_owned()),
+        dir: model_dir.clone(),
+        from_env: true,
+    };
+    let t = Instant::now();
+    index.attach_model(&choice)?;
+    report.push(&format!(
+        "| model load | {:.2} s ({}) |\n",
+        t.elapsed().as_secs_f64(),
+        model_dir.display()
+    ));
+    eprintln!("bench: embedding {} documents", sync.seen);
+    let mut last = Instant::now();
+    let embed = index.embed_pending(&mut |p| {
+        if last.elapsed().as_secs() >= 15 {
+            last = Instant::now();
+            eprintln!(
+                "bench: embedded {}/{} docs, {} chunks",
+                p.done, p.total, p.chunks
+            );
+        }
+    })?;
+    let secs = embed.elapsed_ms as f64 / 1000.0;
+    report.push(&format!(
+        "| embedding (release, {} threads) | {} docs, {} chunks in {:.1} s: {:.1} chunks/s, {:.1} docs/s |\n",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        embed.docs,
+        embed.chunks,
+        secs,
+        embed.chunks as f64 / secs.max(1e-9),
+        embed.docs as f64 / secs.max(1e-9)
+    ));
+
+    let arms = [("dense", Arms::Vector), ("hybrid (RRF k=60)", Arms::Both)];
+    report.push("| **quality** | nDCG@10 · Recall@100 |\n");
+    for (label, arms) in arms {
+        let (ndcg, recall) = quality(&index, &data, &stems, arms, 60.0)?;
+        report.push(&format!("| {label} | {ndcg:.4} · {recall:.4} |\n"));
+    }
+    for k in [10.0, 30.0] {
+        let (ndcg, recall) = quality(&index, &data, &stems, Arms::Both, k)?;
+        report.push(&format!(
+            "| hybrid (RRF k={k}) | {ndcg:.4} · {recall:.4} |\n"
+        ));
+    }
+
+    report.push("| **latency** (300 queries, limit 10) | p50 · p99 |\n");
+    for (label, arms) in [
+        ("keyword, index", Arms::Lexical),
+        ("hybrid, index (exact scan)", Arms::Both),
+    ] {
+        let (p50, p99) = latency(&queries, |q| {
+            index.hybrid_search(
+                q,
+                10,
+                &DocFilter::default(),
+                &HybridOptions {
+                    arms,
+                    ..HybridOptions::default()
+                },
+            )?;
+            Ok(())
+        })?;
+        report.push(&format!("| {label} | {p50:.1} ms · {p99:.1} ms |\n"));
+    }
+
+    // The HNSW graph, forced on.
+    index.set_vector_graph_min(1);
+    let t = Instant::now();
+    index.build_vector_graph();
+    report.push(&format!(
+        "| HNSW graph build ({} chunks) | {:.1} s |\n",
+        embed.chunks,
+        t.elapsed().as_secs_f64()
+    ));
+    for (label, arms) in [("dense, HNSW", Arms::Vector), ("hybrid, HNSW", Arms::Both)] {
+        let (ndcg, recall) = quality(&index, &data, &stems, arms, 60.0)?;
+        report.push(&format!("| {label} quality | {ndcg:.4} · {recall:.4} |\n"));
+    }
+    let index = Arc::new(index);
+    let (p50, p99) = latency(&queries, |q| {
+        index.hybrid_search(q, 10, &DocFilter::default(), &HybridOptions::default())?;
+        Ok(())
+    })?;
+    report.push(&format!(
+        "| hybrid, index (HNSW) latency | {p50:.1} ms · {p99:.1} ms |\n"
+    ));
+    let linkly = Linkly::new(index.clone(), DataDir::new(&home), Config::default());
+    let (p50, p99) = latency(&queries, |q| {
+        let out = linkly
+            .call(
+                "search",
+                json!({"query": q, "limit": 10, "output_format": "json"}),
+            )
+            .map_err(|e| anyhow::anyhow!(e))?;
+        if out.is_error || !out.text.contains("\"mode\":\"hybrid\"") {
+            bail!("search tool did not answer in hybrid mode: {}", out.text);
+        }
+        Ok(())
+    })?;
+    report.push(&format!(
+        "| hybrid, `search` tool (records + snippets + JSON) | {p50:.1} ms · {p99:.1} ms |\n"
+    ));
+    report.push(&format!(
+        "| peak RSS (whole run) | {:.0} MB |\n",
+        peak_rss_kb().unwrap_or(0) as f64 / 1024.0
+    ));
+    println!("{}", report.text);
+    eprintln!("bench: report written to {}", out.display());
+    Ok(())
+}
+
+/// The report, written out after every row so a long run shows its figures as they come.
+struct Report {
+    text: String,
+    path: PathBuf,
+}
+
+impl Report {
+    fn push(&mut self, row: &str) {
+        eprint!("bench: {row}");
+        self.text.push_str(row);
+        let _ = fs_err::write(&self.path, &self.text);
+    }
+}
+
+/// Index ids to corpus ids (file stems).
+fn stems_of(index: &Index) -> anyhow::Result<HashMap<DocId, String>> {
+    Ok(index
+        .all_docs()?
+        .into_iter()
+        .map(|r| {
+            let stem = Path::new(&r.path)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (r.id, stem)
+        })
+        .collect())
+}
+
+fn quality(
+    index: &Index,
+    data: &Dataset,
+    stems: &HashMap<DocId, String>,
+    arms: Arms,
+    rrf_k: f32,
+) -> anyhow::Result<(f64, f64)> {
+    let (mut ndcg, mut recall) = (0.0, 0.0);
+    let opts = HybridOptions {
+        arms,
+        rrf_k,
+        candidates: 100,
+    };
+    for (qid, text) in &data.queries {
+        let out = index.hybrid_search(text, 100, &DocFilter::default(), &opts)?;
+        let relevant = &data.qrels[qid];
+        let ranked: Vec<&str> = out
+            .hits
+            .iter()
+            .filter_map(|h| stems.get(&h.id).map(String::as_str))
+            .collect();
+        let dcg: f64 = ranked
+            .iter()
+            .take(10)
+            .enumerate()
+            .filter(|(_, id)| relevant.iter().any(|r| r == *id))
+            .map(|(rank, _)| 1.0 / ((rank + 2) as f64).log2())
+            .sum();
+        let ideal: f64 = (0..relevant.len().min(10))
+            .map(|i| 1.0 / ((i + 2) as f64).log2())
+            .sum();
+        ndcg += dcg / ideal;
+        let found = relevant
+            .iter()
+            .filter(|r| ranked.iter().take(100).any(|id| id == r))
+            .count();
+        recall += found as f64 / relevant.len() as f64;
+    }
+    let n = data.queries.len() as f64;
+    Ok((ndcg / n, recall / n))
+}
+
+fn latency(
+    queries: &[&str],
+    mut f: impl FnMut(&str) -> anyhow::Result<()>,
+) -> anyhow::Result<(f64, f64)> {
+    for q in queries.iter().take(10) {
+        f(q)?;
+    }
+    let mut ms = Vec::with_capacity(queries.len());
+    for q in queries {
+        let t = Instant::now();
+        f(q)?;
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    ms.sort_by(|a, b| a.total_cmp(b));
+    let at = |p: f64| ms[((p * (ms.len() - 1) as f64).round() as usize).min(ms.len() - 1)];
+    Ok((at(0.5), at(0.99)))
+}
+
+fn peak_rss_kb() -> Option<u64> {
+    let status = fs_err::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// Writes `<id>.txt` (title line, blank line, text) per corpus document, once.
+fn write_corpus(dataset: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+    let stamp = dir.join(".complete");
+    if stamp.exists() {
+        return Ok(dir.to_path_buf());
+    }
+    fs_err::create_dir_all(dir)?;
+    let file = fs_err::File::open(dataset.join("corpus.jsonl.gz"))?;
+    let reader = BufReader::new(flate2::read::GzDecoder::new(file));
+    for line in reader.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(&line)?;
+        let id = v["_id"].as_str().context("corpus line without _id")?;
+        let title = v["title"].as_str().unwrap_or("");
+        let text = v["text"].as_str().unwrap_or("");
+        fs_err::write(
+            dir.join(format!("{id}.txt")),
+            format!("{title}\n\n{text}\n"),
+        )?;
+    }
+    fs_err::write(&stamp, "ok")?;
+    Ok(dir.to_path_buf())
+}
+
+fn load_dataset(dataset: &Path) -> anyhow::Result<Dataset> {
+    let mut qrels: HashMap<String, Vec<String>> = HashMap::new();
+    for line in fs_err::read_to_string(dataset.join("qrels/test.tsv"))?
+        .lines()
+        .skip(1)
+    {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() >= 3 && cols[2].trim() != "0" {
+            qrels
+                .entry(cols[0].to_string())
+                .or_default()
+                .push(cols[1].to_string());
+        }
+    }
+    let mut queries = Vec::new();
+    for line in fs_err::read_to_string(dataset.join("queries.jsonl"))?.lines() {
+        let v: serde_json::Value = serde_json::from_str(line)?;
+        let id = v["_id"].as_str().unwrap_or_default().to_string();
+        if qrels.contains_key(&id) {
+            queries.push((id, v["text"].as_str().unwrap_or_default().to_string()));
+        }
+    }
+    Ok(Dataset { queries, qrels })
+}

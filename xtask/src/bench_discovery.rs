@@ -1,0 +1,189 @@
+//! `cargo xtask bench discovery [--docs N]`: latency of `explore`, `find_paths` and `list`
+//! pages (offset 0 and offset 90,000) on a generated index of N documents (default 100,000)
+//! in nested folders, timed in-process through `linkly_tools::Linkly::call` (release build).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::bail;
+use linkly_core::{Config, DataDir};
+use linkly_index::{Index, SyncOptions};
+use linkly_tools::Linkly;
+use serde_json::{Value, json};
+
+use crate::corpus::{Rng, vocabulary};
+
+/// The directory of generated file `i`: 10,000 directories, 10 files each at 100,000.
+fn dir_of(root: &Path, i: usize) -> std::path::PathBuf {
+    root.join(format!(
+        "area{:02}/project{:03}/sub{}",
+        i % 20,
+        (i / 20) % 50,
+        (i / 1000) % 10
+    ))
+}
+
+/// Writes `docs` small Markdown files, 10 per directory, under `area*/project*/sub*/`.
+fn generate(root: &Path, docs: usize) -> anyhow::Result<()> {
+    let vocab = vocabulary();
+    let mut rng = Rng::new(42);
+    for i in 0..docs {
+        let dir = dir_of(root, i);
+        // The first 10,000 files visit every directory once.
+        if i < 10_000 {
+            fs_err::create_dir_all(&dir)?;
+        }
+        let mut text = format!("# Note {i}\n\n");
+        for _ in 0..40 {
+            // Small ranks are frequent (Zipf-ish), so keywords repeat across documents.
+            let cap = rng.below(vocab.len()).max(1);
+            let r = rng.below(cap);
+            text.push_str(&vocab[r]);
+            text.push(' ');
+        }
+        text.push_str(&format!("\narea{} topic{}\n", i % 20, i % 97));
+        fs_err::write(dir.join(format!("n{i}.md")), text)?;
+    }
+    Ok(())
+}
+
+fn time(linkly: &Linkly, tool: &str, args: Value, runs: usize) -> (f64, f64, usize) {
+    let mut ms = Vec::with_capacity(runs);
+    let mut bytes = 0;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let out = linkly.call(tool, args.clone()).expect("known tool");
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(!out.is_error, "{tool} {args}: {}", out.text);
+        bytes = out.text.len();
+    }
+    ms.sort_by(f64::total_cmp);
+    (ms[ms.len() / 2], ms[0], bytes)
+}
+
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    if cfg!(debug_assertions) {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .current_dir(crate::root())
+            .args([
+                "run",
+                "--release",
+                "--quiet",
+                "-p",
+                "xtask",
+                "--",
+                "bench",
+                "discovery",
+            ])
+            .args(args)
+            .status()?;
+        std::process::exit(status.code().unwrap_or(1));
+    }
+    let docs = args
+        .iter()
+        .position(|a| a == "--docs")
+        .and_then(|i| args.get(i + 1))
+        .map(|s| s.parse::<usize>())
+        .transpose()?
+        .unwrap_or(100_000);
+    if docs < 1000 {
+        bail!("--docs must be at least 1000");
+    }
+    let work = crate::target_dir().join(format!("bench-discovery-{docs}"));
+    let root = work.join("docs");
+    let data = DataDir::new(work.join("home"));
+    if !dir_of(&root, docs - 1)
+        .join(format!("n{}.md", docs - 1))
+        .exists()
+    {
+        let _ = fs_err::remove_dir_all(&work);
+        eprintln!("bench: writing {docs} files under {}", root.display());
+        generate(&root, docs)?;
+    }
+    let mut config = Config::default();
+    config.add_folder(&root)?;
+    let index = Index::open(&data.index_dir())?;
+    let t = Instant::now();
+    let report = index.sync(
+        &SyncOptions {
+            roots: config.folders.clone(),
+            ..SyncOptions::default()
+        },
+        &mut |_| {},
+    )?;
+    eprintln!(
+        "bench: sync {} files ({} new) in {:.1} s",
+        report.seen,
+        report.added,
+        t.elapsed().as_secs_f64()
+    );
+    let n = index.doc_count()?;
+    let root_s = fs_err::canonicalize(&root)?.to_string_lossy().into_owned();
+    config.add_library("area3", "", &[root.join("area03")], &[])?;
+    let linkly = Linkly::new(Arc::new(index), data, config);
+
+    let cases: Vec<(&str, &str, Value)> = vec![
+        ("explore (markdown)", "explore", json!({})),
+        (
+            "explore (json)",
+            "explore",
+            json!({"output_format": "json"}),
+        ),
+        (
+            "explore library (5% of docs)",
+            "explore",
+            json!({"library": "area3"}),
+        ),
+        (
+            "find_paths [project01] (1,000+ folders match)",
+            "find_paths",
+            json!({"patterns": ["project01"]}),
+        ),
+        (
+            "find_paths [zzz] (nothing)",
+            "find_paths",
+            json!({"patterns": ["zzz"]}),
+        ),
+        (
+            "list folder recent, offset 0",
+            "list",
+            json!({"scope": "folder", "limit": 50}),
+        ),
+        (
+            "list folder recent, offset 90,000",
+            "list",
+            json!({"scope": "folder", "limit": 50, "offset": 90_000}),
+        ),
+        (
+            "list folder name, offset 0",
+            "list",
+            json!({"scope": "folder", "sort": "name", "limit": 50}),
+        ),
+        (
+            "list folder name, offset 90,000",
+            "list",
+            json!({"scope": "folder", "sort": "name", "limit": 50, "offset": 90_000}),
+        ),
+        (
+            "list path=area07 oldest, offset 4,000, snippets",
+            "list",
+            json!({"scope": "folder", "path": format!("{root_s}/area07"), "sort": "oldest", "limit": 50, "offset": 4_000, "snippet": true}),
+        ),
+        (
+            "list folder type md + time bound, offset 90,000",
+            "list",
+            json!({"scope": "folder", "doc_types": ["md"], "modified_after": "2000-01-01", "limit": 200, "offset": 90_000}),
+        ),
+    ];
+    println!(
+        "Discovery on {n} documents (release, in-process Linkly::call; median and best of 5)\n"
+    );
+    println!("| call | median ms | best ms | response bytes |\n|---|---|---|---|");
+    for (label, tool, args) in cases {
+        let (median, best, bytes) = time(&linkly, tool, args, 5);
+        println!("| {label} | {median:.1} | {best:.1} | {bytes} |");
+    }
+    Ok(())
+}

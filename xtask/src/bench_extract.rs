@@ -1,0 +1,150 @@
+//! `cargo xtask bench extract [--passes N] [--formats md,pdf,...]`: extraction throughput per
+//! format on `../shared/corpus/<format>/` (release build).
+//!
+//! Each file is read into memory first (not timed), then extracted in-process through
+//! [`linkly_extract::extract_loaded`], the registry entry point the indexer uses (PDF included:
+//! the worker process the indexer starts for PDF is left out, so the figure is the parser's).
+//! Every file is extracted once per pass; the fastest of `--passes` (default 3) passes is
+//! reported. MB/s counts the input bytes (1 MB = 2^20 bytes).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+
+/// The formats measured by default: every text format of the corpus (images need OCR, which has
+/// its own benchmark, `cargo xtask bench ocr`).
+const FORMATS: [&str; 11] = [
+    "md", "txt", "html", "csv", "docx", "pptx", "xlsx", "epub", "rtf", "doc", "pdf",
+];
+
+struct Row {
+    format: String,
+    files: usize,
+    bytes: u64,
+    best: Duration,
+    ok: usize,
+    skipped: usize,
+    slowest: (String, Duration),
+}
+
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    let passes = flag(args, "--passes")
+        .map(|s| s.parse::<usize>())
+        .transpose()?
+        .unwrap_or(3)
+        .max(1);
+    let formats: Vec<String> = match flag(args, "--formats") {
+        Some(list) => list.split(',').map(str::to_string).collect(),
+        None => FORMATS.iter().map(|s| s.to_string()).collect(),
+    };
+    let corpus = crate::shared_dir().join("corpus");
+    if !corpus.is_dir() {
+        bail!("no corpus at {}", corpus.display());
+    }
+    eprintln!(
+        "bench extract: {} formats from {}, best of {passes} passes",
+        formats.len(),
+        corpus.display()
+    );
+    let mut rows = Vec::new();
+    for format in &formats {
+        let dir = corpus.join(format);
+        let mut paths: Vec<PathBuf> = fs_err::read_dir(&dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+            .collect();
+        paths.sort();
+        let files: Vec<(PathBuf, Vec<u8>)> = paths
+            .into_iter()
+            .map(|p| Ok((p.clone(), fs_err::read(&p)?)))
+            .collect::<anyhow::Result<_>>()?;
+        let bytes = files.iter().map(|(_, b)| b.len() as u64).sum();
+        let mut row = Row {
+            format: format.clone(),
+            files: files.len(),
+            bytes,
+            best: Duration::MAX,
+            ok: 0,
+            skipped: 0,
+            slowest: (String::new(), Duration::ZERO),
+        };
+        for pass in 0..passes {
+            let (mut ok, mut skipped) = (0, 0);
+            let mut slowest = (String::new(), Duration::ZERO);
+            let start = Instant::now();
+            for (path, data) in &files {
+                let t = Instant::now();
+                let result = linkly_extract::extract_loaded(path, data);
+                let took = t.elapsed();
+                match result {
+                    Ok(e) => {
+                        ok += 1;
+                        std::hint::black_box(e);
+                    }
+                    Err(_) => skipped += 1,
+                }
+                if took > slowest.1 {
+                    let name = path.file_name().unwrap_or_default().to_string_lossy();
+                    slowest = (name.into_owned(), took);
+                }
+            }
+            let total = start.elapsed();
+            if total < row.best {
+                row.best = total;
+                row.slowest = slowest;
+            }
+            (row.ok, row.skipped) = (ok, skipped);
+            eprintln!(
+                "bench extract: {format} pass {}: {} files in {:.3} s",
+                pass + 1,
+                files.len(),
+                total.as_secs_f64()
+            );
+        }
+        rows.push(row);
+    }
+    let mut report = String::from(
+        "| format | files | MB | seconds | MB/s | files/s | text / skipped | slowest file |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    let (mut all_files, mut all_bytes, mut all_secs) = (0, 0u64, 0.0);
+    for r in &rows {
+        let secs = r.best.as_secs_f64().max(1e-9);
+        let mb = r.bytes as f64 / 1_048_576.0;
+        report.push_str(&format!(
+            "| {} | {} | {mb:.2} | {secs:.3} | {:.1} | {:.0} | {} / {} | {} ({:.0} ms) |\n",
+            r.format,
+            r.files,
+            mb / secs,
+            r.files as f64 / secs,
+            r.ok,
+            r.skipped,
+            r.slowest.0,
+            r.slowest.1.as_secs_f64() * 1000.0
+        ));
+        all_files += r.files;
+        all_bytes += r.bytes;
+        all_secs += secs;
+    }
+    let all_mb = all_bytes as f64 / 1_048_576.0;
+    report.push_str(&format!(
+        "| all | {all_files} | {all_mb:.2} | {all_secs:.3} | {:.1} | {:.0} | | |\n",
+        all_mb / all_secs.max(1e-9),
+        all_files as f64 / all_secs.max(1e-9)
+    ));
+    println!("{report}");
+    let out = crate::target_dir().join("bench");
+    fs_err::create_dir_all(&out)?;
+    fs_err::write(out.join("extract.md"), &report)?;
+    eprintln!(
+        "bench extract: report written to {}",
+        out.join("extract.md").display()
+    );
+    Ok(())
+}
+
+/// The value after `name` in `args`.
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    let i = args.iter().position(|a| a == name)?;
+    args.get(i + 1).map(String::as_str)
+}
