@@ -45,6 +45,9 @@ pub(crate) enum Command {
     Serve(ServeArgs),
     /// Serve MCP over stdio (for clients that start the server themselves).
     Mcp,
+    /// Internal: extracts one file for the indexer's isolated worker (request on stdin).
+    #[command(name = "__extract-worker", hide = true)]
+    ExtractWorker,
     /// Print a shell completion script.
     Completions {
         /// The shell.

@@ -38,6 +38,9 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Read(args) => read(&data, args, printer),
         Command::Serve(args) => serve(&data, args),
         Command::Mcp => mcp(&data),
+        Command::ExtractWorker => Ok(ExitCode::from(
+            u8::try_from(linkly_extract::run_worker()).unwrap_or(2),
+        )),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
@@ -98,9 +101,15 @@ fn folders(data: &DataDir, cmd: FoldersCommand, printer: Printer) -> anyhow::Res
 }
 
 fn sync_options(config: &Config) -> SyncOptions {
+    // Risky formats (PDF) are extracted in a child `linkly __extract-worker` with a time and
+    // memory budget, so that a parser that aborts or hangs costs one file, not the run.
+    let sandbox = std::env::current_exe()
+        .map(|exe| linkly_extract::Sandbox::with_worker(exe, vec!["__extract-worker".into()]))
+        .unwrap_or_default();
     SyncOptions {
         roots: config.folders.clone(),
         exclude: config.exclude.clone(),
+        sandbox,
     }
 }
 

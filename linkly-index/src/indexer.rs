@@ -76,6 +76,9 @@ pub struct SyncOptions {
     pub roots: Vec<PathBuf>,
     /// Exclusion globs (see `linkly_core::Config::exclude`).
     pub exclude: Vec<String>,
+    /// How risky formats (PDF) are extracted: in a worker process with a time and memory
+    /// budget when one is configured, else in-process behind `catch_unwind`.
+    pub sandbox: linkly_extract::Sandbox,
 }
 
 struct Candidate {
@@ -173,7 +176,7 @@ fn mtime_millis(meta: &std::fs::Metadata) -> i64 {
         .unwrap_or(0)
 }
 
-fn prepare(c: Candidate) -> Work {
+fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
     let doc_type = c
         .path
         .extension()
@@ -196,7 +199,10 @@ fn prepare(c: Candidate) -> Work {
                 {
                     return Work::Unchanged(prev.id, c.modified_at);
                 }
-                (hash, linkly_extract::extract_loaded(&c.path, &bytes))
+                (
+                    hash,
+                    linkly_extract::extract_isolated(sandbox, &c.path, &bytes),
+                )
             }
             Err(e) => (
                 stat_hash(),
@@ -265,13 +271,13 @@ fn prepare(c: Candidate) -> Work {
 }
 
 /// Prepares candidates on all cores, keeping their order.
-fn prepare_parallel(batch: Vec<Candidate>) -> Vec<Work> {
+fn prepare_parallel(batch: Vec<Candidate>, sandbox: &linkly_extract::Sandbox) -> Vec<Work> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .min(batch.len().max(1));
     if threads <= 1 {
-        return batch.into_iter().map(prepare).collect();
+        return batch.into_iter().map(|c| prepare(c, sandbox)).collect();
     }
     let chunk = batch.len().div_ceil(threads);
     let mut parts: Vec<Vec<Candidate>> = Vec::new();
@@ -282,7 +288,13 @@ fn prepare_parallel(batch: Vec<Candidate>) -> Vec<Work> {
     std::thread::scope(|s| {
         let handles: Vec<_> = parts
             .into_iter()
-            .map(|part| s.spawn(move || part.into_iter().map(prepare).collect::<Vec<_>>()))
+            .map(|part| {
+                s.spawn(move || {
+                    part.into_iter()
+                        .map(|c| prepare(c, sandbox))
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -385,7 +397,7 @@ impl Index {
                 batch.push(c);
             }
             let n = batch.len() as u64;
-            let works = prepare_parallel(batch);
+            let works = prepare_parallel(batch, &opts.sandbox);
             let mut touched = Vec::new();
             let mut prepared = Vec::new();
             for w in works {

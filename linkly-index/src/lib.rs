@@ -17,6 +17,7 @@ mod keywords;
 mod lexical;
 mod store;
 mod tokenizer;
+mod watcher;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use linkly_core::{DocId, DocType};
 pub use crate::error::{Error, Result};
 pub use crate::indexer::{Phase, Progress, SyncOptions, SyncReport};
 pub use crate::store::DocRecord;
+pub use crate::watcher::{WatchEvent, Watcher};
 
 use crate::lexical::Lexical;
 use crate::store::{INDEX_FORMAT_VERSION, Store};

@@ -5,6 +5,7 @@
 //! each `tools/call` to [`linkly_tools::Linkly::call`] and wraps the text it gets back. It holds
 //! no tool logic. On stdio, stdout belongs to the protocol: logs go to stderr.
 
+mod client;
 mod http;
 
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 
+pub use crate::client::{CLIENT_NAME, RemoteClient, RemoteError};
 pub use crate::http::{BoundHttp, HttpOptions, IndexStatus, ServerState, bind_http, serve_http};
 
 /// The server name reported in `serverInfo`.

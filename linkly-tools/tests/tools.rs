@@ -37,7 +37,7 @@ fn open(home: &Path, roots: &[PathBuf]) -> Linkly {
         .sync(
             &SyncOptions {
                 roots: roots.to_vec(),
-                exclude: vec![],
+                ..SyncOptions::default()
             },
             &mut |_| {},
         )
@@ -230,8 +230,7 @@ fn invalid_arguments_name_the_parameter() {
             json!({"query": "x", "library": "cloud://me/lib"}),
             "remote gateway",
         ),
-        (json!({"query": "x", "tags": ["a"]}), "tags"),
-        (json!({"query": "x", "scope": "notes"}), "notes"),
+        (json!({"query": "x", "tags": ["#", " "]}), "tags has no usable tag"),
         (
             json!({"query": "x", "output_format": "xml"}),
             "output_format must be one of",
