@@ -7,9 +7,13 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod args;
+mod backend;
 mod commands;
+mod daemon;
+mod health;
 mod output;
 mod progress;
+mod status;
 
 use std::process::ExitCode;
 

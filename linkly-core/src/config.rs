@@ -75,6 +75,9 @@ pub struct Config {
     pub exclude: Vec<String>,
     /// The notes folder. Default: `<data dir>/notes`.
     pub notes_dir: Option<PathBuf>,
+    /// The bearer token that LAN clients of `linkly serve --lan` must send. Generated on the
+    /// first `serve --lan`; loopback clients never need it. Default: none.
+    pub lan_token: Option<String>,
 }
 
 impl Config {

@@ -48,13 +48,17 @@ enum Msg {
     Stop,
 }
 
-fn relevant(path: &Path, ignored: &[PathBuf]) -> bool {
+fn relevant(path: &Path, roots: &[PathBuf], ignored: &[PathBuf]) -> bool {
     if ignored.iter().any(|i| path.starts_with(i)) {
         return false;
     }
-    // Hidden files and folders (editors' swap files, .git) never trigger a sync on their own.
-    !path
-        .components()
+    // Hidden files and folders below a root (editors' swap files, .git) never trigger a sync
+    // on their own; a root may itself lie under a hidden folder.
+    let rel = roots
+        .iter()
+        .find_map(|r| path.strip_prefix(r).ok())
+        .unwrap_or(path);
+    !rel.components()
         .filter_map(|c| c.as_os_str().to_str())
         .any(|c| c.starts_with('.') && c.len() > 1 && c != "..")
 }
@@ -103,7 +107,7 @@ impl Watcher {
                     match rx.recv() {
                         Ok(Msg::Stop) | Err(_) => return,
                         Ok(Msg::Changed(paths)) => {
-                            dirty |= paths.iter().any(|p| relevant(p, &ignored));
+                            dirty |= paths.iter().any(|p| relevant(p, &opts.roots, &ignored));
                         }
                     }
                     // Coalesce whatever else arrives while the burst goes on.
@@ -111,7 +115,7 @@ impl Watcher {
                         match rx.recv_timeout(DEBOUNCE) {
                             Ok(Msg::Stop) => return,
                             Ok(Msg::Changed(paths)) => {
-                                dirty |= paths.iter().any(|p| relevant(p, &ignored));
+                                dirty |= paths.iter().any(|p| relevant(p, &opts.roots, &ignored));
                             }
                             Err(RecvTimeoutError::Timeout) => break,
                             Err(RecvTimeoutError::Disconnected) => return,
@@ -152,9 +156,15 @@ mod tests {
     #[test]
     fn hidden_and_ignored_paths_do_not_trigger() {
         let ignored = vec![PathBuf::from("/data/home")];
-        assert!(relevant(Path::new("/docs/a.md"), &ignored));
-        assert!(!relevant(Path::new("/docs/.git/index"), &ignored));
-        assert!(!relevant(Path::new("/docs/.a.md.swp"), &ignored));
-        assert!(!relevant(Path::new("/data/home/index/x"), &ignored));
+        let roots = vec![PathBuf::from("/docs"), PathBuf::from("/tmp/.hidden/root")];
+        assert!(relevant(Path::new("/docs/a.md"), &roots, &ignored));
+        assert!(!relevant(Path::new("/docs/.git/index"), &roots, &ignored));
+        assert!(!relevant(Path::new("/docs/.a.md.swp"), &roots, &ignored));
+        assert!(!relevant(Path::new("/data/home/index/x"), &roots, &ignored));
+        assert!(relevant(
+            Path::new("/tmp/.hidden/root/a.md"),
+            &roots,
+            &ignored
+        ));
     }
 }

@@ -99,15 +99,23 @@ impl RemoteClient {
         })
     }
 
-    /// The names of the server's tools.
-    pub async fn tool_names(&self) -> Result<Vec<String>, RemoteError> {
-        let tools = self
-            .service
+    /// The server's tools, as it lists them.
+    pub async fn tools(&self) -> Result<Vec<rmcp::model::Tool>, RemoteError> {
+        self.service
             .peer()
             .list_all_tools()
             .await
-            .map_err(|e| RemoteError::Protocol(e.to_string()))?;
-        Ok(tools.into_iter().map(|t| t.name.to_string()).collect())
+            .map_err(|e| RemoteError::Protocol(e.to_string()))
+    }
+
+    /// The names of the server's tools.
+    pub async fn tool_names(&self) -> Result<Vec<String>, RemoteError> {
+        Ok(self
+            .tools()
+            .await?
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect())
     }
 
     /// Ends the session.

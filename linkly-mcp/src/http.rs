@@ -70,8 +70,12 @@ impl ServerState {
 }
 
 /// Where and how to serve.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpOptions {
+    /// The address to bind: loopback by default; anything else requires `lan_token`.
+    pub bind: IpAddr,
+    /// The bearer token non-local clients must send (LAN mode).
+    pub lan_token: Option<String>,
     /// The first port to try; the next ones are tried while it is busy.
     pub port: u16,
     /// How many ports to try.
@@ -80,9 +84,23 @@ pub struct HttpOptions {
     pub port_file: Option<PathBuf>,
 }
 
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("bind", &self.bind)
+            .field("lan_token", &self.lan_token.as_ref().map(|_| "<set>"))
+            .field("port", &self.port)
+            .field("port_attempts", &self.port_attempts)
+            .field("port_file", &self.port_file)
+            .finish()
+    }
+}
+
 impl Default for HttpOptions {
     fn default() -> Self {
         HttpOptions {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            lan_token: None,
             port: 60606,
             port_attempts: 20,
             port_file: None,
@@ -130,9 +148,12 @@ impl BoundHttp {
     }
 }
 
-/// Binds 127.0.0.1 on the first free port from `opts.port` on.
+/// Binds `opts.bind` (127.0.0.1 by default) on the first free port from `opts.port` on.
 pub async fn bind_http(opts: HttpOptions) -> anyhow::Result<BoundHttp> {
-    let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let ip = opts.bind;
+    if !ip.is_loopback() && opts.lan_token.as_deref().is_none_or(str::is_empty) {
+        anyhow::bail!("binding {ip} (beyond loopback) requires a bearer token");
+    }
     let mut last_err = None;
     for offset in 0..opts.port_attempts.max(1) {
         let Some(port) = opts.port.checked_add(offset) else {
@@ -176,7 +197,13 @@ pub async fn serve_http(
         port,
         opts,
     } = bound;
-    let config = StreamableHttpServerConfig::default()
+    let lan_token = opts.lan_token.clone().filter(|_| !opts.bind.is_loopback());
+    let mut config = StreamableHttpServerConfig::default();
+    if lan_token.is_some() {
+        // LAN clients name the machine by its address; the token protects instead.
+        config = config.disable_allowed_hosts();
+    }
+    let config = config
         .with_allowed_origins([
             "http://localhost:*",
             "http://127.0.0.1:*",
@@ -198,7 +225,11 @@ pub async fn serve_http(
             state,
             endpoint: endpoint.clone(),
         })
-        .nest_service("/mcp", mcp);
+        .nest_service("/mcp", mcp)
+        .layer(axum::middleware::from_fn(move |req, next| {
+            let token = lan_token.clone();
+            require_token(token, req, next)
+        }));
 
     if let Some(file) = &opts.port_file {
         if let Some(dir) = file.parent() {
@@ -207,11 +238,76 @@ pub async fn serve_http(
         fs_err::write(file, json!({ "port": port }).to_string())?;
     }
     tracing::info!(%endpoint, "serving MCP over Streamable HTTP");
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let result = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await;
     if let Some(file) = &opts.port_file {
         let _ = fs_err::remove_file(file);
     }
     result.context("HTTP server failed")
+}
+
+/// True for the addresses local clients connect from (`127.0.0.1`, `::1`).
+fn is_local_peer(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4 == Ipv4Addr::LOCALHOST,
+        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped() == Some(Ipv4Addr::LOCALHOST),
+    }
+}
+
+/// In LAN mode, every request from a non-local peer must carry `Authorization: Bearer <token>`.
+async fn require_token(
+    token: Option<String>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let Some(token) = token else {
+        return next.run(req).await;
+    };
+    let peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    if peer.is_some_and(is_local_peer) {
+        return next.run(req).await;
+    }
+    let presented = req
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    if presented.is_some_and(|p| constant_time_eq(p.as_bytes(), token.as_bytes())) {
+        return next.run(req).await;
+    }
+    (
+        axum::http::StatusCode::UNAUTHORIZED,
+        [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+        "missing or wrong bearer token: LAN clients must send Authorization: Bearer <token> (see `linkly status` on the server)",
+    )
+        .into_response()
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_peers_and_token_comparison() {
+        assert!(is_local_peer("127.0.0.1".parse().unwrap()));
+        assert!(is_local_peer("::1".parse().unwrap()));
+        assert!(!is_local_peer("127.0.0.2".parse().unwrap()));
+        assert!(!is_local_peer("192.168.1.5".parse().unwrap()));
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+    }
 }

@@ -110,6 +110,69 @@ impl ServerHandler for LinklyServer {
     }
 }
 
+/// A stdio server that forwards every call to a Linkly server over HTTP (`linkly mcp
+/// --endpoint`): the tools, schemas and answers are the remote server's.
+#[derive(Clone)]
+pub struct BridgeServer {
+    remote: Arc<RemoteClient>,
+}
+
+impl ServerHandler for BridgeServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools = self
+            .remote
+            .tools()
+            .await
+            .map_err(|e| McpError::internal_error(format!("Bridge error: {e}"), None))?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = request
+            .arguments
+            .map(serde_json::Value::Object)
+            .unwrap_or(serde_json::Value::Null);
+        let output = match self.remote.call(&request.name, args).await {
+            Ok(o) => o,
+            Err(RemoteError::Protocol(m)) if m.contains("unknown tool") => {
+                return Err(McpError::invalid_params(m, None));
+            }
+            Err(e) => return Err(McpError::internal_error(format!("Bridge error: {e}"), None)),
+        };
+        let content = vec![ContentBlock::text(output.text)];
+        Ok(if output.is_error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        }
+        .into())
+    }
+}
+
+/// Serves MCP over stdin/stdout, forwarding to a Linkly server at `url`.
+pub async fn serve_stdio_bridge(url: &str, token: Option<&str>) -> anyhow::Result<()> {
+    let remote = Arc::new(RemoteClient::connect(url, token).await?);
+    let service = BridgeServer { remote }
+        .serve(rmcp::transport::stdio())
+        .await?;
+    service.waiting().await?;
+    Ok(())
+}
+
 /// Serves MCP over stdin/stdout until the client closes the stream.
 pub async fn serve_stdio(linkly: Arc<Linkly>) -> anyhow::Result<()> {
     let service = LinklyServer::new(linkly)
