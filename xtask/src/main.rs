@@ -9,6 +9,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod bench_serve;
 mod corpus;
 mod harness;
 
@@ -22,7 +23,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP probe client only\n  bench index|search|all [--docs N]   benchmarks (release build)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP probe client only\n  bench index|search|all|serve [--docs N]   benchmarks (release build)"
             );
             std::process::exit(2);
         }
