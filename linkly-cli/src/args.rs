@@ -22,6 +22,13 @@ pub(crate) struct Cli {
     /// The data directory (index, config, notes). Default: $LINKLY_HOME, else ~/.linkly.
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) home: Option<PathBuf>,
+    /// A Linkly server to send tool calls to (e.g. http://192.168.1.20:60606). Default: the
+    /// server running for the data directory, if any, else the tools run embedded.
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) endpoint: Option<String>,
+    /// The server's LAN bearer token (with --endpoint).
+    #[arg(long, global = true, value_name = "TOKEN", requires = "endpoint")]
+    pub(crate) token: Option<String>,
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -56,11 +63,16 @@ pub(crate) enum Command {
     NoteSave(crate::notes::NoteSaveArgs),
     /// Index the watched folders, then serve MCP over Streamable HTTP on 127.0.0.1.
     Serve(ServeArgs),
-    /// Serve MCP over stdio (for clients that start the server themselves).
+    /// Serve MCP over stdio (for clients that start the server themselves); with --endpoint,
+    /// forward to that server.
     Mcp,
     /// The embedding model for semantic search: status, download, use <name>.
     #[command(subcommand)]
     Model(crate::model::ModelCommand),
+    /// Show the server, index and model state.
+    Status,
+    /// Check the installation step by step, with advice for each failure.
+    Doctor,
     /// Internal: extracts one file for the indexer's isolated worker (request on stdin).
     #[command(name = "__extract-worker", hide = true)]
     ExtractWorker,
@@ -217,4 +229,14 @@ pub(crate) struct ServeArgs {
     /// The first port to try (the next ones are tried while it is busy).
     #[arg(long, default_value_t = 60606)]
     pub(crate) port: u16,
+    /// Also accept LAN clients: binds 0.0.0.0 (or --bind) and requires a bearer token from
+    /// non-local clients (generated once and kept in the config; `linkly status` shows it).
+    #[arg(long)]
+    pub(crate) lan: bool,
+    /// The address to bind with --lan.
+    #[arg(long, value_name = "IP", requires = "lan")]
+    pub(crate) bind: Option<std::net::IpAddr>,
+    /// Do not follow changes after the start-up sync.
+    #[arg(long)]
+    pub(crate) no_watch: bool,
 }

@@ -8,16 +8,17 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use linkly_core::{Config, DataDir, DocType};
 use linkly_index::{Index, SyncOptions, SyncReport};
-use linkly_mcp::{HttpOptions, IndexStatus, ServerState};
 use linkly_tools::Linkly;
 use serde_json::{Map, Value, json};
 
 use crate::args::{
     Cli, Command, FoldersCommand, GrepArgs, GrepMode, ImageText, IndexArgs, OutlineArgs, ReadArgs,
-    SearchArgs, ServeArgs, TimeSort,
+    SearchArgs, TimeSort,
 };
+use crate::backend::{self, Backend};
 use crate::output::{Outcome, Printer};
 use crate::progress::Reporter;
+use crate::{daemon, status};
 
 pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let data = cli
@@ -29,6 +30,10 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         json: cli.json,
         exit_code: cli.exit_code,
     };
+    backend::set_connection(backend::Connection {
+        endpoint: cli.endpoint.clone(),
+        token: cli.token.clone(),
+    });
     match cli.command {
         Command::Folders(cmd) => folders(&data, cmd, printer),
         Command::Index(args) => index(&data, args, printer),
@@ -41,10 +46,12 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::FindPaths(args) => crate::discovery::find_paths(&data, args, printer),
         Command::List(args) => crate::discovery::list(&data, args, printer),
         Command::Library(cmd) => crate::discovery::library(&data, cmd, printer),
-        Command::Serve(args) => serve(&data, args),
+        Command::Serve(args) => daemon::serve(&data, args),
         Command::Mcp => mcp(&data),
         Command::Model(cmd) => crate::model::run(&data, cmd, printer),
         Command::NoteSave(args) => crate::notes::note_save(&data, args, printer),
+        Command::Status => status::status(&data, printer),
+        Command::Doctor => status::doctor(&data, printer),
         Command::ExtractWorker => Ok(ExitCode::from(
             u8::try_from(linkly_extract::run_worker()).unwrap_or(2),
         )),
@@ -57,7 +64,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn load_config(data: &DataDir) -> anyhow::Result<Config> {
+pub(crate) fn load_config(data: &DataDir) -> anyhow::Result<Config> {
     Ok(Config::load(data)?)
 }
 
@@ -107,7 +114,7 @@ fn folders(data: &DataDir, cmd: FoldersCommand, printer: Printer) -> anyhow::Res
     Ok(ExitCode::SUCCESS)
 }
 
-fn sync_options(data: &DataDir, config: &Config) -> SyncOptions {
+pub(crate) fn sync_options(data: &DataDir, config: &Config) -> SyncOptions {
     // Risky formats (PDF) are extracted in a child `linkly __extract-worker` with a time and
     // memory budget, so that a parser that aborts or hangs costs one file, not the run.
     let mut sandbox = std::env::current_exe()
@@ -123,7 +130,11 @@ fn sync_options(data: &DataDir, config: &Config) -> SyncOptions {
     }
 }
 
-fn run_sync(index: &Index, data: &DataDir, config: &Config) -> anyhow::Result<SyncReport> {
+pub(crate) fn run_sync(
+    index: &Index,
+    data: &DataDir,
+    config: &Config,
+) -> anyhow::Result<SyncReport> {
     let mut reporter = Reporter::new();
     let report = index.sync(&sync_options(data, config), &mut |p| reporter.update(p))?;
     Ok(report)
@@ -183,7 +194,7 @@ fn index(data: &DataDir, args: IndexArgs, printer: Printer) -> anyhow::Result<Ex
 }
 
 /// The process's peak resident set (Linux `VmHWM`), for benchmarks.
-fn peak_rss_kb() -> Option<u64> {
+pub(crate) fn peak_rss_kb() -> Option<u64> {
     let status = fs_err::read_to_string("/proc/self/status").ok()?;
     status
         .lines()
@@ -192,8 +203,9 @@ fn peak_rss_kb() -> Option<u64> {
         .and_then(|n| n.parse().ok())
 }
 
-pub(crate) fn open_tools(data: &DataDir) -> anyhow::Result<Linkly> {
-    Linkly::open(data.clone()).map_err(|e| anyhow::anyhow!("{}", e.message))
+/// The tools: the running server's when there is one (or `--endpoint`), else embedded.
+pub(crate) fn open_tools(data: &DataDir) -> anyhow::Result<Backend> {
+    backend::open(data)
 }
 
 /// Reads ids, replacing a lone `-` with the ids on stdin (one per line).
@@ -253,7 +265,7 @@ pub(crate) fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>)
 
 /// Calls a tool once, prints the result, and classifies it.
 pub(crate) fn call_once(
-    linkly: &Linkly,
+    linkly: &Backend,
     printer: Printer,
     tool: &str,
     mut args: Map<String, Value>,
@@ -379,7 +391,7 @@ fn outline(data: &DataDir, a: OutlineArgs, printer: Printer) -> anyhow::Result<E
 
 /// Calls a one-document tool for each id: successes printed, failures collected.
 fn per_id(
-    linkly: &Linkly,
+    linkly: &Backend,
     printer: Printer,
     tool: &str,
     verb: &str,
@@ -491,86 +503,24 @@ fn read(data: &DataDir, a: ReadArgs, printer: Printer) -> anyhow::Result<ExitCod
     }))
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?)
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
-    }
-}
-
-fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
-    let mut config = load_config(data)?;
-    let mut changed = false;
-    for p in &a.paths {
-        changed |= config
-            .add_folder(p)
-            .with_context(|| format!("cannot watch {}", p.display()))?;
-    }
-    if changed {
-        config.save(data)?;
-    }
-    let index = Arc::new(Index::open(&data.index_dir())?);
-    let linkly = Arc::new(Linkly::new(index.clone(), data.clone(), config.clone()));
-    let state = ServerState::new(IndexStatus::Indexing);
-    let rt = runtime()?;
-    rt.block_on(async move {
-        let bound = linkly_mcp::bind_http(HttpOptions {
-            port: a.port,
-            port_file: Some(data.port_file()),
-            ..HttpOptions::default()
-        })
-        .await?;
-        eprintln!("Linkly MCP server: {}", bound.endpoint());
-        // Index in the background: keyword search answers at once, status says how far along.
-        let sync_state = state.clone();
-        let sync_data = data.clone();
-        std::thread::spawn(move || {
-            if config.folders.is_empty() && !config.notes_dir(&sync_data).is_dir() {
-                sync_state.set(IndexStatus::Idle);
-                return;
-            }
-            match run_sync(&index, &sync_data, &config) {
-                Ok(r) => {
-                    eprintln!(
-                        "Indexed {} files: {} new, {} changed, {} removed",
-                        r.seen, r.added, r.updated, r.removed
-                    );
-                    sync_state.set(IndexStatus::Idle);
-                    crate::model::background(&index, &sync_data);
-                }
-                Err(e) => {
-                    eprintln!("Error: indexing failed: {e}");
-                    sync_state.set(IndexStatus::Error);
-                }
-            }
-        });
-        linkly_mcp::serve_http(bound, linkly, state, shutdown_signal()).await
-    })?;
-    Ok(ExitCode::SUCCESS)
-}
-
 fn mcp(data: &DataDir) -> anyhow::Result<ExitCode> {
-    let linkly = Arc::new(open_tools(data)?);
-    runtime()?.block_on(linkly_mcp::serve_stdio(linkly))?;
+    let conn = backend::connection();
+    if let Some(endpoint) = conn.endpoint {
+        // Bridge: stdio in, the remote server's tools out.
+        let target = crate::health::Target::parse(&endpoint, conn.token)?;
+        runtime()?.block_on(linkly_mcp::serve_stdio_bridge(
+            &target.mcp_url(),
+            target.token.as_deref(),
+        ))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let linkly = Linkly::open(data.clone()).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    runtime()?.block_on(linkly_mcp::serve_stdio(Arc::new(linkly)))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -7,12 +7,16 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod args;
+mod backend;
 mod commands;
+mod daemon;
 mod discovery;
+mod health;
 mod model;
 mod notes;
 mod output;
 mod progress;
+mod status;
 
 use std::process::ExitCode;
 

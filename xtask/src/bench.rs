@@ -38,8 +38,16 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         .map(|s| s.parse::<usize>())
         .transpose()?
         .unwrap_or(10_000);
+    if what == "serve" {
+        let report = crate::bench_serve::run(docs)?;
+        println!("{report}");
+        let work = crate::target_dir().join("bench");
+        fs_err::create_dir_all(&work)?;
+        fs_err::write(work.join("report-serve.md"), &report)?;
+        return Ok(());
+    }
     if !matches!(what, "index" | "search" | "all") {
-        bail!("usage: cargo xtask bench index|search|all [--docs N]");
+        bail!("usage: cargo xtask bench index|search|all|serve [--docs N]");
     }
     let linkly_bin = build_cli()?;
     let work = crate::target_dir().join("bench");
@@ -107,7 +115,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn build_cli() -> anyhow::Result<PathBuf> {
+pub(crate) fn build_cli() -> anyhow::Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let ok = Command::new(cargo)
         .current_dir(crate::root())
@@ -133,7 +141,7 @@ fn index(bin: &Path, home: &Path, dir: &Path) -> anyhow::Result<Value> {
     serde_json::from_slice(&out.stdout).context("index --json output")
 }
 
-fn percentiles(mut ms: Vec<f64>) -> (f64, f64) {
+pub(crate) fn percentiles(mut ms: Vec<f64>) -> (f64, f64) {
     ms.sort_by(|a, b| a.total_cmp(b));
     let at = |p: f64| ms[((p * (ms.len() - 1) as f64).round() as usize).min(ms.len() - 1)];
     (at(0.5), at(0.99))

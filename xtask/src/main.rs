@@ -16,6 +16,7 @@ mod bench_beir;
 mod bench_discovery;
 mod bench_extract;
 mod bench_ocr;
+mod bench_serve;
 mod corpus;
 mod harness;
 mod test_model;
@@ -36,7 +37,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP probe client only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP probe client only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy"
             );
             std::process::exit(2);
         }

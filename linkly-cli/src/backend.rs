@@ -1,0 +1,104 @@
+//! Where tool calls go: to the server running for the data directory (or the one `--endpoint`
+//! names) over MCP, else to the tools embedded in this process.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use linkly_core::DataDir;
+use linkly_mcp::RemoteClient;
+use linkly_tools::{Linkly, ToolOutput};
+use serde_json::Value;
+
+use crate::health::{Target, read_port_file};
+
+/// The connection flags, set once from the command line.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Connection {
+    pub(crate) endpoint: Option<String>,
+    pub(crate) token: Option<String>,
+}
+
+static CONNECTION: OnceLock<Connection> = OnceLock::new();
+
+/// Records the connection flags (once, at start-up).
+pub(crate) fn set_connection(c: Connection) {
+    let _ = CONNECTION.set(c);
+}
+
+/// The connection flags.
+pub(crate) fn connection() -> Connection {
+    CONNECTION.get().cloned().unwrap_or_default()
+}
+
+/// The tools, embedded or remote.
+pub(crate) enum Backend {
+    Embedded(Box<Linkly>),
+    Remote {
+        rt: tokio::runtime::Runtime,
+        client: RemoteClient,
+    },
+}
+
+impl Backend {
+    /// Calls a tool by name; `Err` is a protocol-level failure (unknown tool, connection).
+    pub(crate) fn call(&self, name: &str, args: Value) -> Result<ToolOutput, String> {
+        match self {
+            Backend::Embedded(linkly) => linkly.call(name, args).map_err(|e| e.to_string()),
+            Backend::Remote { rt, client } => rt
+                .block_on(client.call(name, args))
+                .map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// The server to talk to, if any: `--endpoint`, else a live local server for this data
+/// directory (its port file answers `/health`).
+pub(crate) fn server_target(data: &DataDir) -> anyhow::Result<Option<Target>> {
+    let conn = connection();
+    if let Some(endpoint) = conn.endpoint {
+        return Ok(Some(Target::parse(&endpoint, conn.token)?));
+    }
+    let Ok(Some(port)) = read_port_file(&data.port_file()) else {
+        return Ok(None);
+    };
+    let target = Target::local(port);
+    Ok(target
+        .health_json(Duration::from_millis(1500))
+        .is_ok()
+        .then_some(target))
+}
+
+/// Opens the backend for tool commands.
+pub(crate) fn open(data: &DataDir) -> anyhow::Result<Backend> {
+    match server_target(data)? {
+        Some(target) => {
+            // Pre-flight, with the anchor's messages.
+            target
+                .health_json(Duration::from_secs(5))
+                .with_context(|| {
+                    format!(
+                        "Cannot connect to Linkly at {}. Run 'linkly doctor{}' to diagnose",
+                        target.base,
+                        connection()
+                            .endpoint
+                            .map(|_| format!(" --endpoint {} --token <your-token>", target.base))
+                            .unwrap_or_default()
+                    )
+                })?;
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let client = rt.block_on(RemoteClient::connect(
+                &target.mcp_url(),
+                target.token.as_deref(),
+            ))?;
+            Ok(Backend::Remote { rt, client })
+        }
+        None => {
+            let linkly =
+                Linkly::open(data.clone()).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+            Ok(Backend::Embedded(Box::new(linkly)))
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! The `/health` probe of a Linkly server, over a plain HTTP/1.1 request (no client library:
+//! it must answer within a tight timeout even when the server is wedged).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use serde_json::Value;
+
+/// A server's base URL (`http://host:port`), its MCP endpoint and how to reach it.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(crate) base: String,
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    pub(crate) token: Option<String>,
+}
+
+impl Target {
+    /// `http://127.0.0.1:<port>` for the local server.
+    pub(crate) fn local(port: u16) -> Target {
+        Target {
+            base: format!("http://127.0.0.1:{port}"),
+            host: "127.0.0.1".into(),
+            port,
+            token: None,
+        }
+    }
+
+    /// Normalises an endpoint: strips a trailing `/` and `/mcp`.
+    pub(crate) fn parse(endpoint: &str, token: Option<String>) -> anyhow::Result<Target> {
+        let mut base = endpoint.trim().trim_end_matches('/').to_string();
+        if let Some(b) = base.strip_suffix("/mcp") {
+            base = b.to_string();
+        }
+        let Some(rest) = base.strip_prefix("http://") else {
+            bail!(
+                "--endpoint must be an http:// URL like http://192.168.1.20:60606 (got {endpoint:?})"
+            );
+        };
+        let authority = rest.split('/').next().unwrap_or(rest);
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => (
+                h.trim_matches(['[', ']']).to_string(),
+                p.parse::<u16>()
+                    .with_context(|| format!("invalid port in --endpoint {endpoint:?}"))?,
+            ),
+            _ => (authority.to_string(), 80),
+        };
+        Ok(Target {
+            base,
+            host,
+            port,
+            token,
+        })
+    }
+
+    /// The MCP endpoint.
+    pub(crate) fn mcp_url(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    fn addr(&self) -> anyhow::Result<SocketAddr> {
+        (self.host.as_str(), self.port)
+            .to_socket_addrs()?
+            .next()
+            .with_context(|| format!("cannot resolve {}", self.host))
+    }
+
+    /// `GET /health`: the status code, the body, and the latency.
+    pub(crate) fn health(&self, timeout: Duration) -> anyhow::Result<(u16, String, Duration)> {
+        let started = Instant::now();
+        let mut stream = TcpStream::connect_timeout(&self.addr()?, timeout)?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        let auth = self
+            .token
+            .as_ref()
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "GET /health HTTP/1.1\r\nHost: {}:{}\r\n{auth}Connection: close\r\n\r\n",
+            self.host, self.port
+        )?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw)?;
+        let text = String::from_utf8_lossy(&raw);
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .context("not an HTTP response")?;
+        Ok((status, body.to_string(), started.elapsed()))
+    }
+
+    /// `/health` as JSON when the server answers 2xx.
+    pub(crate) fn health_json(&self, timeout: Duration) -> anyhow::Result<Value> {
+        let (status, body, _) = self.health(timeout)?;
+        match status {
+            200..=299 => Ok(serde_json::from_str(&body).context("the /health body is not JSON")?),
+            401 => bail!("Authentication failed (401): {body}"),
+            403 => bail!("Access denied (403): {body}"),
+            other => bail!("Server returned HTTP {other}: {body}"),
+        }
+    }
+}
+
+/// The port in a port file (`{"port": N}`), with the anchor's error messages.
+pub(crate) fn read_port_file(path: &std::path::Path) -> anyhow::Result<Option<u16>> {
+    let text = match fs_err::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let v: Value = serde_json::from_str(&text)
+        .with_context(|| format!("the port file {} is corrupted", path.display()))?;
+    let port = v["port"].as_u64().with_context(|| {
+        format!(
+            "the port file {} is corrupted: no numeric port",
+            path.display()
+        )
+    })?;
+    if port == 0 || port > 65535 {
+        bail!(
+            "Invalid port {port} in {} (must be 1-65535)",
+            path.display()
+        );
+    }
+    Ok(Some(port as u16))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_normalised() {
+        let t = Target::parse("http://192.168.1.20:60606/mcp/", None).unwrap();
+        assert_eq!(t.base, "http://192.168.1.20:60606");
+        assert_eq!((t.host.as_str(), t.port), ("192.168.1.20", 60606));
+        assert_eq!(t.mcp_url(), "http://192.168.1.20:60606/mcp");
+        let t = Target::parse("http://[::1]:7000", None).unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("::1", 7000));
+        assert!(Target::parse("https://x", None).is_err());
+    }
+}

@@ -1,0 +1,364 @@
+//! `linkly status` and `linkly doctor`.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use linkly_core::DataDir;
+use linkly_index::Index;
+use serde_json::{Value, json};
+
+use crate::backend::{connection, server_target};
+use crate::commands::load_config;
+use crate::health::{Target, read_port_file};
+use crate::output::Printer;
+
+fn index_label(status: &str) -> &str {
+    match status {
+        "watching" => "Up to date (watching)",
+        "scanning" => "Scanning...",
+        "indexing" => "Indexing...",
+        "idle" => "Idle",
+        "error" => "Error",
+        other => other,
+    }
+}
+
+/// `1234` → `1,234`; a million and more → `1.2M`.
+fn count(n: u64) -> String {
+    if n >= 1_000_000 {
+        return format!("{:.1}M", n as f64 / 1e6);
+    }
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub(crate) fn status(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCode> {
+    let config = load_config(data)?;
+    let cli_version = env!("CARGO_PKG_VERSION");
+    let target = server_target(data)?;
+    let health = target
+        .as_ref()
+        .map(|t| t.health_json(Duration::from_secs(5)));
+    let remote = connection().endpoint.is_some();
+    // Without a server, report the embedded index.
+    let embedded_docs = if target.is_none() {
+        Index::open(&data.index_dir())
+            .ok()
+            .and_then(|i| i.doc_count().ok())
+    } else {
+        None
+    };
+    if printer.json {
+        let mut v = json!({
+            "status": "success",
+            "cli_version": cli_version,
+            "data_dir": data.root(),
+            "folders": config.folders,
+        });
+        match (&target, &health) {
+            (Some(t), Some(Ok(h))) => {
+                v["server"] = json!("running");
+                v["app_version"] = h["version"].clone();
+                v["mcp_endpoint"] = h["mcp_endpoint"].clone();
+                v["doc_count"] = h["doc_count"].clone();
+                v["index_status"] = h["index_status"].clone();
+                v["base"] = json!(t.base);
+            }
+            (Some(_), Some(Err(e))) => {
+                v["status"] = json!("error");
+                v["server"] = json!("unreachable");
+                v["message"] = json!(e.to_string());
+            }
+            _ => {
+                v["server"] = json!("not running");
+                v["doc_count"] = json!(embedded_docs);
+                v["index_status"] = json!("idle");
+            }
+        }
+        if let Some(t) = &config.lan_token {
+            v["lan_token"] = json!(t);
+        }
+        println!("{v}");
+        return Ok(ExitCode::from(u8::from(v["status"] == "error")));
+    }
+    println!("Linkly Status");
+    println!("  CLI:    v{cli_version}");
+    println!("  Data:   {}", data.root().display());
+    println!(
+        "  Folders: {}",
+        if config.folders.is_empty() {
+            "none (add one with `linkly folders add <path>`)".to_string()
+        } else {
+            config
+                .folders
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    match (&target, health) {
+        (Some(_), Some(Ok(h))) => {
+            println!("  Server: v{}", h["version"].as_str().unwrap_or("?"));
+            println!("  MCP:    {}", h["mcp_endpoint"].as_str().unwrap_or("?"));
+            println!(
+                "  Docs:   {} indexed",
+                count(h["doc_count"].as_u64().unwrap_or(0))
+            );
+            println!(
+                "  Index:  {}",
+                index_label(h["index_status"].as_str().unwrap_or("?"))
+            );
+        }
+        (Some(t), Some(Err(e))) => {
+            eprintln!("  Server: unreachable at {} ({e})", t.base);
+            return Ok(ExitCode::FAILURE);
+        }
+        _ => {
+            println!(
+                "  Server: not running{}",
+                if remote {
+                    ""
+                } else {
+                    " (tool commands run embedded; start one with `linkly serve`)"
+                }
+            );
+            println!("  Docs:   {} indexed", count(embedded_docs.unwrap_or(0)));
+        }
+    }
+    if let Some(t) = &config.lan_token {
+        println!("  LAN token: {t}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+struct Check {
+    name: &'static str,
+    ok: bool,
+    detail: String,
+    latency_ms: Option<u64>,
+    advice: Option<String>,
+}
+
+impl Check {
+    fn ok(name: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            name,
+            ok: true,
+            detail: detail.into(),
+            latency_ms: None,
+            advice: None,
+        }
+    }
+    fn fail(name: &'static str, detail: impl Into<String>, advice: impl Into<String>) -> Check {
+        Check {
+            name,
+            ok: false,
+            detail: detail.into(),
+            latency_ms: None,
+            advice: Some(advice.into()),
+        }
+    }
+}
+
+fn server_checks(target: &Target, checks: &mut Vec<Check>) -> bool {
+    let started = Instant::now();
+    match target.health(Duration::from_secs(5)) {
+        Ok((200..=299, body, _)) => {
+            let mut c = Check::ok("Server", format!("{} answers /health", target.base));
+            c.latency_ms = Some(started.elapsed().as_millis() as u64);
+            checks.push(c);
+            if target.token.is_some() {
+                checks.push(Check::ok("Auth", "bearer token accepted"));
+            }
+            let h: Value = serde_json::from_str(&body).unwrap_or_default();
+            checks.push(Check::ok(
+                "App",
+                format!(
+                    "v{}, {} docs, index: {}",
+                    h["version"].as_str().unwrap_or("?"),
+                    h["doc_count"],
+                    h["index_status"].as_str().unwrap_or("?")
+                ),
+            ));
+            true
+        }
+        Ok((401, body, _)) => {
+            checks.push(Check::ok("Server", format!("{} is up", target.base)));
+            checks.push(Check::fail(
+                "Auth",
+                format!("401: {}", body.trim()),
+                "pass the server's LAN token with --token (shown by `linkly status` on that machine)",
+            ));
+            false
+        }
+        Ok((code, body, _)) => {
+            checks.push(Check::fail(
+                "Server",
+                format!("HTTP {code}: {}", body.trim()),
+                "is another program using this port? check the port file and restart `linkly serve`",
+            ));
+            false
+        }
+        Err(e) => {
+            checks.push(Check::fail(
+                "Server",
+                format!("cannot connect to {}: {e}", target.base),
+                "start it with `linkly serve` (or check --endpoint and that LAN access is on there)",
+            ));
+            false
+        }
+    }
+}
+
+pub(crate) fn doctor(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCode> {
+    let conn = connection();
+    let mut checks = Vec::new();
+    let mut target = None;
+    let mode = if conn.endpoint.is_some() {
+        "lan"
+    } else {
+        "local"
+    };
+    if let Some(endpoint) = &conn.endpoint {
+        match Target::parse(endpoint, conn.token.clone()) {
+            Ok(t) => target = Some(t),
+            Err(e) => checks.push(Check::fail("Connection", e.to_string(), "fix --endpoint")),
+        }
+    } else {
+        match read_port_file(&data.port_file()) {
+            Ok(Some(port)) => {
+                checks.push(Check::ok(
+                    "Port file",
+                    format!("{} → {port}", data.port_file().display()),
+                ));
+                target = Some(Target::local(port));
+            }
+            Ok(None) => checks.push(Check::fail(
+                "Port file",
+                format!(
+                    "{} is missing: no server is running",
+                    data.port_file().display()
+                ),
+                "start the server with `linkly serve` (tool commands still work embedded)",
+            )),
+            Err(e) => checks.push(Check::fail(
+                "Port file",
+                e.to_string(),
+                "remove the port file and restart `linkly serve`",
+            )),
+        }
+    }
+    let mut server_ok = false;
+    if let Some(t) = &target {
+        server_ok = server_checks(t, &mut checks);
+    }
+    // The index (local mode only: it lives in this data directory).
+    if conn.endpoint.is_none() {
+        match Index::open(&data.index_dir()).and_then(|i| i.health()) {
+            Ok(h) if h.stored == h.lexical && h.dirty == 0 => checks.push(Check::ok(
+                "Index",
+                format!("{} documents, store and full-text index agree", h.stored),
+            )),
+            Ok(h) => checks.push(Check::fail(
+                "Index",
+                format!(
+                    "{} stored, {} in the full-text index, {} unfinished",
+                    h.stored, h.lexical, h.dirty
+                ),
+                "run `linkly index` (or let `linkly serve` catch up) to finish the interrupted sync",
+            )),
+            Err(e) => checks.push(Check::fail(
+                "Index",
+                e.to_string(),
+                format!("remove {} and run `linkly index` to rebuild it", data.index_dir().display()),
+            )),
+        }
+    }
+    if let (Some(t), true) = (&target, server_ok) {
+        let started = Instant::now();
+        let listed = crate::commands::runtime().and_then(|rt| {
+            rt.block_on(async {
+                tokio::time::timeout(Duration::from_secs(10), async {
+                    let c =
+                        linkly_mcp::RemoteClient::connect(&t.mcp_url(), t.token.as_deref()).await?;
+                    let names = c.tool_names().await?;
+                    c.close().await;
+                    Ok::<_, linkly_mcp::RemoteError>(names)
+                })
+                .await
+                .map_err(|_| anyhow::anyhow!("timed out after 10 s"))?
+                .map_err(anyhow::Error::from)
+            })
+        });
+        match listed {
+            Ok(names) => {
+                let mut c = Check::ok(
+                    "MCP",
+                    format!("{} tools: {}", names.len(), names.join(", ")),
+                );
+                c.latency_ms = Some(started.elapsed().as_millis() as u64);
+                checks.push(c);
+            }
+            Err(e) => checks.push(Check::fail(
+                "MCP",
+                e.to_string(),
+                "the server answers /health but not MCP: restart `linkly serve`",
+            )),
+        }
+    }
+    let issues = checks.iter().filter(|c| !c.ok).count();
+    if printer.json {
+        let v = json!({
+            "status": if issues == 0 { "ok" } else { "error" },
+            "mode": mode,
+            "checks": checks.iter().map(|c| {
+                let mut o = json!({"name": c.name, "ok": c.ok, "detail": c.detail});
+                if let Some(l) = c.latency_ms { o["latency_ms"] = json!(l); }
+                if let Some(a) = &c.advice { o["advice"] = json!(a); }
+                o
+            }).collect::<Vec<_>>(),
+            "issues": issues,
+            "hard_failures": issues,
+            "warnings": 0,
+            "advice": checks.iter().find_map(|c| c.advice.clone()),
+        });
+        println!("{v}");
+    } else {
+        println!("Linkly Doctor");
+        for c in &checks {
+            let latency = c
+                .latency_ms
+                .map(|l| format!(" ({l} ms)"))
+                .unwrap_or_default();
+            println!(
+                "  {}:  [{}] {}{latency}",
+                c.name,
+                if c.ok { "ok" } else { "FAIL" },
+                c.detail
+            );
+        }
+        for c in checks.iter().filter(|c| !c.ok) {
+            if let Some(a) = &c.advice {
+                println!("  → {}: {a}", c.name);
+            }
+        }
+        if issues == 0 {
+            println!("All checks passed.");
+        } else {
+            println!("{issues} issue(s) found.");
+        }
+    }
+    Ok(if issues == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,276 @@
+//! `linkly serve` for real: live watching observed through an MCP client, catch-up after a
+//! restart, the single-writer lock, LAN tokens, and CLI client mode.
+
+mod common;
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Env;
+use linkly_mcp::RemoteClient;
+use serde_json::{Value, json};
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Server {
+    fn stop(mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg(self.0.id().to_string())
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !ok() {
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    start.elapsed()
+}
+
+fn status(env: &Env) -> Value {
+    let out = env.run(&["--json", "status"]);
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+fn start(env: &Env, extra: &[&str]) -> (Server, u16) {
+    let port = free_port();
+    let mut args = vec!["serve", "--port"];
+    let p = port.to_string();
+    args.push(&p);
+    args.extend_from_slice(extra);
+    let child = env
+        .cmd()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Server(child);
+    wait_until("the server to watch", Duration::from_secs(60), || {
+        status(env)["index_status"] == "watching"
+    });
+    let port: u16 =
+        serde_json::from_str::<Value>(&fs_err::read_to_string(env.home.join("port")).unwrap())
+            .unwrap()["port"]
+            .as_u64()
+            .unwrap() as u16;
+    (server, port)
+}
+
+struct Mcp {
+    rt: tokio::runtime::Runtime,
+    client: RemoteClient,
+}
+
+impl Mcp {
+    fn connect(port: u16) -> Mcp {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = rt
+            .block_on(RemoteClient::connect(
+                &format!("http://127.0.0.1:{port}/mcp"),
+                None,
+            ))
+            .unwrap();
+        Mcp { rt, client }
+    }
+
+    fn search(&self, query: &str) -> Value {
+        let out = self
+            .rt
+            .block_on(
+                self.client
+                    .call("search", json!({"query": query, "output_format": "json"})),
+            )
+            .unwrap();
+        assert!(!out.is_error, "{}", out.text);
+        serde_json::from_str(&out.text).unwrap()
+    }
+
+    fn paths(&self, query: &str) -> Vec<String> {
+        self.search(query)["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["path"].as_str().unwrap().to_string())
+            .collect()
+    }
+}
+
+#[test]
+fn changes_are_followed_live_and_caught_up_after_a_restart() {
+    let env = Env::sample();
+    env.run(&["folders", "add", env.docs.to_str().unwrap()]);
+    let (server, port) = start(&env, &[]);
+    let mcp = Mcp::connect(port);
+    let limit = Duration::from_secs(10);
+    let docs = env.docs.clone();
+    let ends = |paths: Vec<String>, file: &str| paths.iter().any(|p| p.ends_with(file));
+
+    // Create.
+    fs_err::write(docs.join("new.md"), "# New\n\naardvark sighting\n").unwrap();
+    let took = wait_until("a created file", limit, || {
+        ends(mcp.paths("aardvark"), "new.md")
+    });
+    eprintln!("create visible after {took:?}");
+    // Modify.
+    fs_err::write(docs.join("new.md"), "# New\n\nokapi sighting instead\n").unwrap();
+    wait_until("a modified file", limit, || {
+        ends(mcp.paths("okapi"), "new.md") && mcp.paths("aardvark").is_empty()
+    });
+    // Rename.
+    fs_err::rename(docs.join("new.md"), docs.join("renamed.md")).unwrap();
+    wait_until("a renamed file", limit, || {
+        let p = mcp.paths("okapi");
+        p.len() == 1 && p[0].ends_with("renamed.md")
+    });
+    // An editor's atomic save: write a temporary file, then rename it over the original.
+    fs_err::write(docs.join(".renamed.md.tmp"), "# New\n\nquokka now\n").unwrap();
+    fs_err::rename(docs.join(".renamed.md.tmp"), docs.join("renamed.md")).unwrap();
+    wait_until("an atomic save", limit, || {
+        ends(mcp.paths("quokka"), "renamed.md")
+    });
+    // Delete.
+    fs_err::remove_file(docs.join("renamed.md")).unwrap();
+    wait_until("a deleted file", limit, || mcp.paths("quokka").is_empty());
+    // A burst: many files at once settle into few syncs.
+    for i in 0..300 {
+        fs_err::write(
+            docs.join(format!("burst-{i}.txt")),
+            format!("burstword number{i}\n"),
+        )
+        .unwrap();
+    }
+    wait_until("a burst", Duration::from_secs(30), || {
+        mcp.search("burstword")["total"] == 300
+    });
+
+    // Stop, change files while down, restart: the start-up sync catches up.
+    drop(mcp);
+    server.stop();
+    assert!(
+        !env.home.join("port").exists(),
+        "the port file is removed at shutdown"
+    );
+    fs_err::write(docs.join("while-down.md"), "pangolin\n").unwrap();
+    fs_err::remove_file(docs.join("burst-0.txt")).unwrap();
+    let (_server, port) = start(&env, &[]);
+    let mcp = Mcp::connect(port);
+    assert!(ends(mcp.paths("pangolin"), "while-down.md"));
+    assert_eq!(mcp.search("burstword")["total"], 299);
+}
+
+#[test]
+fn one_server_per_data_directory_and_cli_client_mode() {
+    let env = Env::sample();
+    env.run(&["folders", "add", env.docs.to_str().unwrap()]);
+    let (_server, port) = start(&env, &[]);
+    let out = env.run(&["serve", "--port", &free_port().to_string()]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("already running"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Tool commands go to the running server.
+    let v = env.json(&["search", "budget"]);
+    assert_eq!(v["total"], 2);
+    let out = env.run(&["--json", "read", "../../etc/passwd"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("doc_id must be a document id"));
+    // And to an explicit endpoint.
+    let v = env.json(&[
+        "--endpoint",
+        &format!("http://127.0.0.1:{port}/mcp"),
+        "search",
+        "budget",
+    ]);
+    assert_eq!(v["total"], 2);
+    let s = status(&env);
+    assert_eq!(s["server"], "running");
+    let out = env.run(&["--json", "doctor"]);
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["status"], "ok", "{d}");
+    assert!(out.status.success());
+}
+
+/// Sends GET /health from a given local source address.
+fn health_from(source: &str, port: u16, token: Option<&str>) -> String {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+        let mut s = socket
+            .connect(format!("127.0.0.1:{port}").parse().unwrap())
+            .await
+            .unwrap();
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        s.write_all(
+            format!(
+                "GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Connection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    })
+}
+
+#[test]
+fn lan_mode_requires_the_token_from_other_hosts() {
+    let env = Env::sample();
+    env.run(&["folders", "add", env.docs.to_str().unwrap()]);
+    let (_server, port) = start(&env, &["--lan"]);
+    let token = status(&env)["lan_token"].as_str().unwrap().to_string();
+    assert_eq!(token.len(), 32);
+    let config = fs_err::read_to_string(env.home.join("config.toml")).unwrap();
+    assert!(config.contains(&token), "the token is kept in the config");
+    // 127.0.0.2 stands for another host: no token → 401, wrong token → 401, token → 200.
+    assert!(health_from("127.0.0.2", port, None).starts_with("HTTP/1.1 401"));
+    assert!(health_from("127.0.0.2", port, Some("wrong")).starts_with("HTTP/1.1 401"));
+    assert!(health_from("127.0.0.2", port, Some(&token)).starts_with("HTTP/1.1 200"));
+    // Loopback never needs it.
+    assert!(health_from("127.0.0.1", port, None).starts_with("HTTP/1.1 200"));
+    // The CLI reaches it with --endpoint and --token, like a LAN client.
+    let v = env.json(&[
+        "--endpoint",
+        &format!("http://127.0.0.1:{port}"),
+        "--token",
+        &token,
+        "search",
+        "budget",
+    ]);
+    assert_eq!(v["total"], 2);
+}

@@ -1,0 +1,191 @@
+//! `cargo xtask bench serve`: the daemon under load.
+//!
+//! Indexes the generated corpus with a release `linkly serve`, then drives it with K concurrent
+//! MCP clients over HTTP (the official Python SDK's load mode in `mcp-probe`) calling search and
+//! read, measures the time from a file save to the change being searchable, and reads the
+//! daemon's resident memory.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+
+use crate::bench::{build_cli, percentiles};
+use crate::corpus;
+
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.0.id().to_string()).status();
+        let _ = self.0.wait();
+    }
+}
+
+fn status(bin: &Path, home: &Path) -> Value {
+    Command::new(bin)
+        .args(["--json", "--home"])
+        .arg(home)
+        .arg("status")
+        .output()
+        .ok()
+        .and_then(|o| serde_json::from_slice(&o.stdout).ok())
+        .unwrap_or(Value::Null)
+}
+
+fn proc_kb(pid: u32, key: &str) -> u64 {
+    fs_err::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn load(url: &str, k: usize, repeat: usize, tool: &str, args: &Value) -> anyhow::Result<Value> {
+    let harness = crate::harness::probe_setup()?;
+    let report = std::env::temp_dir().join(format!("linkly-load-{k}-{tool}.json"));
+    let out = Command::new(harness.join("venv/bin/python"))
+        .arg(crate::shared_dir().join("tools/mcp-probe/probe.py"))
+        .args(["--http", url, "--concurrency", &k.to_string()])
+        .args(["--repeat", &repeat.to_string(), "--tool", tool])
+        .args([
+            "--args",
+            &args.to_string(),
+            "--max-seconds",
+            "300",
+            "--json-report",
+        ])
+        .arg(&report)
+        .output()?;
+    if !report.exists() {
+        bail!(
+            "load run failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(serde_json::from_str(&fs_err::read_to_string(&report)?)?)
+}
+
+pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
+    let bin = build_cli()?;
+    let work = crate::target_dir().join("bench");
+    let corpus = corpus::generated(&work, docs)?;
+    let home = work.join("home-serve");
+    let _ = fs_err::remove_dir_all(&home);
+    let watched = work.join("serve-live");
+    let _ = fs_err::remove_dir_all(&watched);
+    fs_err::create_dir_all(&watched)?;
+    let port = 61606u16;
+    let started = Instant::now();
+    let child = Command::new(&bin)
+        .arg("--home")
+        .arg(&home)
+        .args(["serve", "--port", &port.to_string()])
+        .arg(&corpus)
+        .arg(&watched)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let pid = child.id();
+    let _daemon = Daemon(child);
+    while status(&bin, &home)["index_status"] != "watching" {
+        if started.elapsed() > Duration::from_secs(600) {
+            bail!("the daemon did not finish indexing in 10 minutes");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let ready = started.elapsed();
+    let st = status(&bin, &home);
+    let url = st["mcp_endpoint"]
+        .as_str()
+        .context("no endpoint")?
+        .to_string();
+    let rss = proc_kb(pid, "VmRSS:");
+    let hwm = proc_kb(pid, "VmHWM:");
+    let mut report = String::from("| serve | step | figure |\n|---|---|---|\n");
+    report.push_str(&format!(
+        "| serve | index {} docs then watch | ready in {:.1} s; RSS {:.0} MB (peak {:.0} MB) |\n",
+        st["doc_count"],
+        ready.as_secs_f64(),
+        rss as f64 / 1024.0,
+        hwm as f64 / 1024.0
+    ));
+
+    // A document id for read.
+    let out = Command::new(&bin)
+        .args(["--json", "--home"])
+        .arg(&home)
+        .args(["search", "section", "--limit", "1"])
+        .output()?;
+    let v: Value = serde_json::from_slice(&out.stdout)?;
+    let doc_id = v["results"][0]["doc_id"]
+        .as_str()
+        .context("no document")?
+        .to_string();
+    let queries = corpus::generated_queries(1);
+    for k in [1usize, 4, 16] {
+        for (tool, args) in [
+            ("search", json!({"query": queries[0], "limit": 10})),
+            ("read", json!({"doc_id": doc_id, "offset": 1, "limit": 50})),
+        ] {
+            let repeat = (400 / k).max(25);
+            let r = load(&url, k, repeat, tool, &args)?;
+            let wall = r["wall_s"].as_f64().unwrap_or(1.0);
+            report.push_str(&format!(
+                "| serve | {k} client(s) × {repeat} {tool} | {:.0} calls/s, p50 {:.1} ms, p99 {:.1} ms, errors {} |\n",
+                r["calls"].as_f64().unwrap_or(0.0) / wall,
+                r["p50"].as_f64().unwrap_or(0.0),
+                r["p99"].as_f64().unwrap_or(0.0),
+                r["errors"].as_object().map_or(0, |e| e
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != "deadline")
+                    .map(|(_, v)| v.as_u64().unwrap_or(0))
+                    .sum::<u64>())
+            ));
+        }
+    }
+
+    // Save → searchable.
+    let mut ms = Vec::new();
+    for i in 0..20 {
+        let word = format!("freshword{i}x{}", std::process::id());
+        let t = Instant::now();
+        fs_err::write(
+            watched.join(format!("live-{i}.md")),
+            format!("# Live\n\n{word}\n"),
+        )?;
+        loop {
+            let out = Command::new(&bin)
+                .args(["--json", "--home"])
+                .arg(&home)
+                .args(["search", &word])
+                .output()?;
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+            if v["total"].as_u64() == Some(1) {
+                break;
+            }
+            if t.elapsed() > Duration::from_secs(30) {
+                bail!("a saved file was not searchable after 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let (p50, _) = percentiles(ms.clone());
+    ms.sort_by(|a, b| a.total_cmp(b));
+    let p95 = ms[((0.95 * (ms.len() - 1) as f64).round()) as usize];
+    report.push_str(&format!(
+        "| serve | file save → searchable (20 saves) | p50 {p50:.0} ms, p95 {p95:.0} ms |\n"
+    ));
+    report.push_str(&format!(
+        "| serve | daemon RSS after the load | {:.0} MB |\n",
+        proc_kb(pid, "VmRSS:") as f64 / 1024.0
+    ));
+    Ok(report)
+}
