@@ -66,7 +66,7 @@ pub(crate) enum Command {
     /// Serve MCP over stdio (for clients that start the server themselves); with --endpoint,
     /// forward to that server.
     Mcp,
-    /// The embedding model for semantic search: status, download, use <name>.
+    /// The embedding model for semantic search: status, download, use `<name>`.
     #[command(subcommand)]
     Model(crate::model::ModelCommand),
     /// Show the server, index and model state.
@@ -127,7 +127,7 @@ pub(crate) struct SearchArgs {
     /// Document types, comma-separated (pdf,docx,md,...).
     #[arg(long = "type", value_name = "TYPES")]
     pub(crate) doc_types: Option<String>,
-    /// A library name or local://<id>.
+    /// A library name or `local://<id>`.
     #[arg(long)]
     pub(crate) library: Option<String>,
     /// A substring glob on the absolute path.

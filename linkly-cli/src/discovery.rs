@@ -31,14 +31,14 @@ pub(crate) enum LibraryCommand {
     },
     /// Remove a library (its folders stay watched).
     Remove {
-        /// A name or local://<id>.
+        /// A name or `local://<id>`.
         library: String,
     },
     /// List the libraries of the config.
     List,
     /// Change a library.
     Edit {
-        /// A name or local://<id>.
+        /// A name or `local://<id>`.
         library: String,
         /// A new name.
         #[arg(long)]
@@ -60,7 +60,7 @@ pub(crate) enum LibraryCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct ExploreArgs {
-    /// Only this library (name or local://<id>).
+    /// Only this library (name or `local://<id>`).
     #[arg(long)]
     pub(crate) library: Option<String>,
 }
@@ -70,7 +70,7 @@ pub(crate) struct FindPathsArgs {
     /// Folder keywords, comma-separated (OR-ed).
     #[arg(long, required = true)]
     pub(crate) patterns: String,
-    /// Only this library (name or local://<id>).
+    /// Only this library (name or `local://<id>`).
     #[arg(long)]
     pub(crate) library: Option<String>,
     /// Folders returned (1–50, default 10).
@@ -90,7 +90,7 @@ pub(crate) struct ListArgs {
     /// `folder`, `library` or `notes` (checked by the tool).
     #[arg(long, required = true)]
     pub(crate) scope: String,
-    /// A library name or local://<id> (scope library).
+    /// A library name or `local://<id>` (scope library).
     #[arg(long)]
     pub(crate) library: Option<String>,
     /// A directory inside the watched folders (scopes folder and library).

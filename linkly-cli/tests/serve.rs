@@ -132,10 +132,9 @@ fn changes_are_followed_live_and_caught_up_after_a_restart() {
 
     // Create.
     fs_err::write(docs.join("new.md"), "# New\n\naardvark sighting\n").unwrap();
-    let took = wait_until("a created file", limit, || {
+    wait_until("a created file", limit, || {
         ends(mcp.paths("aardvark"), "new.md")
     });
-    eprintln!("create visible after {took:?}");
     // Modify.
     fs_err::write(docs.join("new.md"), "# New\n\nokapi sighting instead\n").unwrap();
     wait_until("a modified file", limit, || {

@@ -49,7 +49,7 @@ const RECENT_DIRS: usize = 10;
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExploreParams {
-    /// Only this library (name or local://<id>). Default: all indexed local content.
+    /// Only this library (name or `local://<id>`). Default: all indexed local content.
     #[serde(default)]
     pub library: Option<String>,
     /// `markdown` (default) or `json`.

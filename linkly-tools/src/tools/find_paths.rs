@@ -38,7 +38,7 @@ pub struct FindPathsParams {
     /// 1–10 keywords (each at most 64 bytes), OR-ed; matched as substrings of folder paths,
     /// ASCII case-insensitive, CJK literal.
     pub patterns: Vec<String>,
-    /// Only folders of this library (name or local://<id>).
+    /// Only folders of this library (name or `local://<id>`).
     #[serde(default)]
     pub library: Option<String>,
     /// Folders returned, 1–50. Default 10.
