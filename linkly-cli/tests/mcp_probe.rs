@@ -131,11 +131,12 @@ fn start_server(env: &Env, port: u16) -> (Server, u16) {
     let v: Value = serde_json::from_str(&fs_err::read_to_string(&port_file).unwrap()).unwrap();
     let port = v["port"].as_u64().unwrap() as u16;
     wait_for("indexing to finish", || {
-        http(
+        let health = http(
             port,
             "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-        )
-        .contains("\"index_status\":\"idle\"")
+        );
+        health.contains("\"index_status\":\"watching\"")
+            || health.contains("\"index_status\":\"idle\"")
     });
     (server, port)
 }

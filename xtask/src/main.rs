@@ -7,6 +7,8 @@
 //! - `cargo xtask bench discovery [--docs N]`: explore, find_paths and list latency on a
 //!   generated 100,000-document index (release build).
 //! - `cargo xtask bench ocr`: OCR speed and character error rate, default languages vs English.
+//! - `cargo xtask bench extract [--passes N] [--formats md,pdf]`: extraction MB/s and files/s
+//!   per format on `../shared/corpus` (release build).
 
 // A command-line tool prints by design.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
