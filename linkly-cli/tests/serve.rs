@@ -200,6 +200,29 @@ fn one_server_per_data_directory_and_cli_client_mode() {
     let out = env.run(&["--json", "read", "../../etc/passwd"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("doc_id must be a document id"));
+    // Every path check holds through the daemon too: list paths, note ids.
+    let out = env.run(&["--json", "list", "--scope", "folder", "--path", "/etc"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("PATH_NOT_ALLOWED"));
+    let sneaky = format!("{}/../../..", env.docs.display());
+    let out = env.run(&["--json", "list", "--scope", "folder", "--path", &sneaky]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("PATH_NOT_ALLOWED"));
+    let out = env.run(&[
+        "--json",
+        "note-save",
+        "--mode",
+        "edit",
+        "--note-id",
+        "../../etc/passwd",
+        "--base-version",
+        "0",
+        "--content",
+        "x",
+    ]);
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("note_id"), "{text}");
+    assert!(!env.home.join("etc").exists());
     // And to an explicit endpoint.
     let v = env.json(&[
         "--endpoint",
