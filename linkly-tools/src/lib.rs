@@ -1,20 +1,36 @@
-//! Linkly's tools — `search`, `outline`, `grep` and `read` — as a typed Rust API and as
-//! name + JSON calls: parameter types with JSON schemas, validation into strict values, execution
-//! against a [`linkly_index::Index`], and Markdown/JSON rendering with the `[meta] now=` footer.
+//! Linkly's tools — search, outline, grep, read, list_libraries, explore, find_paths, list and
+//! note_save — as a typed Rust API and as name + JSON calls: parameter types with JSON schemas,
+//! validation, execution against a [`linkly_index::Index`], and Markdown/JSON rendering with
+//! the `[meta] now=` footer; and the notes store, the one writer of user-visible files.
 //!
 //! This is the only crate that knows tool names, parameter schemas and the response format.
 //! It knows nothing of JSON-RPC, MCP or command lines: `linkly-mcp` and `linkly-cli` call
 //! [`Linkly::call`] (or the typed methods) and print what comes back.
 //!
-//! ```no_run
+//! ```
+//! use linkly_core::{Config, DataDir};
 //! use linkly_tools::{Linkly, SearchParams};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let linkly = Linkly::open(linkly_core::DataDir::from_env())?;
+//! # let tmp = tempfile::tempdir()?;
+//! # let docs = tmp.path().join("docs");
+//! # fs_err::create_dir_all(&docs)?;
+//! # fs_err::write(docs.join("plan.md"), "# Plan\n\nThe budget for 2024 is set.\n")?;
+//! // A data directory (index, config, notes) and a watched folder.
+//! let data = DataDir::new(tmp.path().join("home"));
+//! let mut config = Config::default();
+//! config.add_folder(&docs)?;
+//! config.save(&data)?;
+//!
+//! // Index the folder, then search it as an agent would.
+//! let linkly = Linkly::open(data)?;
+//! linkly.index().sync(&linkly.sync_options(), &mut |_| {})?;
 //! let found = linkly.search(SearchParams { query: "budget 2024".into(), ..Default::default() })?;
-//! for hit in &found.results {
-//!     println!("{} {} {}", hit.doc_id, hit.relevance, hit.path);
-//! }
+//! assert_eq!(found.results[0].title, "Plan");
+//!
+//! // The same through the name + JSON entry point that MCP and the CLI use.
+//! let out = linkly.call("read", serde_json::json!({"doc_id": found.results[0].doc_id, "limit": 3}))?;
+//! assert!(out.text.contains("     3\tThe budget for 2024 is set."));
 //! # Ok(()) }
 //! ```
 
