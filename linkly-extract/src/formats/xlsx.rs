@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Cursor;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use calamine::{DataRef, Reader, SheetType, SheetVisible, Xlsx as Workbook};
 use linkly_core::{DocType, OutlineNode, SkipReason};
@@ -114,6 +115,9 @@ impl Extractor for Xlsx {
                     "(… more cells not read: over {MAX_CELLS} cells in the workbook)"
                 ));
             }
+            if grid.unreadable {
+                lines.push("(… the rest of this sheet could not be read)".to_string());
+            }
             node.end_line = lines.len() as u32;
             outline.push(node);
         }
@@ -138,6 +142,8 @@ impl Extractor for Xlsx {
 struct Grid {
     cells: BTreeMap<u32, BTreeMap<u32, String>>,
     truncated: bool,
+    /// calamine failed part way through the sheet.
+    unreadable: bool,
 }
 
 impl Grid {
@@ -171,22 +177,28 @@ fn read_sheet<RS: std::io::Read + std::io::Seek>(
     cells_left: &mut usize,
 ) -> Grid {
     let mut grid = Grid::default();
-    let Ok(mut reader) = workbook.worksheet_cells_reader(name) else {
-        return grid;
-    };
-    while let Ok(Some(cell)) = reader.next_cell() {
-        let text = cell_text(cell.get_value());
-        if text.trim().is_empty() {
-            continue;
+    // calamine panics on some malformed cell references (an over-long `r="AAAA…1"` overflows
+    // its u32 arithmetic where overflow checks are on; found by `fuzz/`): that costs the rest of
+    // this sheet, not the workbook.
+    let read = catch_unwind(AssertUnwindSafe(|| {
+        let Ok(mut reader) = workbook.worksheet_cells_reader(name) else {
+            return;
+        };
+        while let Ok(Some(cell)) = reader.next_cell() {
+            let text = cell_text(cell.get_value());
+            if text.trim().is_empty() {
+                continue;
+            }
+            if *cells_left == 0 {
+                grid.truncated = true;
+                break;
+            }
+            *cells_left -= 1;
+            let (row, col) = cell.get_position();
+            grid.cells.entry(row).or_default().insert(col, text);
         }
-        if *cells_left == 0 {
-            grid.truncated = true;
-            break;
-        }
-        *cells_left -= 1;
-        let (row, col) = cell.get_position();
-        grid.cells.entry(row).or_default().insert(col, text);
-    }
+    }));
+    grid.unreadable = read.is_err();
     grid
 }
 
@@ -315,6 +327,73 @@ mod tests {
                 vec![String::new(), "x".to_string()]
             ]
         );
+    }
+
+    /// A workbook whose first sheet has an over-long cell reference (`r="AAAA…1"`), which
+    /// overflows calamine's u32 arithmetic (a panic where overflow checks are on; found by
+    /// `fuzz/` xlsx), and a second sheet that reads.
+    fn workbook_with_overlong_reference() -> Vec<u8> {
+        use std::io::Write as _;
+        let main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main";
+        let rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships";
+        let sheet = |cells: &str| {
+            format!(
+                r#"<worksheet xmlns="{main}"><sheetData><row r="1">{cells}</row></sheetData></worksheet>"#
+            )
+        };
+        let cell =
+            |r: &str, t: &str| format!(r#"<c r="{r}" t="inlineStr"><is><t>{t}</t></is></c>"#);
+        let files = [
+            (
+                "_rels/.rels",
+                format!(
+                    r#"<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{rel}/officeDocument" Target="xl/workbook.xml"/></Relationships>"#
+                ),
+            ),
+            (
+                "xl/workbook.xml",
+                format!(
+                    r#"<workbook xmlns="{main}" xmlns:r="{rel}"><sheets><sheet name="Bad" sheetId="1" r:id="rId1"/><sheet name="Good" sheetId="2" r:id="rId2"/></sheets></workbook>"#
+                ),
+            ),
+            (
+                "xl/_rels/workbook.xml.rels",
+                format!(
+                    r#"<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="{rel}/worksheet" Target="worksheets/sheet2.xml"/></Relationships>"#
+                ),
+            ),
+            (
+                "xl/worksheets/sheet1.xml",
+                sheet(&(cell("A1", "first") + &cell(&format!("{}1", "A".repeat(40)), "bad"))),
+            ),
+            (
+                "xl/worksheets/sheet2.xml",
+                sheet(&cell("A1", "second sheet")),
+            ),
+        ];
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        for (name, body) in files {
+            zip.start_file(name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            zip.write_all(body.as_bytes()).unwrap();
+        }
+        zip.finish().unwrap().into_inner()
+    }
+
+    #[test]
+    fn overlong_cell_reference_costs_at_most_its_sheet() {
+        let bytes = workbook_with_overlong_reference();
+        let out = Xlsx
+            .extract(&Input {
+                path: std::path::Path::new("a.xlsx"),
+                bytes: &bytes,
+            })
+            .unwrap();
+        assert!(out.text.contains("## Sheet: Bad"), "{}", out.text);
+        assert!(out.text.contains("second sheet"), "{}", out.text);
+        if cfg!(debug_assertions) {
+            assert!(out.text.contains("could not be read"), "{}", out.text);
+        }
     }
 
     #[test]
