@@ -10,3 +10,6 @@ pub const LINKLY_TESSERACT: &str = "LINKLY_TESSERACT";
 /// A local folder holding the embedding model (`config.json`, `tokenizer.json`,
 /// `model.safetensors`): used instead of the selected, downloaded model (offline machines).
 pub const LINKLY_MODEL_DIR: &str = "LINKLY_MODEL_DIR";
+/// The forward pass that runs the embedding model: unset for Linkly's CPU-tuned encoder,
+/// `candle-transformers` for candle-transformers' reference models (slower; for comparison).
+pub const LINKLY_EMBED_ENGINE: &str = "LINKLY_EMBED_ENGINE";

@@ -9,6 +9,10 @@
 //! - `cargo xtask bench ocr`: OCR speed and character error rate, default languages vs English.
 //! - `cargo xtask bench extract [--passes N] [--formats md,pdf]`: extraction MB/s and files/s
 //!   per format on `../shared/corpus` (release build).
+//! - `cargo xtask bench beir [--dataset DIR] [--model DIR]`: nDCG@10 / Recall@100 of bm25, dense
+//!   and hybrid search on a BEIR dataset, embedding throughput, latency, peak RSS.
+//! - `cargo xtask bench embed [--docs N] [--model DIR]`: embedding throughput and peak RSS of
+//!   Linkly's encoder against candle-transformers' on SciFact abstracts.
 
 // A command-line tool prints by design.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -16,6 +20,7 @@
 mod bench;
 mod bench_beir;
 mod bench_discovery;
+mod bench_embed;
 mod bench_extract;
 mod bench_ocr;
 mod bench_serve;
@@ -33,13 +38,14 @@ fn main() -> anyhow::Result<()> {
         Some("test-model") => test_model::ensure().map(|p| println!("{}", p.display())),
         Some("bench") if args.get(1).is_some_and(|a| a == "ocr") => bench_ocr::run(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "beir") => bench_beir::run(&args[2..]),
+        Some("bench") if args.get(1).is_some_and(|a| a == "embed") => bench_embed::run(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "discovery") => {
             bench_discovery::run(&args[2..])
         }
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP probe client only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP probe client only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)"
             );
             std::process::exit(2);
         }

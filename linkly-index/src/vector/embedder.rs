@@ -12,7 +12,54 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::{bert, xlm_roberta};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
+use crate::vector::encoder::{EncoderConfig, FastEncoder};
+use crate::vector::kernels::Activation;
 use crate::{Error, Result};
+
+/// Which forward pass runs the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Engine {
+    /// [`FastEncoder`]: fused, vectorised, multi-threaded (the default).
+    Fast,
+    /// candle-transformers' `bert` / `xlm_roberta` as they are
+    /// (`LINKLY_EMBED_ENGINE=candle-transformers`): for comparison and as a fallback.
+    Reference,
+}
+
+impl Engine {
+    /// The engine `LINKLY_EMBED_ENGINE` asks for; the fast one unless it says
+    /// `candle-transformers`.
+    pub(crate) fn from_env() -> Engine {
+        match std::env::var(linkly_core::env::LINKLY_EMBED_ENGINE).as_deref() {
+            Ok("candle-transformers" | "reference") => Engine::Reference,
+            _ => Engine::Fast,
+        }
+    }
+}
+
+/// The fast encoder's settings from `config.json`, when it covers the architecture.
+fn fast_config(config: &serde_json::Value, model_type: &str) -> Option<EncoderConfig> {
+    let get = |k: &str| config[k].as_u64().map(|v| v as usize);
+    let position_offset = match model_type {
+        "bert" => 0,
+        "xlm-roberta" | "roberta" => get("pad_token_id").unwrap_or(1) + 1,
+        _ => return None,
+    };
+    if config["position_embedding_type"]
+        .as_str()
+        .is_some_and(|t| t != "absolute")
+    {
+        return None;
+    }
+    Some(EncoderConfig {
+        hidden: get("hidden_size")?,
+        heads: get("num_attention_heads")?,
+        layers: get("num_hidden_layers")?,
+        eps: config["layer_norm_eps"].as_f64().unwrap_or(1e-12) as f32,
+        activation: Activation::from_config(config["hidden_act"].as_str().unwrap_or("gelu"))?,
+        position_offset,
+    })
+}
 
 /// The files a model folder must hold.
 pub(crate) const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
@@ -32,6 +79,10 @@ enum Pooling {
 }
 
 enum Encoder {
+    /// The CPU-tuned forward pass (the default).
+    Fast(FastEncoder),
+    /// candle-transformers' models: the reference, and the path for configurations the fast
+    /// one does not cover.
     Bert(bert::BertModel),
     XlmRoberta(xlm_roberta::XLMRobertaModel),
 }
@@ -81,6 +132,11 @@ impl Embedder {
     /// Loads the model in `dir`. `name` (a hub id or folder name) decides the prefixes, unless the
     /// folder's `linkly.json` declares `query_prefix` / `passage_prefix`.
     pub(crate) fn load(dir: &Path, name: &str) -> Result<Embedder> {
+        Self::load_with(dir, name, Engine::from_env())
+    }
+
+    /// [`Embedder::load`] with the forward pass chosen.
+    pub(crate) fn load_with(dir: &Path, name: &str, engine: Engine) -> Result<Embedder> {
         for f in MODEL_FILES {
             if !dir.join(f).is_file() {
                 return Err(model_error(dir, format!("{f} is missing")));
@@ -96,6 +152,28 @@ impl Embedder {
         // storage, so the map is gone once loading returns.
         let tensors = candle_core::safetensors::load(&weights, &device)
             .map_err(|e| model_error(dir, format!("model.safetensors: {e}")))?;
+        let fast = match engine {
+            Engine::Fast => fast_config(&config, &model_type),
+            Engine::Reference => None,
+        };
+        if let Some(cfg) = fast {
+            let dim = cfg.hidden;
+            let usable = config["max_position_embeddings"]
+                .as_u64()
+                .map_or(512, |v| v as usize)
+                .saturating_sub(cfg.position_offset);
+            let encoder = FastEncoder::new(tensors, cfg)
+                .map_err(|e| model_error(dir, format!("loading weights: {e}")))?;
+            return Self::finish(
+                dir,
+                name,
+                &config,
+                Encoder::Fast(encoder),
+                dim,
+                usable,
+                device,
+            );
+        }
         let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
         let (encoder, dim, max_positions) = match model_type.as_str() {
             "bert" => {
@@ -133,6 +211,19 @@ impl Embedder {
             }
         };
 
+        Self::finish(dir, name, &config, encoder, dim, max_positions, device)
+    }
+
+    /// Tokenizer, pooling, normalisation and prefixes: the same whatever runs the model.
+    fn finish(
+        dir: &Path,
+        name: &str,
+        config: &serde_json::Value,
+        encoder: Encoder,
+        dim: usize,
+        max_positions: usize,
+        device: Device,
+    ) -> Result<Embedder> {
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|e| model_error(dir, format!("tokenizer.json: {e}")))?;
         let max_seq = read_json(&dir.join("sentence_bert_config.json"))
@@ -243,13 +334,20 @@ impl Embedder {
         n: usize,
         len: usize,
     ) -> candle_core::Result<Vec<Vec<f32>>> {
-        let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
-        let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
-        let types = ids.zeros_like()?;
         let hidden = match &self.encoder {
-            Encoder::Bert(m) => m.forward(&ids, &types, Some(&mask))?,
-            Encoder::XlmRoberta(m) => m.forward(&ids, &mask, &types, None, None, None)?,
+            Encoder::Fast(m) => m.forward(&ids, &mask, n, len)?,
+            Encoder::Bert(_) | Encoder::XlmRoberta(_) => {
+                let ids = Tensor::from_vec(ids.clone(), (n, len), &self.device)?;
+                let mask = Tensor::from_vec(mask.clone(), (n, len), &self.device)?;
+                let types = ids.zeros_like()?;
+                match &self.encoder {
+                    Encoder::Bert(m) => m.forward(&ids, &types, Some(&mask))?,
+                    Encoder::XlmRoberta(m) => m.forward(&ids, &mask, &types, None, None, None)?,
+                    Encoder::Fast(_) => unreachable!("matched above"),
+                }
+            }
         };
+        let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
         let pooled = match self.pooling {
             Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
             Pooling::Mean => {
@@ -448,6 +546,64 @@ mod tests {
         // Queries carry their prefix, so they embed differently.
         let q = e.embed(&texts[..1], TextKind::Query).unwrap();
         assert_ne!(q[0], single[0]);
+        // The fast encoder computes what candle-transformers' model computes.
+        let reference = Embedder::load_with(
+            tmp.path(),
+            "intfloat/multilingual-e5-small",
+            Engine::Reference,
+        )
+        .unwrap();
+        assert!(matches!(e.encoder, Encoder::Fast(_)));
+        assert!(!matches!(reference.encoder, Encoder::Fast(_)));
+        assert_agree(&v, &reference.embed(&texts, TextKind::Passage).unwrap());
+    }
+
+    /// Every pair of vectors points the same way (cosine ≥ 0.99999) and differs by little.
+    fn assert_agree(a: &[Vec<f32>], b: &[Vec<f32>]) {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            let cos: f32 = x.iter().zip(y).map(|(p, q)| p * q).sum();
+            let diff = x
+                .iter()
+                .zip(y)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0.0f32, f32::max);
+            assert!(
+                cos > 0.99999 && diff < 1e-3,
+                "cosine {cos}, largest difference {diff}"
+            );
+        }
+    }
+
+    /// The real test model (all-MiniLM-L6-v2), from `cargo xtask test-model`.
+    fn test_model() -> PathBuf {
+        std::env::var_os("LINKLY_TEST_MODEL_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model"))
+    }
+
+    #[test]
+    fn fast_encoder_matches_candle_transformers_on_the_real_model() {
+        let dir = test_model();
+        let fast = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Fast).unwrap();
+        let reference = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Reference).unwrap();
+        assert!(matches!(fast.encoder, Encoder::Fast(_)));
+        let long =
+            "Randomised trials of vitamin D supplementation and fracture risk in older adults. "
+                .repeat(30);
+        // Sequences of very different lengths in one batch (padding), one over the 256-token limit.
+        let texts = [
+            "The cat sits on the mat.",
+            "Quarterly revenue grew by 12 percent, driven by subscriptions in Europe and Asia.",
+            long.as_str(),
+            "x",
+        ];
+        for kind in [TextKind::Passage, TextKind::Query] {
+            assert_agree(
+                &fast.embed(&texts, kind).unwrap(),
+                &reference.embed(&texts, kind).unwrap(),
+            );
+        }
     }
 
     #[test]

@@ -13,6 +13,8 @@
 mod ann;
 mod chunker;
 mod embedder;
+mod encoder;
+mod kernels;
 mod model;
 mod store;
 
@@ -34,7 +36,7 @@ use crate::vector::store::{DocVectors, VectorStore};
 use crate::{DocFilter, Error, Index, Result, tokenizer};
 
 /// Chunks embedded per model call (sorted by length first, so padding stays small).
-const EMBED_BATCH: usize = 32;
+const EMBED_BATCH: usize = 16;
 /// Documents per vector-store transaction.
 const EMBED_DOCS: usize = 64;
 

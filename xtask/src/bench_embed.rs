@@ -1,0 +1,145 @@
+//! `cargo xtask bench embed [--docs N] [--model DIR]`: embedding throughput and memory on the
+//! first N SciFact abstracts (default 400), for Linkly's encoder and for candle-transformers'
+//! reference models, each in its own process (so each peak RSS is its own), through the same
+//! path as `linkly index`: keyword sync, then `embed_pending` (chunking, batching, storing).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context as _, bail};
+use linkly_index::vector::ModelChoice;
+use linkly_index::{Index, SyncOptions};
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    if cfg!(debug_assertions) {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .current_dir(crate::root())
+            .args(["run", "--release", "--quiet", "-p", "xtask", "--"])
+            .args(["bench", "embed"])
+            .args(args)
+            .status()?;
+        std::process::exit(status.code().unwrap_or(1));
+    }
+    let model = arg(args, "--model")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os(linkly_core::env::LINKLY_MODEL_DIR).map(PathBuf::from))
+        .unwrap_or_else(|| crate::target_dir().join("test-model"));
+    if let Some(dir) = arg(args, "--child") {
+        return child(Path::new(&dir), &model);
+    }
+    if !model.join("model.safetensors").is_file() {
+        bail!(
+            "no model at {} (run `cargo xtask test-model`, or give --model DIR)",
+            model.display()
+        );
+    }
+    let docs: usize = arg(args, "--docs").map_or(Ok(400), |d| d.parse())?;
+    let all = crate::corpus::scifact(&crate::target_dir().join("bench"))?;
+    let work = crate::target_dir().join("bench").join("embed");
+    let subset = work.join(format!("scifact-{docs}"));
+    if !subset.join(".complete").exists() {
+        let _ = fs_err::remove_dir_all(&subset);
+        fs_err::create_dir_all(&subset)?;
+        let mut names: Vec<PathBuf> = fs_err::read_dir(&all)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+            .collect();
+        names.sort();
+        for p in names.iter().take(docs) {
+            fs_err::copy(p, subset.join(p.file_name().context("file name")?))?;
+        }
+        fs_err::write(subset.join(".complete"), "ok")?;
+    }
+    let mut rows = Vec::new();
+    for (label, engine) in [
+        ("Linkly encoder (default)", ""),
+        ("candle-transformers `bert`", "candle-transformers"),
+    ] {
+        eprintln!("bench: embedding {docs} abstracts with {label}");
+        let out = Command::new(std::env::current_exe()?)
+            .args(["bench", "embed", "--child"])
+            .arg(&subset)
+            .arg("--model")
+            .arg(&model)
+            .env(linkly_core::env::LINKLY_EMBED_ENGINE, engine)
+            .output()?;
+        if !out.status.success() {
+            bail!(
+                "embedding child failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
+        rows.push((label, f("docs"), f("chunks"), f("secs"), f("rss_mb")));
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "| engine ({threads} threads, release) | docs | chunks | time | chunks/s | docs/s | peak RSS |\n|---|---|---|---|---|---|---|"
+    );
+    for (label, docs, chunks, secs, rss) in &rows {
+        println!(
+            "| {label} | {docs} | {chunks} | {secs:.1} s | {:.1} | {:.1} | {rss:.0} MB |",
+            chunks / secs.max(1e-9),
+            docs / secs.max(1e-9)
+        );
+    }
+    if let [(_, _, _, fast, _), (_, _, _, reference, _)] = rows[..] {
+        println!(
+            "\nLinkly's encoder is {:.1}× candle-transformers here.",
+            reference / fast.max(1e-9)
+        );
+    }
+    Ok(())
+}
+
+/// One engine: sync the subset into a fresh index, attach the model, embed; JSON on stdout.
+fn child(docs: &Path, model: &Path) -> anyhow::Result<()> {
+    let home = docs.with_file_name(format!("home-{}", std::process::id()));
+    let _ = fs_err::remove_dir_all(&home);
+    let index = Index::open(&home.join("index"))?;
+    index.sync(
+        &SyncOptions {
+            roots: vec![docs.to_path_buf()],
+            ..SyncOptions::default()
+        },
+        &mut |_| {},
+    )?;
+    index.attach_model(&ModelChoice {
+        name: model
+            .file_name()
+            .map_or("model".into(), |n| n.to_string_lossy().into_owned()),
+        dir: model.to_path_buf(),
+        from_env: true,
+    })?;
+    let report = index.embed_pending(&mut |_| {})?;
+    drop(index);
+    let _ = fs_err::remove_dir_all(&home);
+    let rss_kb = fs_err::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|n| n.parse::<f64>().ok())
+        })
+        .unwrap_or(0.0);
+    println!(
+        "{}",
+        serde_json::json!({
+            "docs": report.docs,
+            "chunks": report.chunks,
+            "secs": report.elapsed_ms as f64 / 1000.0,
+            "rss_mb": rss_kb / 1024.0,
+        })
+    );
+    Ok(())
+}
