@@ -279,3 +279,29 @@ fn filters_apply_before_the_cut_in_both_arms() {
     assert_eq!(out.mode, SearchMode::Hybrid);
     assert_eq!(paths(&f.index, &out.hits), ["rust.md"]);
 }
+
+#[test]
+fn text_embedder_embeds_queries_and_passages_on_its_own() {
+    use linkly_index::vector::TextEmbedder;
+    let model = TextEmbedder::load(&test_model()).unwrap();
+    assert_eq!(model.dim(), 384);
+    let passages = model
+        .embed_passages(&[
+            "The cat sleeps on the windowsill all afternoon.",
+            "Quarterly revenue grew by twelve percent.",
+        ])
+        .unwrap();
+    let query = model.embed_query("where does the kitten nap?").unwrap();
+    let cos = |v: &[f32]| v.iter().zip(&query).map(|(a, b)| a * b).sum::<f32>();
+    assert!(
+        cos(&passages[0]) > cos(&passages[1]) + 0.2,
+        "cat {} vs revenue {}",
+        cos(&passages[0]),
+        cos(&passages[1])
+    );
+    for v in passages.iter().chain([&query]) {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4);
+    }
+    assert!(model.embed_passages(&[]).unwrap().is_empty());
+}

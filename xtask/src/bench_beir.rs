@@ -330,7 +330,8 @@ fn latency(
     Ok((at(0.5), at(0.99)))
 }
 
-fn peak_rss_kb() -> Option<u64> {
+/// The process's peak resident set size (`VmHWM`), in KiB.
+pub(crate) fn peak_rss_kb() -> Option<u64> {
     let status = fs_err::read_to_string("/proc/self/status").ok()?;
     status
         .lines()

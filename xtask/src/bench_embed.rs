@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context as _, bail};
-use linkly_index::vector::ModelChoice;
+use linkly_index::vector::{ModelChoice, TextEmbedder};
 use linkly_index::{Index, SyncOptions};
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -35,6 +35,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     if let Some(dir) = arg(args, "--child") {
         return child(Path::new(&dir), &model);
     }
+    if let Some(dir) = arg(args, "--child-whole") {
+        return child_whole(Path::new(&dir), &model);
+    }
     if !model.join("model.safetensors").is_file() {
         bail!(
             "no model at {} (run `cargo xtask test-model`, or give --model DIR)",
@@ -59,13 +62,22 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         fs_err::write(subset.join(".complete"), "ok")?;
     }
     let mut rows = Vec::new();
-    for (label, engine) in [
-        ("Linkly encoder (default)", ""),
-        ("candle-transformers `bert`", "candle-transformers"),
+    for (label, engine, mode) in [
+        ("Linkly encoder (default), chunks", "", "--child"),
+        (
+            "candle-transformers `bert`, chunks",
+            "candle-transformers",
+            "--child",
+        ),
+        (
+            "Linkly encoder, one sequence per abstract cut at the model's 256 tokens (sentence-transformers' workload)",
+            "",
+            "--child-whole",
+        ),
     ] {
         eprintln!("bench: embedding {docs} abstracts with {label}");
         let out = Command::new(std::env::current_exe()?)
-            .args(["bench", "embed", "--child"])
+            .args(["bench", "embed", mode])
             .arg(&subset)
             .arg("--model")
             .arg(&model)
@@ -92,7 +104,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             docs / secs.max(1e-9)
         );
     }
-    if let [(_, _, _, fast, _), (_, _, _, reference, _)] = rows[..] {
+    if let [(_, _, _, fast, _), (_, _, _, reference, _), ..] = rows[..] {
         println!(
             "\nLinkly's encoder is {:.1}× candle-transformers here.",
             reference / fast.max(1e-9)
@@ -123,15 +135,7 @@ fn child(docs: &Path, model: &Path) -> anyhow::Result<()> {
     let report = index.embed_pending(&mut |_| {})?;
     drop(index);
     let _ = fs_err::remove_dir_all(&home);
-    let rss_kb = fs_err::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|n| n.parse::<f64>().ok())
-        })
-        .unwrap_or(0.0);
+    let rss_kb = crate::bench_beir::peak_rss_kb().unwrap_or(0) as f64;
     println!(
         "{}",
         serde_json::json!({
@@ -140,6 +144,40 @@ fn child(docs: &Path, model: &Path) -> anyhow::Result<()> {
             "secs": report.elapsed_ms as f64 / 1000.0,
             "rss_mb": rss_kb / 1024.0,
         })
+    );
+    Ok(())
+}
+
+/// sentence-transformers' workload: each abstract (title and text) as one sequence, truncated
+/// at the model's length, longest first in batches of 16, through the public `TextEmbedder`.
+fn child_whole(docs: &Path, model: &Path) -> anyhow::Result<()> {
+    let mut texts = Vec::new();
+    for entry in fs_err::read_dir(docs)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|x| x == "txt") {
+            let text = fs_err::read_to_string(&path)?;
+            texts.push(text.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
+    texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
+    let embedder = TextEmbedder::load(&ModelChoice {
+        name: model
+            .file_name()
+            .map_or("model".into(), |n| n.to_string_lossy().into_owned()),
+        dir: model.to_path_buf(),
+        from_env: true,
+    })?;
+    let t = std::time::Instant::now();
+    let mut n = 0;
+    for batch in texts.chunks(16) {
+        let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+        n += embedder.embed_passages(&refs)?.len();
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let rss_kb = crate::bench_beir::peak_rss_kb().unwrap_or(0) as f64;
+    println!(
+        "{}",
+        serde_json::json!({"docs": n, "chunks": n, "secs": secs, "rss_mb": rss_kb / 1024.0})
     );
     Ok(())
 }

@@ -2,14 +2,17 @@
 //!
 //! The matrix products are candle's (`Tensor::matmul`, i.e. `gemm`, with its AVX-512 kernels
 //! turned on); everything between them is fused into a few in-place passes (bias + activation,
-//! bias + residual + LayerNorm, scaled split into heads, masked softmax), vectorised for the
-//! CPU at hand and spread over the cores with rayon. Compared with candle-transformers' `bert`
-//! (one allocation and one scalar pass per operation, `erf` and `exp` from libm) this is what
-//! makes embedding several times faster on a CPU; the result is the same to within float
-//! rounding, which a test checks against candle-transformers on the real model.
+//! bias + residual + LayerNorm, softmax), vectorised for the CPU at hand and spread over the
+//! cores with rayon. The batch is packed: the layers see only real tokens, one sequence after
+//! another, so padding costs nothing, and attention runs one sequence per task (two batched
+//! products over its heads). Compared with candle-transformers' `bert` (padding computed, one
+//! allocation and one scalar pass per operation, `erf` and `exp` from libm, attention as two
+//! tiny two-thread gemm calls per head) this makes embedding several times faster on a CPU;
+//! the result is the same to within float rounding, which a test checks against
+//! candle-transformers on the real model.
 //!
-//! Shapes: a batch is `n` sequences padded on the right to `len` tokens; `R = n·len` rows of
-//! `hidden` values; `H` heads of `d = hidden / H`.
+//! Shapes: a batch comes as `n` sequences padded on the right to `len` tokens and goes back
+//! out that way; inside, `T` packed rows of `hidden` values; `H` heads of `d = hidden / H`.
 
 use std::collections::HashMap;
 
@@ -202,55 +205,64 @@ impl FastEncoder {
                 self.max_positions - self.cfg.position_offset
             )));
         }
-        // Right padding: each sequence's tokens are its first `valid` positions.
+        // Right padding: each sequence's tokens are its first `valid` positions. The layers
+        // run on the real tokens only, packed one sequence after another (`T` rows).
         let valid: Vec<usize> = mask
             .chunks(len.max(1))
             .map(|m| m.iter().take_while(|&&x| x != 0).count())
             .collect();
-        let mut x = vec![0.0f32; n * len * h];
+        let mut offsets = Vec::with_capacity(n);
+        let mut packed_ids = Vec::with_capacity(ids.len());
+        let mut positions = Vec::with_capacity(ids.len());
+        for (seq, &v) in valid.iter().enumerate() {
+            offsets.push(packed_ids.len());
+            packed_ids.extend_from_slice(&ids[seq * len..seq * len + v]);
+            positions.extend(0..v);
+        }
+        let rows = packed_ids.len();
+        let mut x = vec![0.0f32; rows * h];
         let arch = self.arch;
-        let per = rows_per_task(n * len);
+        let per = rows_per_task(rows);
         x.par_chunks_mut(h * per)
             .enumerate()
             .for_each(|(task, block)| {
                 arch.dispatch(EmbedRows {
                     enc: self,
-                    ids: &ids[task * per..],
-                    len,
-                    first: task * per,
+                    ids: &packed_ids[task * per..],
+                    positions: &positions[task * per..],
                     block,
                 });
             });
-        let mut x = Tensor::from_vec(x, (n * len, h), &candle_core::Device::Cpu)?;
+        let mut x = Tensor::from_vec(x, (rows, h), &candle_core::Device::Cpu)?;
+        let seqs = Sequences {
+            offsets: &offsets,
+            lens: &valid,
+        };
         for layer in &self.layers {
-            x = self.layer(layer, &x, &valid, n, len)?;
+            x = self.layer(layer, &x, seqs)?;
         }
-        x.reshape((n, len, h))
+        // Back to `[n, len, hidden]`, padding rows zero.
+        let packed = x.flatten_all()?.to_vec1::<f32>()?;
+        let mut out = vec![0.0f32; n * len * h];
+        for (seq, (&o, &v)) in offsets.iter().zip(&valid).enumerate() {
+            out[seq * len * h..][..v * h].copy_from_slice(&packed[o * h..(o + v) * h]);
+        }
+        Tensor::from_vec(out, (n, len, h), &candle_core::Device::Cpu)
     }
 
-    fn layer(
-        &self,
-        l: &Layer,
-        x: &Tensor,
-        valid: &[usize],
-        n: usize,
-        len: usize,
-    ) -> CResult<Tensor> {
+    fn layer(&self, l: &Layer, x: &Tensor, seqs: Sequences<'_>) -> CResult<Tensor> {
         let (h, heads) = (self.cfg.hidden, self.cfg.heads);
         let d = h / heads;
         let arch = self.arch;
         let qkv = x.matmul(&l.qkv)?;
         let context = qkv.apply_op1_no_bwd(&Attention {
             bias: &l.qkv_bias,
-            valid,
-            n,
-            len,
+            seqs,
             heads,
             d,
             arch,
         })?;
-        let merged = context.apply_op1_no_bwd(&MergeHeads { n, len, heads, d })?;
-        let attended = merged.matmul(&l.out)?;
+        let attended = context.matmul(&l.out)?;
         attended.inplace_op2(
             x,
             &AddNorm {
@@ -312,8 +324,7 @@ fn contiguous_f32_mut<'a>(s: &'a mut CpuStorage, l: &Layout, what: &str) -> CRes
 struct EmbedRows<'a> {
     enc: &'a FastEncoder,
     ids: &'a [u32],
-    len: usize,
-    first: usize,
+    positions: &'a [usize],
     block: &'a mut [f32],
 }
 
@@ -324,9 +335,9 @@ impl WithSimd for EmbedRows<'_> {
     fn with_simd<S: Simd>(self, _: S) {
         let e = self.enc;
         let h = e.cfg.hidden;
-        for (i, out) in self.block.chunks_exact_mut(h).enumerate() {
-            let t = (self.first + i) % self.len;
-            let id = (self.ids[i] as usize).min(e.vocab - 1);
+        let rows = self.block.chunks_exact_mut(h);
+        for ((out, &id), &t) in rows.zip(self.ids).zip(self.positions) {
+            let id = (id as usize).min(e.vocab - 1);
             let pos = t + e.cfg.position_offset;
             let word = &e.words[id * h..(id + 1) * h];
             let position = &e.positions[pos * h..(pos + 1) * h];
@@ -338,15 +349,12 @@ impl WithSimd for EmbedRows<'_> {
     }
 }
 
-/// Self-attention from the fused query/key/value projection `[R, 3·hidden]` (bias not yet
-/// added) to each head's context `[n·H, len, d]`, one (sequence, head) per rayon task and
-/// only over the sequence's real tokens: no padding is multiplied, none needs masking.
-/// Padding rows are left at zero (pooling ignores them).
+/// Self-attention from the fused query/key/value projection `[T, 3·hidden]` of packed
+/// sequences (bias not yet added) to the heads' contexts side by side, `[T, hidden]`: one
+/// sequence per rayon task.
 struct Attention<'a> {
     bias: &'a [f32],
-    valid: &'a [usize],
-    n: usize,
-    len: usize,
+    seqs: Sequences<'a>,
     heads: usize,
     d: usize,
     arch: pulp::Arch,
@@ -359,51 +367,75 @@ impl CustomOp1 for Attention<'_> {
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> CResult<(CpuStorage, Shape)> {
         let qkv = contiguous_f32(s, l, self.name())?;
-        let (n, len, heads, d) = (self.n, self.len, self.heads, self.d);
-        if qkv.len() != n * len * 3 * heads * d {
+        let h = self.heads * self.d;
+        let rows = qkv.len() / (3 * h);
+        if rows * 3 * h != qkv.len() || self.seqs.lens.iter().sum::<usize>() != rows {
             return Err(err("linkly-attention: unexpected input shape"));
         }
-        let mut out = vec![0.0f32; n * heads * len * d];
-        out.par_chunks_mut(len * d)
+        let mut out = vec![0.0f32; rows * h];
+        // Each sequence's rows, as disjoint blocks of `out`.
+        let mut blocks = Vec::with_capacity(self.seqs.lens.len());
+        let mut rest = out.as_mut_slice();
+        for &len in self.seqs.lens {
+            let (block, tail) = rest.split_at_mut(len * h);
+            blocks.push(block);
+            rest = tail;
+        }
+        blocks
+            .into_par_iter()
             .enumerate()
-            .try_for_each(|(block, dst)| self.head(qkv, block / heads, block % heads, dst))?;
-        Ok((CpuStorage::F32(out), Shape::from((n * heads, len, d))))
+            .try_for_each(|(seq, dst)| self.sequence(qkv, seq, dst))?;
+        Ok((CpuStorage::F32(out), Shape::from((rows, h))))
     }
 }
 
 impl Attention<'_> {
-    /// One (sequence, head): `softmax(Q·Kᵀ/√d)·V` with candle's matrix products (called from
-    /// a rayon task, gemm runs them on this thread) and the softmax in place between them.
-    fn head(&self, qkv: &[f32], seq: usize, head: usize, dst: &mut [f32]) -> CResult<()> {
-        let (len, d) = (self.len, self.d);
-        let h = self.heads * d;
-        let valid = self.valid[seq].min(len);
-        if valid == 0 {
+    /// One sequence, all heads: `softmax(Q·Kᵀ/√d)·V` as two batched candle products over the
+    /// heads (called from a rayon task, gemm runs them on this thread), the softmax in place
+    /// between them, the heads written side by side into the sequence's rows `dst`.
+    fn sequence(&self, qkv: &[f32], seq: usize, dst: &mut [f32]) -> CResult<()> {
+        let (heads, d) = (self.heads, self.d);
+        let h = heads * d;
+        let (first, len) = (self.seqs.offsets[seq], self.seqs.lens[seq]);
+        if len == 0 {
             return Ok(());
         }
         let scale = 1.0 / (d as f32).sqrt();
+        // `[heads, len, d]`, bias added (and the queries scaled).
         let gather = |part: usize, factor: f32| {
-            let bias = &self.bias[part * h + head * d..][..d];
-            let mut m = Vec::with_capacity(valid * d);
-            for t in 0..valid {
-                let from = (seq * len + t) * 3 * h + part * h + head * d;
-                m.extend(
-                    qkv[from..from + d]
-                        .iter()
-                        .zip(bias)
-                        .map(|(x, b)| (x + b) * factor),
-                );
+            let mut m = Vec::with_capacity(heads * len * d);
+            for head in 0..heads {
+                let bias = &self.bias[part * h + head * d..][..d];
+                for t in 0..len {
+                    let from = (first + t) * 3 * h + part * h + head * d;
+                    m.extend(
+                        qkv[from..from + d]
+                            .iter()
+                            .zip(bias)
+                            .map(|(x, b)| (x + b) * factor),
+                    );
+                }
             }
-            Tensor::from_vec(m, (valid, d), &candle_core::Device::Cpu)
+            Tensor::from_vec(m, (heads, len, d), &candle_core::Device::Cpu)
         };
         let (q, k, v) = (gather(0, scale)?, gather(1, 1.0)?, gather(2, 1.0)?);
         let scores = q.matmul(&k.t()?)?;
         scores.inplace_op1(&Softmax { arch: self.arch })?;
-        let context = scores.matmul(&v)?;
-        let context = context.flatten_all()?.to_vec1::<f32>()?;
-        dst[..valid * d].copy_from_slice(&context);
+        let context = scores.matmul(&v)?.flatten_all()?.to_vec1::<f32>()?;
+        for (head, block) in context.chunks_exact(len * d).enumerate() {
+            for (t, row) in block.chunks_exact(d).enumerate() {
+                dst[t * h + head * d..][..d].copy_from_slice(row);
+            }
+        }
         Ok(())
     }
+}
+
+/// Where each sequence's rows are in a packed batch.
+#[derive(Clone, Copy)]
+struct Sequences<'a> {
+    offsets: &'a [usize],
+    lens: &'a [usize],
 }
 
 /// Softmax over each row of a square `[valid, valid]` score matrix.
@@ -437,35 +469,6 @@ impl InplaceOp1 for Softmax {
         let width = l.dims().last().copied().unwrap_or(1).max(1);
         self.arch.dispatch(SoftmaxRows { scores, width });
         Ok(())
-    }
-}
-
-/// `[n·H, len, d]` → `[R, hidden]`.
-struct MergeHeads {
-    n: usize,
-    len: usize,
-    heads: usize,
-    d: usize,
-}
-
-impl CustomOp1 for MergeHeads {
-    fn name(&self) -> &'static str {
-        "linkly-merge-heads"
-    }
-
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> CResult<(CpuStorage, Shape)> {
-        let src = contiguous_f32(s, l, self.name())?;
-        let (n, len, heads, d) = (self.n, self.len, self.heads, self.d);
-        let h = heads * d;
-        let mut out = vec![0.0f32; n * len * h];
-        out.par_chunks_mut(h).enumerate().for_each(|(row, dst)| {
-            let (seq, t) = (row / len, row % len);
-            for (head, part) in dst.chunks_exact_mut(d).enumerate() {
-                let from = ((seq * heads + head) * len + t) * d;
-                part.copy_from_slice(&src[from..from + d]);
-            }
-        });
-        Ok((CpuStorage::F32(out), Shape::from((n * len, h))))
     }
 }
 

@@ -35,6 +35,58 @@ use crate::vector::embedder::{Embedder, TextKind};
 use crate::vector::store::{DocVectors, VectorStore};
 use crate::{DocFilter, Error, Index, Result, tokenizer};
 
+/// A loaded embedding model on its own, outside any index: embeds queries and passages the way
+/// the index does (prefixes, truncation to the model's sequence length, pooling,
+/// normalisation).
+///
+/// ```no_run
+/// # fn main() -> linkly_index::Result<()> {
+/// use linkly_index::vector::{ModelChoice, TextEmbedder};
+/// let model = TextEmbedder::load(&ModelChoice {
+///     name: "all-MiniLM-L6-v2".into(),
+///     dir: "models/all-MiniLM-L6-v2".into(),
+///     from_env: false,
+/// })?;
+/// let passages = model.embed_passages(&["The cat sits on the mat."])?;
+/// let query = model.embed_query("where is the cat?")?;
+/// let cosine: f32 = passages[0].iter().zip(&query).map(|(a, b)| a * b).sum();
+/// # let _ = cosine;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct TextEmbedder {
+    embedder: Embedder,
+}
+
+impl TextEmbedder {
+    /// Loads the model in `choice.dir` (`config.json`, `model.safetensors`, `tokenizer.json`).
+    pub fn load(choice: &ModelChoice) -> Result<TextEmbedder> {
+        Ok(TextEmbedder {
+            embedder: Embedder::load(&choice.dir, &choice.name)?,
+        })
+    }
+
+    /// The vector dimension.
+    pub fn dim(&self) -> usize {
+        self.embedder.dim()
+    }
+
+    /// Embeds passages as one batch (padded to the longest; sort by length for speed).
+    pub fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.embedder.embed(texts, TextKind::Passage)
+    }
+
+    /// Embeds a search query.
+    pub fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        Ok(self
+            .embedder
+            .embed(&[text], TextKind::Query)?
+            .pop()
+            .unwrap_or_default())
+    }
+}
+
 /// Chunks embedded per model call (sorted by length first, so padding stays small).
 const EMBED_BATCH: usize = 16;
 /// Documents per vector-store transaction.
