@@ -17,24 +17,11 @@ use serde_json::{Value, json};
 use crate::corpus;
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
-    if cfg!(debug_assertions) {
-        // Benchmarks mean nothing in a debug build: re-run in release.
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .current_dir(crate::root())
-            .args(["run", "--release", "--quiet", "-p", "xtask", "--", "bench"])
-            .args(args)
-            .status()?;
-        std::process::exit(status.code().unwrap_or(1));
-    }
     if args.first().is_some_and(|a| a == "extract") {
         return crate::bench_extract::run(&args[1..]);
     }
     let what = args.first().map(String::as_str).unwrap_or("all");
-    let docs = args
-        .iter()
-        .position(|a| a == "--docs")
-        .and_then(|i| args.get(i + 1))
+    let docs = crate::arg(args, "--docs")
         .map(|s| s.parse::<usize>())
         .transpose()?
         .unwrap_or(10_000);

@@ -8,15 +8,12 @@
 //! the size where it is built by default) and the peak RSS.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use linkly_core::{Config, DataDir, DocId};
-use linkly_index::vector::ModelChoice;
 use linkly_index::{Arms, DocFilter, HybridOptions, Index, SyncOptions};
 use linkly_tools::Linkly;
 use serde_json::json;
@@ -26,33 +23,8 @@ struct Dataset {
     qrels: HashMap<String, Vec<String>>,
 }
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-}
-
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
-    if cfg!(debug_assertions) {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .current_dir(crate::root())
-            .args([
-                "run",
-                "--release",
-                "--quiet",
-                "-p",
-                "xtask",
-                "--",
-                "bench",
-                "beir",
-            ])
-            .args(args)
-            .status()?;
-        std::process::exit(status.code().unwrap_or(1));
-    }
-    let dataset = arg(args, "--dataset")
+    let dataset = crate::arg(args, "--dataset")
         .map(PathBuf::from)
         .unwrap_or_else(|| crate::shared_dir().join("ir/scifact"));
     let dataset = if dataset.is_relative() && !dataset.exists() {
@@ -60,24 +32,17 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     } else {
         dataset
     };
-    let model_dir = arg(args, "--model")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os(linkly_core::env::LINKLY_MODEL_DIR).map(PathBuf::from))
-        .unwrap_or_else(|| crate::target_dir().join("test-model"));
-    if !model_dir.join("model.safetensors").is_file() {
-        bail!(
-            "no model at {} (run `cargo xtask test-model`, or give --model DIR)",
-            model_dir.display()
-        );
-    }
+    let choice = crate::bench_model(args)?;
+    let model_dir = choice.dir.clone();
     let name = dataset
         .file_name()
         .map_or("beir".into(), |n| n.to_string_lossy().into_owned());
     let work = crate::target_dir()
         .join("bench")
         .join(format!("beir-{name}"));
-    let docs_dir = write_corpus(&dataset, &work.join("docs"))?;
-    let data = load_dataset(&dataset)?;
+    let docs_dir = crate::corpus::beir_corpus(&dataset, &work.join("docs"))?;
+    let (queries, qrels) = crate::corpus::beir_queries(&dataset)?;
+    let data = Dataset { queries, qrels };
     let home = work.join("home");
     let _ = fs_err::remove_dir_all(&home);
     let out = work.join("report.md");
@@ -126,13 +91,6 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "| keyword latency, index (limit 10) p50 · p99 | {p50:.1} ms · {p99:.1} ms |\n"
     ));
 
-    let choice = ModelChoice {
-        name: model_dir
-            .file_name()
-            .map_or("model".into(), |n| n.to_string_lossy().into_owned()),
-        dir: model_dir.clone(),
-        from_env: true,
-    };
     let t = Instant::now();
     index.attach_model(&choice)?;
     report.push(&format!(
@@ -338,56 +296,4 @@ pub(crate) fn peak_rss_kb() -> Option<u64> {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|n| n.parse().ok())
-}
-
-/// Writes `<id>.txt` (title line, blank line, text) per corpus document, once.
-fn write_corpus(dataset: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
-    let stamp = dir.join(".complete");
-    if stamp.exists() {
-        return Ok(dir.to_path_buf());
-    }
-    fs_err::create_dir_all(dir)?;
-    let file = fs_err::File::open(dataset.join("corpus.jsonl.gz"))?;
-    let reader = BufReader::new(flate2::read::GzDecoder::new(file));
-    for line in reader.lines() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: serde_json::Value = serde_json::from_str(&line)?;
-        let id = v["_id"].as_str().context("corpus line without _id")?;
-        let title = v["title"].as_str().unwrap_or("");
-        let text = v["text"].as_str().unwrap_or("");
-        fs_err::write(
-            dir.join(format!("{id}.txt")),
-            format!("{title}\n\n{text}\n"),
-        )?;
-    }
-    fs_err::write(&stamp, "ok")?;
-    Ok(dir.to_path_buf())
-}
-
-fn load_dataset(dataset: &Path) -> anyhow::Result<Dataset> {
-    let mut qrels: HashMap<String, Vec<String>> = HashMap::new();
-    for line in fs_err::read_to_string(dataset.join("qrels/test.tsv"))?
-        .lines()
-        .skip(1)
-    {
-        let cols: Vec<&str> = line.split('\t').collect();
-        if cols.len() >= 3 && cols[2].trim() != "0" {
-            qrels
-                .entry(cols[0].to_string())
-                .or_default()
-                .push(cols[1].to_string());
-        }
-    }
-    let mut queries = Vec::new();
-    for line in fs_err::read_to_string(dataset.join("queries.jsonl"))?.lines() {
-        let v: serde_json::Value = serde_json::from_str(line)?;
-        let id = v["_id"].as_str().unwrap_or_default().to_string();
-        if qrels.contains_key(&id) {
-            queries.push((id, v["text"].as_str().unwrap_or_default().to_string()));
-        }
-    }
-    Ok(Dataset { queries, qrels })
 }

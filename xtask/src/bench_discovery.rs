@@ -63,28 +63,7 @@ fn time(linkly: &Linkly, tool: &str, args: Value, runs: usize) -> (f64, f64, usi
 }
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
-    if cfg!(debug_assertions) {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .current_dir(crate::root())
-            .args([
-                "run",
-                "--release",
-                "--quiet",
-                "-p",
-                "xtask",
-                "--",
-                "bench",
-                "discovery",
-            ])
-            .args(args)
-            .status()?;
-        std::process::exit(status.code().unwrap_or(1));
-    }
-    let docs = args
-        .iter()
-        .position(|a| a == "--docs")
-        .and_then(|i| args.get(i + 1))
+    let docs = crate::arg(args, "--docs")
         .map(|s| s.parse::<usize>())
         .transpose()?
         .unwrap_or(100_000);

@@ -10,41 +10,15 @@ use anyhow::{Context as _, bail};
 use linkly_index::vector::{ModelChoice, TextEmbedder};
 use linkly_index::{Index, SyncOptions};
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-}
-
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
-    if cfg!(debug_assertions) {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .current_dir(crate::root())
-            .args(["run", "--release", "--quiet", "-p", "xtask", "--"])
-            .args(["bench", "embed"])
-            .args(args)
-            .status()?;
-        std::process::exit(status.code().unwrap_or(1));
-    }
-    let model = arg(args, "--model")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os(linkly_core::env::LINKLY_MODEL_DIR).map(PathBuf::from))
-        .unwrap_or_else(|| crate::target_dir().join("test-model"));
-    if let Some(dir) = arg(args, "--child") {
+    let model = crate::bench_model(args)?;
+    if let Some(dir) = crate::arg(args, "--child") {
         return child(Path::new(&dir), &model);
     }
-    if let Some(dir) = arg(args, "--child-whole") {
+    if let Some(dir) = crate::arg(args, "--child-whole") {
         return child_whole(Path::new(&dir), &model);
     }
-    if !model.join("model.safetensors").is_file() {
-        bail!(
-            "no model at {} (run `cargo xtask test-model`, or give --model DIR)",
-            model.display()
-        );
-    }
-    let docs: usize = arg(args, "--docs").map_or(Ok(400), |d| d.parse())?;
+    let docs: usize = crate::arg(args, "--docs").map_or(Ok(400), |d| d.parse())?;
     let all = crate::corpus::scifact(&crate::target_dir().join("bench"))?;
     let work = crate::target_dir().join("bench").join("embed");
     let subset = work.join(format!("scifact-{docs}"));
@@ -80,7 +54,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             .args(["bench", "embed", mode])
             .arg(&subset)
             .arg("--model")
-            .arg(&model)
+            .arg(&model.dir)
             .env(linkly_core::env::LINKLY_EMBED_ENGINE, engine)
             .output()?;
         if !out.status.success() {
@@ -114,7 +88,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
 }
 
 /// One engine: sync the subset into a fresh index, attach the model, embed; JSON on stdout.
-fn child(docs: &Path, model: &Path) -> anyhow::Result<()> {
+fn child(docs: &Path, model: &ModelChoice) -> anyhow::Result<()> {
     let home = docs.with_file_name(format!("home-{}", std::process::id()));
     let _ = fs_err::remove_dir_all(&home);
     let index = Index::open(&home.join("index"))?;
@@ -125,13 +99,7 @@ fn child(docs: &Path, model: &Path) -> anyhow::Result<()> {
         },
         &mut |_| {},
     )?;
-    index.attach_model(&ModelChoice {
-        name: model
-            .file_name()
-            .map_or("model".into(), |n| n.to_string_lossy().into_owned()),
-        dir: model.to_path_buf(),
-        from_env: true,
-    })?;
+    index.attach_model(model)?;
     let report = index.embed_pending(&mut |_| {})?;
     drop(index);
     let _ = fs_err::remove_dir_all(&home);
@@ -150,7 +118,7 @@ fn child(docs: &Path, model: &Path) -> anyhow::Result<()> {
 
 /// sentence-transformers' workload: each abstract (title and text) as one sequence, truncated
 /// at the model's length, longest first in batches of 16, through the public `TextEmbedder`.
-fn child_whole(docs: &Path, model: &Path) -> anyhow::Result<()> {
+fn child_whole(docs: &Path, model: &ModelChoice) -> anyhow::Result<()> {
     let mut texts = Vec::new();
     for entry in fs_err::read_dir(docs)? {
         let path = entry?.path();
@@ -160,13 +128,7 @@ fn child_whole(docs: &Path, model: &Path) -> anyhow::Result<()> {
         }
     }
     texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
-    let embedder = TextEmbedder::load(&ModelChoice {
-        name: model
-            .file_name()
-            .map_or("model".into(), |n| n.to_string_lossy().into_owned()),
-        dir: model.to_path_buf(),
-        from_env: true,
-    })?;
+    let embedder = TextEmbedder::load(model)?;
     let t = std::time::Instant::now();
     let mut n = 0;
     for batch in texts.chunks(16) {

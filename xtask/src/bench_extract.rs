@@ -32,12 +32,12 @@ struct Row {
 }
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
-    let passes = flag(args, "--passes")
+    let passes = crate::arg(args, "--passes")
         .map(|s| s.parse::<usize>())
         .transpose()?
         .unwrap_or(3)
         .max(1);
-    let formats: Vec<String> = match flag(args, "--formats") {
+    let formats: Vec<String> = match crate::arg(args, "--formats") {
         Some(list) => list.split(',').map(str::to_string).collect(),
         None => FORMATS.iter().map(|s| s.to_string()).collect(),
     };
@@ -150,10 +150,4 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         out.join("extract.md").display()
     );
     Ok(())
-}
-
-/// The value after `name` in `args`.
-fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    let i = args.iter().position(|a| a == name)?;
-    args.get(i + 1).map(String::as_str)
 }

@@ -120,14 +120,21 @@ pub(crate) fn generated_queries(n: usize) -> Vec<String> {
 
 /// SciFact: the corpus written as `<doc id>.txt` (title on the first line, then the abstract).
 pub(crate) fn scifact(dir: &Path) -> anyhow::Result<PathBuf> {
-    let root = dir.join("scifact");
+    beir_corpus(
+        &crate::shared_dir().join("ir/scifact"),
+        &dir.join("scifact"),
+    )
+}
+
+/// A BEIR dataset's `corpus.jsonl.gz` written into `root` as `<doc id>.txt` (title line, blank
+/// line, text), once: a `.complete` stamp marks a finished copy.
+pub(crate) fn beir_corpus(dataset: &Path, root: &Path) -> anyhow::Result<PathBuf> {
     let stamp = root.join(".complete");
     if stamp.exists() {
-        return Ok(root);
+        return Ok(root.to_path_buf());
     }
-    fs_err::create_dir_all(&root)?;
-    let src = crate::shared_dir().join("ir/scifact/corpus.jsonl.gz");
-    let file = fs_err::File::open(&src)?;
+    fs_err::create_dir_all(root)?;
+    let file = fs_err::File::open(dataset.join("corpus.jsonl.gz"))?;
     let reader = BufReader::new(flate2::read::GzDecoder::new(file));
     for line in reader.lines() {
         let line = line?;
@@ -144,7 +151,7 @@ pub(crate) fn scifact(dir: &Path) -> anyhow::Result<PathBuf> {
         )?;
     }
     fs_err::write(&stamp, "ok")?;
-    Ok(root)
+    Ok(root.to_path_buf())
 }
 
 /// Query id → relevant document ids.
@@ -152,9 +159,14 @@ pub(crate) type Qrels = HashMap<String, Vec<String>>;
 
 /// SciFact's test queries that have judgements, as (query id, text), and their judgements.
 pub(crate) fn scifact_queries() -> anyhow::Result<(Vec<(String, String)>, Qrels)> {
-    let base = crate::shared_dir().join("ir/scifact");
-    let mut qrels: HashMap<String, Vec<String>> = HashMap::new();
-    for line in fs_err::read_to_string(base.join("qrels/test.tsv"))?
+    beir_queries(&crate::shared_dir().join("ir/scifact"))
+}
+
+/// A BEIR dataset's test queries that have judgements (`qrels/test.tsv`, score > 0), as
+/// (query id, text), and their judgements.
+pub(crate) fn beir_queries(dataset: &Path) -> anyhow::Result<(Vec<(String, String)>, Qrels)> {
+    let mut qrels: Qrels = HashMap::new();
+    for line in fs_err::read_to_string(dataset.join("qrels/test.tsv"))?
         .lines()
         .skip(1)
     {
@@ -167,7 +179,7 @@ pub(crate) fn scifact_queries() -> anyhow::Result<(Vec<(String, String)>, Qrels)
         }
     }
     let mut queries = Vec::new();
-    for line in fs_err::read_to_string(base.join("queries.jsonl"))?.lines() {
+    for line in fs_err::read_to_string(dataset.join("queries.jsonl"))?.lines() {
         let v: serde_json::Value = serde_json::from_str(line)?;
         let id = v["_id"].as_str().unwrap_or_default().to_string();
         if qrels.contains_key(&id) {

@@ -32,6 +32,16 @@ use std::path::PathBuf;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if cfg!(debug_assertions) && args.first().is_some_and(|a| a == "bench") {
+        // Benchmarks mean nothing in a debug build: re-run in release.
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .current_dir(root())
+            .args(["run", "--release", "--quiet", "-p", "xtask", "--"])
+            .args(&args)
+            .status()?;
+        std::process::exit(status.code().unwrap_or(1));
+    }
     match args.first().map(String::as_str) {
         Some("test") => harness::test(&args[1..]),
         Some("probe-setup") => harness::probe_setup().map(|_| ()),
@@ -72,4 +82,34 @@ fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join("target"))
+}
+
+/// The value after `name` in `args` (`--docs 300`).
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+/// The embedding model the benchmarks use: `--model DIR`, else `LINKLY_MODEL_DIR`, else the
+/// test model in `target/test-model`; an error saying how to get it when it is not there.
+fn bench_model(args: &[String]) -> anyhow::Result<linkly_index::vector::ModelChoice> {
+    let dir = arg(args, "--model")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os(linkly_core::env::LINKLY_MODEL_DIR).map(PathBuf::from))
+        .unwrap_or_else(|| target_dir().join("test-model"));
+    if !dir.join("model.safetensors").is_file() {
+        anyhow::bail!(
+            "no model at {} (run `cargo xtask test-model`, or give --model DIR)",
+            dir.display()
+        );
+    }
+    Ok(linkly_index::vector::ModelChoice {
+        name: dir
+            .file_name()
+            .map_or("model".into(), |n| n.to_string_lossy().into_owned()),
+        dir,
+        from_env: true,
+    })
 }
