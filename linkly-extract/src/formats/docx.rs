@@ -26,19 +26,7 @@ impl Extractor for Docx {
 
     fn extract(&self, input: &Input<'_>) -> Result<Extracted, SkipReason> {
         let mut pkg = Package::open(input.bytes, "DOCX")?;
-        let main = pkg
-            .rels("")
-            .into_values()
-            .find(|r| r.is("officeDocument"))
-            .map(|r| r.target)
-            .filter(|t| pkg.has(t))
-            .unwrap_or_else(|| "word/document.xml".to_string());
-        let Some(document) = pkg.read_text(&main) else {
-            return Err(SkipReason::new(
-                SkipReason::CORRUPT,
-                format!("the package has no main document part ({main})"),
-            ));
-        };
+        let (main, document) = pkg.main_part("word/document.xml", "main document")?;
         let (dir, _) = ooxml::split_dir(&main);
         let dir = dir.to_string();
         let styles = pkg

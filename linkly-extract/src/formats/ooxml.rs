@@ -165,6 +165,30 @@ impl<'a> Package<'a> {
         }
         out
     }
+
+    /// The package's main part, as the root relationships name it (`officeDocument`), else
+    /// `fallback`, with its text: `corrupt` when it is missing. `what` names it in the reason
+    /// ("main document", "presentation").
+    pub(crate) fn main_part(
+        &mut self,
+        fallback: &str,
+        what: &str,
+    ) -> Result<(String, String), SkipReason> {
+        let name = self
+            .rels("")
+            .into_values()
+            .find(|r| r.is("officeDocument"))
+            .map(|r| r.target)
+            .filter(|t| self.has(t))
+            .unwrap_or_else(|| fallback.to_string());
+        match self.read_text(&name) {
+            Some(text) => Ok((name, text)),
+            None => Err(SkipReason::new(
+                SkipReason::CORRUPT,
+                format!("the package has no {what} part ({name})"),
+            )),
+        }
+    }
 }
 
 /// One relationship of a part.

@@ -27,19 +27,7 @@ impl Extractor for Pptx {
 
     fn extract(&self, input: &Input<'_>) -> Result<Extracted, SkipReason> {
         let mut pkg = Package::open(input.bytes, "PPTX")?;
-        let main = pkg
-            .rels("")
-            .into_values()
-            .find(|r| r.is("officeDocument"))
-            .map(|r| r.target)
-            .filter(|t| pkg.has(t))
-            .unwrap_or_else(|| "ppt/presentation.xml".to_string());
-        let Some(presentation) = pkg.read_text(&main) else {
-            return Err(SkipReason::new(
-                SkipReason::CORRUPT,
-                format!("the package has no presentation part ({main})"),
-            ));
-        };
+        let (main, presentation) = pkg.main_part("ppt/presentation.xml", "presentation")?;
         let rels = pkg.rels(&main);
         let slides = slide_order(&presentation, &rels);
 
