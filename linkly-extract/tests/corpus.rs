@@ -10,33 +10,10 @@ use std::path::PathBuf;
 use linkly_core::{OutlineNode, SkipReason, is_cjk};
 use linkly_extract::{Extracted, extract_path};
 
-const FOLDERS: [&str; 5] = ["md", "txt", "html", "csv", "edge"];
+mod common;
+use common::{check_ranges, corpus_dir, lines};
 
-fn corpus_dir() -> PathBuf {
-    let mut candidates = Vec::new();
-    if let Some(dir) = std::env::var_os("LINKLY_SHARED_DIR").filter(|v| !v.is_empty()) {
-        let dir = PathBuf::from(dir);
-        candidates.push(dir.join("corpus"));
-        candidates.push(dir);
-    }
-    candidates.push(PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/corpus"
-    )));
-    candidates.push(PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/corpus"
-    )));
-    candidates
-        .iter()
-        .find(|d| d.join("MANIFEST.md").is_file())
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "the shared test corpus was not found (set LINKLY_SHARED_DIR); tried {candidates:?}"
-            )
-        })
-}
+const FOLDERS: [&str; 5] = ["md", "txt", "html", "csv", "edge"];
 
 /// Every file of the five folders, extracted once: file name → result.
 fn extract_all() -> BTreeMap<String, (PathBuf, Result<Extracted, SkipReason>)> {
@@ -71,25 +48,8 @@ fn ok<'a>(
     }
 }
 
-fn lines(e: &Extracted) -> Vec<&str> {
-    e.text.split('\n').collect()
-}
-
 fn top_titles(e: &Extracted) -> Vec<&str> {
     e.outline.iter().map(|n| n.title.as_str()).collect()
-}
-
-fn check_ranges(name: &str, nodes: &[OutlineNode], lo: u32, hi: u32) {
-    for n in nodes {
-        assert!(
-            lo <= n.start_line && n.start_line <= n.end_line && n.end_line <= hi,
-            "{name}: node {:?} {}..{} outside {lo}..{hi}",
-            n.title,
-            n.start_line,
-            n.end_line
-        );
-        check_ranges(name, &n.children, n.start_line, n.end_line);
-    }
 }
 
 /// Every heading node's first line shows the heading's title (markup characters aside).

@@ -4,27 +4,15 @@
 //! Needs Tesseract with `eng` and `jpn` (`chi_sim`, `chi_tra`, `fra`, `spa` for the defaults)
 //! and `pdftoppm`: `.ci/run` installs them.
 
-use std::path::PathBuf;
-
 use linkly_core::{DocType, SkipReason};
 use linkly_extract::ocr::{self, OcrOptions};
 use linkly_extract::{ExtractOptions, Extracted, extract_loaded_with, extract_path};
 
-fn corpus() -> PathBuf {
-    let dir = std::env::var_os("LINKLY_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")))
-        .join("corpus");
-    assert!(
-        dir.join("MANIFEST.md").is_file(),
-        "the shared corpus is missing at {} (set LINKLY_SHARED_DIR)",
-        dir.display()
-    );
-    dir
-}
+mod common;
+use common::corpus_dir;
 
 fn image(name: &str) -> Extracted {
-    let path = corpus().join("images").join(name);
+    let path = corpus_dir().join("images").join(name);
     let e = extract_path(&path).unwrap_or_else(|s| panic!("{name}: {s}"));
     assert_eq!(e.doc_type, DocType::Image, "{name}");
     assert!(e.outline.is_empty() && e.title.is_none(), "{name}");
@@ -56,7 +44,7 @@ fn cer(got: &str, expected: &str) -> f64 {
 }
 
 fn expected(name: &str) -> String {
-    let path = corpus().join("../expected").join(name);
+    let path = corpus_dir().join("../expected").join(name);
     fs_err::read_to_string(&path).unwrap()
 }
 
@@ -141,7 +129,7 @@ fn japanese_text_comes_out_without_spaces_between_characters() {
         languages: vec!["eng".into()],
         ..OcrOptions::default()
     };
-    let bytes = fs_err::read(corpus().join("images/poi-bug55902-mixedChars-ja.png")).unwrap();
+    let bytes = fs_err::read(corpus_dir().join("images/poi-bug55902-mixedChars-ja.png")).unwrap();
     let latin = ocr::recognize(&bytes, &eng).unwrap();
     assert!(!latin.contains("複数"), "{latin:?}");
 }
@@ -197,8 +185,8 @@ fn scanned_pdf(pages: &[(&[u8], u32, u32)]) -> Vec<u8> {
 }
 
 fn two_page_scan() -> Vec<u8> {
-    let eas = fs_err::read(corpus().join("images/textract-raw_text.jpg")).unwrap();
-    let book = fs_err::read(corpus().join("images/ocrs-rust-book.jpg")).unwrap();
+    let eas = fs_err::read(corpus_dir().join("images/textract-raw_text.jpg")).unwrap();
+    let book = fs_err::read(corpus_dir().join("images/ocrs-rust-book.jpg")).unwrap();
     scanned_pdf(&[(&eas, 2000, 1850), (&book, 1200, 1600)])
 }
 
@@ -227,7 +215,7 @@ fn scanned_pdf_pages_are_read_page_by_page() {
 #[test]
 fn the_corpus_scan_goes_through_ocr() {
     // Its six pages are 16×16-pixel pictures: OCR runs on each and finds nothing to read.
-    let path = corpus().join("pdf/pypdf-imagemagick-images-only.pdf");
+    let path = corpus_dir().join("pdf/pypdf-imagemagick-images-only.pdf");
     let skip = extract_path(&path).unwrap_err();
     assert_eq!(skip.code, SkipReason::NO_TEXT_LAYER, "{skip}");
     assert!(skip.detail.contains("OCR found no text"), "{skip}");
@@ -241,7 +229,7 @@ fn without_ocr_images_and_scans_wait_as_ocr_unavailable() {
             ..OcrOptions::default()
         },
     };
-    let png = corpus().join("images/textract-raw_text.png");
+    let png = corpus_dir().join("images/textract-raw_text.png");
     let bytes = fs_err::read(&png).unwrap();
     let skip = extract_loaded_with(&png, &bytes, &off).unwrap_err();
     assert_eq!(skip.code, SkipReason::OCR_UNAVAILABLE, "{skip}");

@@ -11,33 +11,10 @@ use std::path::PathBuf;
 use linkly_core::{OutlineNode, SkipReason};
 use linkly_extract::{Extracted, extract_path};
 
-const FOLDERS: [&str; 4] = ["docx", "pptx", "xlsx", "epub"];
+mod common;
+use common::{check_ranges, corpus_dir, lines};
 
-fn corpus_dir() -> PathBuf {
-    let mut candidates = Vec::new();
-    if let Some(dir) = std::env::var_os("LINKLY_SHARED_DIR").filter(|v| !v.is_empty()) {
-        let dir = PathBuf::from(dir);
-        candidates.push(dir.join("corpus"));
-        candidates.push(dir);
-    }
-    candidates.push(PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/corpus"
-    )));
-    candidates.push(PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/corpus"
-    )));
-    candidates
-        .iter()
-        .find(|d| d.join("MANIFEST.md").is_file())
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "the shared test corpus was not found (set LINKLY_SHARED_DIR); tried {candidates:?}"
-            )
-        })
-}
+const FOLDERS: [&str; 4] = ["docx", "pptx", "xlsx", "epub"];
 
 type All = BTreeMap<String, (PathBuf, Result<Extracted, SkipReason>)>;
 
@@ -69,10 +46,6 @@ fn ok<'a>(all: &'a All, name: &str) -> Option<&'a Extracted> {
     }
 }
 
-fn lines(e: &Extracted) -> Vec<&str> {
-    e.text.split('\n').collect()
-}
-
 fn norm(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -91,19 +64,6 @@ fn depth(nodes: &[OutlineNode]) -> usize {
         .map(|n| 1 + depth(&n.children))
         .max()
         .unwrap_or(0)
-}
-
-fn check_ranges(name: &str, nodes: &[OutlineNode], lo: u32, hi: u32) {
-    for n in nodes {
-        assert!(
-            lo <= n.start_line && n.start_line <= n.end_line && n.end_line <= hi,
-            "{name}: node {:?} {}..{} outside {lo}..{hi}",
-            n.title,
-            n.start_line,
-            n.end_line
-        );
-        check_ranges(name, &n.children, n.start_line, n.end_line);
-    }
 }
 
 /// The skip reason each protected or broken file must get.

@@ -16,6 +16,9 @@ use std::time::Duration;
 use linkly_core::{OutlineNode, SkipReason};
 use linkly_extract::{Extracted, Sandbox, extract_isolated, extract_path, run_worker};
 
+mod common;
+use common::{check_ranges, corpus_dir};
+
 const FOLDERS: [&str; 4] = ["pdf", "rtf", "doc", "edge"];
 const WORKER_ENV: &str = "LINKLY_EXTRACT_TEST_WORKER";
 
@@ -25,32 +28,6 @@ fn worker_entry() {
     if std::env::var_os(WORKER_ENV).is_some() {
         std::process::exit(run_worker());
     }
-}
-
-fn shared_dir() -> PathBuf {
-    let mut candidates = Vec::new();
-    if let Some(dir) = std::env::var_os("LINKLY_SHARED_DIR").filter(|v| !v.is_empty()) {
-        let dir = PathBuf::from(dir);
-        candidates.push(dir.join("corpus"));
-        candidates.push(dir);
-    }
-    candidates.push(PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/corpus"
-    )));
-    candidates.push(PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/corpus"
-    )));
-    candidates
-        .iter()
-        .find(|d| d.join("MANIFEST.md").is_file())
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "the shared test corpus was not found (set LINKLY_SHARED_DIR); tried {candidates:?}"
-            )
-        })
 }
 
 /// This test binary as an extraction worker.
@@ -78,7 +55,7 @@ type Results = BTreeMap<String, (PathBuf, Result<Extracted, SkipReason>)>;
 fn all() -> &'static Results {
     static ALL: OnceLock<Results> = OnceLock::new();
     ALL.get_or_init(|| {
-        let corpus = shared_dir();
+        let corpus = corpus_dir();
         let sandbox = worker_sandbox();
         let mut all = BTreeMap::new();
         for folder in FOLDERS {
@@ -122,19 +99,6 @@ fn page_markers(e: &Extracted) -> Vec<u32> {
                 .ok()
         })
         .collect()
-}
-
-fn check_ranges(name: &str, nodes: &[OutlineNode], lo: u32, hi: u32) {
-    for n in nodes {
-        assert!(
-            lo <= n.start_line && n.start_line <= n.end_line && n.end_line <= hi,
-            "{name}: node {:?} {}..{} outside {lo}..{hi}",
-            n.title,
-            n.start_line,
-            n.end_line
-        );
-        check_ranges(name, &n.children, n.start_line, n.end_line);
-    }
 }
 
 /// PDF outline nodes start at a page marker line.
@@ -371,7 +335,7 @@ fn doc_matches_textract_expected_text() {
     let Some(e) = get("textract-raw_text.doc") else {
         return;
     };
-    let expected_path = shared_dir().join("../expected/textract-doc_raw_text.txt");
+    let expected_path = corpus_dir().join("../expected/textract-doc_raw_text.txt");
     let expected = std::fs::read_to_string(&expected_path)
         .unwrap_or_else(|err| panic!("{}: {err}", expected_path.display()));
     let norm = |s: &str| -> Vec<String> {
@@ -394,7 +358,7 @@ fn doc_matches_textract_expected_text() {
 }
 
 fn a_pdf() -> PathBuf {
-    shared_dir().join("pdf/tika-testPDF_bookmarks.pdf")
+    corpus_dir().join("pdf/tika-testPDF_bookmarks.pdf")
 }
 
 #[test]
@@ -441,7 +405,7 @@ fn isolation_in_process_and_safe_formats() {
     let worker = extract_isolated(&worker_sandbox(), &path, &bytes).unwrap();
     assert_eq!(direct, worker);
     // A format that is not risky never goes to the worker (this one would fail).
-    let rtf = shared_dir().join("rtf/tika-testRTFUnicodeGothic.rtf");
+    let rtf = corpus_dir().join("rtf/tika-testRTFUnicodeGothic.rtf");
     let rtf_bytes = std::fs::read(&rtf).unwrap();
     let broken = Sandbox::with_worker("/bin/false", Vec::new());
     assert!(extract_isolated(&broken, &rtf, &rtf_bytes).is_ok());
