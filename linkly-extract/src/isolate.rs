@@ -13,12 +13,12 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use linkly_core::{DocType, OutlineNode, SkipReason};
 use serde::{Deserialize, Serialize};
 
+use crate::child::{self, RunError};
 use crate::registry::extract_bytes;
 use crate::{Extracted, extractor_for, too_large, unsupported};
 
@@ -220,29 +220,8 @@ fn run_in_worker(
     path: &Path,
     doc_type: DocType,
 ) -> Result<Extracted, SkipReason> {
-    let mut cmd = match sandbox.memory_limit {
-        Some(limit) if cfg!(unix) && Path::new("/bin/sh").exists() => {
-            let kib = (limit / 1024).max(1);
-            let mut c = Command::new("/bin/sh");
-            c.arg("-c")
-                .arg(format!("ulimit -v {kib} 2>/dev/null; exec \"$0\" \"$@\""))
-                .arg(program)
-                .args(args);
-            c
-        }
-        _ => {
-            let mut c = Command::new(program);
-            c.args(args);
-            c
-        }
-    };
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| failed(format!("cannot start the extraction worker: {e}")))?;
-
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let cmd = child::command(program, &args, sandbox.memory_limit);
     let ocr = &sandbox.options.ocr;
     let request = serde_json::to_vec(&WireRequest {
         path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
@@ -254,54 +233,26 @@ fn run_in_worker(
         }),
     })
     .unwrap_or_default();
-    if let Some(mut stdin) = child.stdin.take() {
-        // A worker that dies at once closes the pipe: its exit status tells the story.
-        let _ = stdin.write_all(&request);
-    }
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let out_reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(s) = stdout {
-            let _ = s.take(MAX_OUTPUT).read_to_end(&mut buf);
+    let finished = match child::run(cmd, Some(&request), sandbox.timeout, MAX_OUTPUT) {
+        Ok(f) => f,
+        Err(RunError::Start(e)) => {
+            return Err(failed(format!("cannot start the extraction worker: {e}")));
         }
-        buf
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(s) = stderr {
-            let _ = s.take(64 * 1024).read_to_end(&mut buf);
+        Err(RunError::Timeout(t)) => {
+            tracing::warn!(path = %path.display(), "extraction worker timed out");
+            return Err(SkipReason::new(
+                SkipReason::TIMEOUT,
+                format!(
+                    "the {doc_type} extractor took longer than {} s",
+                    t.as_secs_f64()
+                ),
+            ));
         }
-        buf
-    });
-
-    let deadline = Instant::now() + sandbox.timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                // The reader threads end when the pipes close; they are not joined, so a
-                // grandchild holding a pipe cannot block us.
-                tracing::warn!(path = %path.display(), "extraction worker timed out");
-                return Err(SkipReason::new(
-                    SkipReason::TIMEOUT,
-                    format!(
-                        "the {doc_type} extractor took longer than {} s",
-                        sandbox.timeout.as_secs_f64()
-                    ),
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => {
-                let _ = child.kill();
-                return Err(failed(format!("cannot wait for the worker: {e}")));
-            }
+        Err(RunError::Wait(e)) => {
+            return Err(failed(format!("cannot wait for the worker: {e}")));
         }
     };
-    let out = out_reader.join().unwrap_or_default();
-    let err = err_reader.join().unwrap_or_default();
+    let (status, out, err) = (finished.status, finished.stdout, finished.stderr);
     let last_err = String::from_utf8_lossy(&err)
         .lines()
         .rev()

@@ -7,6 +7,7 @@
 //! transport crate. Images and scanned PDF pages get their text from OCR ([`ocr`]: Tesseract
 //! in a child process), told which languages through [`ExtractOptions`].
 
+mod child;
 mod encoding;
 mod error;
 pub mod formats;

@@ -22,13 +22,14 @@
 //!
 //! PDF pages are rasterised by `pdftoppm` (poppler-utils), in a child process as well.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use linkly_core::{OcrConfig, SkipReason, env, is_cjk};
+
+use crate::child::{self, Finished, RunError};
 
 /// The mean word confidence (0–100) under which a second pass with every language runs.
 pub const SECOND_PASS_BELOW: f32 = 80.0;
@@ -125,7 +126,7 @@ fn probe(prog: PathBuf) -> OcrStatus {
     let quick = Duration::from_secs(20);
     let version = run(plain(&prog, &["--version"]), None, quick)
         .ok()
-        .filter(|o| o.success)
+        .filter(|o| o.status.success())
         .and_then(|o| {
             let all = format!(
                 "{}\n{}",
@@ -139,7 +140,7 @@ fn probe(prog: PathBuf) -> OcrStatus {
     let mut languages: Vec<String> = match version {
         Some(_) => run(plain(&prog, &["--list-langs"]), None, quick)
             .ok()
-            .filter(|o| o.success)
+            .filter(|o| o.status.success())
             .map(|o| {
                 String::from_utf8_lossy(&o.stdout)
                     .lines()
@@ -242,8 +243,8 @@ pub fn read_once(
         &program(),
         &["stdin", "stdout", "-l", &langs, "--psm", "3", "tsv"],
     );
-    let out = run(cmd, Some(image), timeout).map_err(|e| e.skip("OCR"))?;
-    if !out.success {
+    let out = run(cmd, Some(image), timeout).map_err(|e| skip(e, "OCR"))?;
+    if !out.status.success() {
         let err = last_line(&out.stderr);
         let code = if err.contains("pixRead")
             || err.contains("Unsupported image")
@@ -270,8 +271,8 @@ pub fn rasterize_pdf_page(pdf: &[u8], page: u32, timeout: Duration) -> Result<Ve
         Path::new("pdftoppm"),
         &["-f", &page, "-l", &page, "-r", &dpi, "-gray", "-png", "-"],
     );
-    let out = run(cmd, Some(pdf), timeout).map_err(|e| e.skip("rasterising the PDF page"))?;
-    if !out.success {
+    let out = run(cmd, Some(pdf), timeout).map_err(|e| skip(e, "rasterising the PDF page"))?;
+    if !out.status.success() {
         return Err(SkipReason::new(
             SkipReason::EXTRACTOR_FAILED,
             format!(
@@ -385,117 +386,36 @@ fn last_line(bytes: &[u8]) -> String {
 
 /// A command run directly (for probing: a missing program fails to start).
 fn plain(prog: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(prog);
-    c.args(args);
-    c
+    child::command(prog, args, None)
 }
 
-/// A command run with one thread and the memory limit (`ulimit -v` through `/bin/sh` on Unix).
+/// A command run with one thread and the memory limit.
 fn limited(prog: &Path, args: &[&str]) -> Command {
-    let mut c = if cfg!(unix) && Path::new("/bin/sh").exists() {
-        let mut c = Command::new("/bin/sh");
-        c.arg("-c")
-            .arg(format!(
-                "ulimit -v {} 2>/dev/null; exec \"$0\" \"$@\"",
-                MEMORY_LIMIT / 1024
-            ))
-            .arg(prog)
-            .args(args);
-        c
-    } else {
-        plain(prog, args)
-    };
+    let mut c = child::command(prog, args, Some(MEMORY_LIMIT));
     c.env("OMP_THREAD_LIMIT", "1");
     c
 }
 
-/// What a finished process left.
-struct Finished {
-    success: bool,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-}
-
-enum RunError {
-    Start(std::io::Error),
-    Timeout(Duration),
-    Wait(std::io::Error),
-}
-
-impl RunError {
-    fn skip(self, what: &str) -> SkipReason {
-        match self {
-            RunError::Start(e) => SkipReason::new(
-                SkipReason::OCR_UNAVAILABLE,
-                format!("cannot start the program for {what}: {e}"),
-            ),
-            RunError::Timeout(t) => SkipReason::new(
-                SkipReason::TIMEOUT,
-                format!("{what} took longer than {} s", t.as_secs()),
-            ),
-            RunError::Wait(e) => {
-                SkipReason::new(SkipReason::EXTRACTOR_FAILED, format!("{what} failed: {e}"))
-            }
+/// The skip reason for a helper program that could not run to the end.
+fn skip(e: RunError, what: &str) -> SkipReason {
+    match e {
+        RunError::Start(e) => SkipReason::new(
+            SkipReason::OCR_UNAVAILABLE,
+            format!("cannot start the program for {what}: {e}"),
+        ),
+        RunError::Timeout(t) => SkipReason::new(
+            SkipReason::TIMEOUT,
+            format!("{what} took longer than {} s", t.as_secs()),
+        ),
+        RunError::Wait(e) => {
+            SkipReason::new(SkipReason::EXTRACTOR_FAILED, format!("{what} failed: {e}"))
         }
     }
 }
 
-/// Runs a command with `input` on its stdin, killing it after `timeout`.
-fn run(mut cmd: Command, input: Option<&[u8]>, timeout: Duration) -> Result<Finished, RunError> {
-    cmd.stdin(if input.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(RunError::Start)?;
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let out_reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(s) = stdout {
-            let _ = s.take(MAX_OUTPUT).read_to_end(&mut buf);
-        }
-        buf
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(s) = stderr {
-            let _ = s.take(64 * 1024).read_to_end(&mut buf);
-        }
-        buf
-    });
-    let deadline = Instant::now() + timeout;
-    std::thread::scope(|scope| {
-        if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), input) {
-            // A child that exits early closes the pipe; its status tells the story.
-            scope.spawn(move || {
-                let _ = stdin.write_all(bytes);
-            });
-        }
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() >= deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(RunError::Timeout(timeout));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                Err(e) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(RunError::Wait(e));
-                }
-            }
-        };
-        Ok(Finished {
-            success: status.success(),
-            stdout: out_reader.join().unwrap_or_default(),
-            stderr: err_reader.join().unwrap_or_default(),
-        })
-    })
+/// Runs a helper with `input` on its stdin, killing it after `timeout`.
+fn run(cmd: Command, input: Option<&[u8]>, timeout: Duration) -> Result<Finished, RunError> {
+    child::run(cmd, input, timeout, MAX_OUTPUT)
 }
 
 #[cfg(test)]
