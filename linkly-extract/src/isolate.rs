@@ -18,9 +18,9 @@ use std::time::Duration;
 use linkly_core::{DocType, OutlineNode, SkipReason};
 use serde::{Deserialize, Serialize};
 
+use crate::Extracted;
 use crate::child::{self, RunError};
-use crate::registry::extract_bytes;
-use crate::{Extracted, extractor_for, too_large, unsupported};
+use crate::registry::{checked_extractor, extract_bytes};
 
 /// How risky extractions are run: a worker command, a time budget and a memory limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,15 +193,7 @@ pub fn extract_isolated(
     path: &Path,
     bytes: &[u8],
 ) -> Result<Extracted, SkipReason> {
-    let Some(extractor) = extractor_for(path) else {
-        return Err(unsupported(path));
-    };
-    if bytes.is_empty() {
-        return Err(SkipReason::new(SkipReason::EMPTY, "the file has no bytes"));
-    }
-    if bytes.len() as u64 > extractor.max_bytes() {
-        return Err(too_large(extractor, bytes.len() as u64));
-    }
+    let extractor = checked_extractor(path, bytes)?;
     match &sandbox.worker {
         Some((program, args)) if extractor.isolate() => {
             run_in_worker(program, args, sandbox, path, extractor.doc_type())

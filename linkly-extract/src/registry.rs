@@ -154,6 +154,16 @@ pub fn extract_loaded_with(
     bytes: &[u8],
     options: &ExtractOptions,
 ) -> Result<Extracted, SkipReason> {
+    extract_bytes(checked_extractor(path, bytes)?, path, bytes, options)
+}
+
+/// The extractor for `path`, once the bytes pass the checks every extraction makes first:
+/// a known extension (`unsupported_format`), not empty (`empty`), not over the format's cap
+/// (`too_large`).
+pub(crate) fn checked_extractor(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<&'static dyn Extractor, SkipReason> {
     let Some(extractor) = extractor_for(path) else {
         return Err(unsupported(path));
     };
@@ -163,7 +173,7 @@ pub fn extract_loaded_with(
     if bytes.len() as u64 > extractor.max_bytes() {
         return Err(too_large(extractor, bytes.len() as u64));
     }
-    extract_bytes(extractor, path, bytes, options)
+    Ok(extractor)
 }
 
 /// The skip reason of a file no extractor reads.

@@ -70,11 +70,16 @@ impl LinklyServer {
     }
 }
 
+/// What both servers say of themselves at initialisation: tools, name, version, instructions.
+fn server_config() -> ServerConfig {
+    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+}
+
 impl ServerHandler for LinklyServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+        server_config()
     }
 
     async fn list_tools(
@@ -119,9 +124,7 @@ pub struct BridgeServer {
 
 impl ServerHandler for BridgeServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+        server_config()
     }
 
     async fn list_tools(
