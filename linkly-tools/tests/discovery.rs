@@ -12,6 +12,9 @@ use linkly_index::{Index, SyncOptions};
 use linkly_tools::{Linkly, PathGlob};
 use serde_json::{Value, json};
 
+mod common;
+use common::{call, err_call, json_call};
+
 struct Fixture {
     tmp: tempfile::TempDir,
     root: PathBuf,
@@ -142,24 +145,6 @@ fn fixture() -> Fixture {
     let root = fs_err::canonicalize(&root).unwrap();
     let linkly = open(tmp.path(), config);
     Fixture { tmp, root, linkly }
-}
-
-fn call(l: &Linkly, tool: &str, args: Value) -> (String, bool) {
-    let out = l.call(tool, args).unwrap();
-    (out.text, out.is_error)
-}
-
-fn json_call(l: &Linkly, tool: &str, mut args: Value) -> Value {
-    args["output_format"] = json!("json");
-    let (text, err) = call(l, tool, args);
-    assert!(!err, "{tool} failed: {text}");
-    serde_json::from_str(&text).unwrap()
-}
-
-fn err_call(l: &Linkly, tool: &str, args: Value) -> String {
-    let (text, err) = call(l, tool, args);
-    assert!(err, "{tool} should fail: {text}");
-    text
 }
 
 fn paths(v: &Value, list: &str) -> Vec<String> {

@@ -8,6 +8,9 @@ use linkly_index::{Index, SyncOptions};
 use linkly_tools::{Linkly, TOOLS};
 use serde_json::{Value, json};
 
+mod common;
+use common::{call, err_call, json_call};
+
 struct Fixture {
     _tmp: tempfile::TempDir,
     root: PathBuf,
@@ -43,24 +46,6 @@ fn open(home: &Path, roots: &[PathBuf]) -> Linkly {
         )
         .unwrap();
     Linkly::new(Arc::new(index), data, Config::default())
-}
-
-fn call(l: &Linkly, tool: &str, args: Value) -> (String, bool) {
-    let out = l.call(tool, args).unwrap();
-    (out.text, out.is_error)
-}
-
-fn json_call(l: &Linkly, tool: &str, mut args: Value) -> Value {
-    args["output_format"] = json!("json");
-    let (text, err) = call(l, tool, args);
-    assert!(!err, "{tool} failed: {text}");
-    serde_json::from_str(&text).unwrap()
-}
-
-fn err_call(l: &Linkly, tool: &str, args: Value) -> String {
-    let (text, err) = call(l, tool, args);
-    assert!(err, "{tool} should fail: {text}");
-    text
 }
 
 const GUIDE: &str = "# Budget guide\n\nIntro line.\n\n## Planning\n\nThe budget for 2024 is set.\nMore planning text.\n\n## Spending\n\nSpending rules here.\nbudget again\n";
