@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::Env;
 use serde_json::json;
 
@@ -129,21 +127,5 @@ fn outline_of_real_documents_over_mcp() {
         {"name": "read a PDF page", "tool": "read", "arguments": {"doc_id": ids[0], "offset": 3, "limit": 2},
          "expect": {"contains": ["     3\t--- page 2 ---", "Denmark"]}}
     ]});
-    let file = env.tmp.path().join("formats.json");
-    fs_err::write(&file, scenario.to_string()).unwrap();
-    let out = Command::new(common::probe_python())
-        .arg(common::shared_dir().join("tools/mcp-probe/probe.py"))
-        .args(["--stdio", &format!("{} mcp", common::bin().display())])
-        .args(["--env", &format!("LINKLY_HOME={}", env.home.display())])
-        .arg("--scenario")
-        .arg(&file)
-        .args(["--strict", "--no-schemas"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    env.probe("formats", &env.stdio_target(), &scenario);
 }

@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::Env;
 use serde_json::{Value, json};
@@ -24,26 +23,7 @@ fn body_of(path: &Path) -> String {
 }
 
 fn run_phase(env: &Env, name: &str, scenario: Value) {
-    let file = env.tmp.path().join(format!("{name}.json"));
-    fs_err::write(&file, scenario.to_string()).unwrap();
-    let probe = common::shared_dir().join("tools/mcp-probe/probe.py");
-    let cmd = format!("{} mcp", common::bin().display());
-    let home = format!("LINKLY_HOME={}", env.home.display());
-    let out = Command::new(common::probe_python())
-        .arg(&probe)
-        .args(["--stdio", &cmd, "--env", &home, "--scenario"])
-        .arg(&file)
-        .args(["--strict", "--no-schemas"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{name}: probe failed:\n{stdout}\n{stderr}"
-    );
-    let last = stdout.trim_end().lines().last().unwrap_or_default();
-    assert!(last.ends_with(" 0 failed"), "{name}: {last}\n{stdout}");
+    let stdout = env.probe(name, &env.stdio_target(), &scenario);
     assert!(
         stdout
             .lines()

@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::process::Command;
 
 use common::Env;
 use serde_json::json;
@@ -38,24 +37,7 @@ fn image_words_through_the_python_sdk_client() {
              "expect": {"is_error": false, "contains": ["Referenced images", jpg, "THERE IS NO ACTUAL EMERGENCY"]}}
         ]
     });
-    let scenario_file = env.tmp.path().join("scenario.json");
-    fs_err::write(&scenario_file, scenario.to_string()).unwrap();
-    let probe = common::shared_dir().join("tools/mcp-probe/probe.py");
-    let cmd = format!("{} mcp", common::bin().display());
-    let home = format!("LINKLY_HOME={}", env.home.display());
-    let out = Command::new(common::probe_python())
-        .arg(&probe)
-        .args(["--stdio", &cmd, "--env", &home])
-        .arg("--scenario")
-        .arg(&scenario_file)
-        .args(["--strict", "--no-schemas"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "probe failed:\n{stdout}\n{stderr}");
-    let last = stdout.trim_end().lines().last().unwrap_or_default();
-    assert!(last.ends_with(" 0 failed"), "{stdout}");
+    let stdout = env.probe("ocr", &env.stdio_target(), &scenario);
     assert!(
         stdout
             .lines()

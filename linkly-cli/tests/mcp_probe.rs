@@ -42,23 +42,8 @@ fn scenario(env: &Env) -> Value {
     })
 }
 
-fn run_probe(env: &Env, target: &[&str]) {
-    let scenario_file = env.tmp.path().join("scenario.json");
-    fs_err::write(&scenario_file, scenario(env).to_string()).unwrap();
-    let probe = common::shared_dir().join("tools/mcp-probe/probe.py");
-    let out = Command::new(common::probe_python())
-        .arg(&probe)
-        .args(target)
-        .arg("--scenario")
-        .arg(&scenario_file)
-        .args(["--strict", "--no-schemas"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "probe failed:\n{stdout}\n{stderr}");
-    let last = stdout.trim_end().lines().last().unwrap_or_default();
-    assert!(last.ends_with(" 0 failed"), "{last}");
+fn run_probe(env: &Env, target: &[String]) {
+    let stdout = env.probe("scenario", target, &scenario(env));
     for check in [
         "[check] initialize",
         "[check] tools/list",
@@ -78,9 +63,7 @@ fn run_probe(env: &Env, target: &[&str]) {
 fn stdio_with_the_python_sdk_client() {
     let env = Env::sample();
     env.index();
-    let cmd = format!("{} mcp", common::bin().display());
-    let home = format!("LINKLY_HOME={}", env.home.display());
-    run_probe(&env, &["--stdio", &cmd, "--env", &home]);
+    run_probe(&env, &env.stdio_target());
 }
 
 struct Server(Child);
@@ -161,7 +144,10 @@ fn http_with_the_python_sdk_client() {
     assert_eq!(body["doc_count"], 4);
     assert_eq!(body["mcp_endpoint"], format!("http://127.0.0.1:{port}/mcp"));
     assert!(body["version"].is_string());
-    run_probe(&env, &["--http", &format!("http://127.0.0.1:{port}/mcp")]);
+    run_probe(
+        &env,
+        &["--http".into(), format!("http://127.0.0.1:{port}/mcp")],
+    );
 
     // A browser page from another origin is refused (DNS-rebinding protection).
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;

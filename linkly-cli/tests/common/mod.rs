@@ -17,6 +17,41 @@ pub struct Env {
 pub const GUIDE: &str = "# Budget guide\n\nIntro line.\n\n## Planning\n\nThe budget for 2024 is set.\nMore planning text.\n\n## Spending\n\nSpending rules here.\nbudget again\n";
 
 impl Env {
+    /// The MCP probe's target for `linkly mcp` over stdio on this data directory.
+    pub fn stdio_target(&self) -> Vec<String> {
+        vec![
+            "--stdio".into(),
+            format!("{} mcp", bin().display()),
+            "--env".into(),
+            format!("LINKLY_HOME={}", self.home.display()),
+        ]
+    }
+
+    /// Runs the MCP probe (the official Python SDK client) on `scenario` against `target`
+    /// (`--stdio …` or `--http URL`), strict; asserts that it passed with 0 failures and
+    /// returns its output. `name` labels the scenario file and the failure messages.
+    pub fn probe(&self, name: &str, target: &[String], scenario: &Value) -> String {
+        let file = self.tmp.path().join(format!("{name}.json"));
+        fs_err::write(&file, scenario.to_string()).unwrap();
+        let out = Command::new(probe_python())
+            .arg(shared_dir().join("tools/mcp-probe/probe.py"))
+            .args(target)
+            .arg("--scenario")
+            .arg(&file)
+            .args(["--strict", "--no-schemas"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{name}: probe failed:\n{stdout}\n{stderr}"
+        );
+        let last = stdout.trim_end().lines().last().unwrap_or_default();
+        assert!(last.ends_with(" 0 failed"), "{name}: {last}\n{stdout}");
+        stdout
+    }
+
     /// An environment with these files under `docs/`.
     pub fn new(files: &[(&str, &str)]) -> Env {
         let tmp = tempfile::tempdir().unwrap();
