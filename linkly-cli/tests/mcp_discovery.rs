@@ -4,7 +4,6 @@
 
 mod common;
 
-
 use common::Env;
 use serde_json::{Value, json};
 

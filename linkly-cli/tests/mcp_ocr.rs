@@ -3,7 +3,6 @@
 
 mod common;
 
-
 use common::Env;
 use serde_json::json;
 
