@@ -1,0 +1,94 @@
+//! Semantic search end to end through the real `linkly` binary: `linkly index` embeds with the
+//! real test model (all-MiniLM-L6-v2 from `cargo xtask test-model`, given as
+//! `LINKLY_MODEL_DIR`), then a paraphrase that shares no word with its target finds it, in
+//! hybrid mode, through the CLI and through the MCP server driven by the Python SDK probe; with
+//! no model the same search answers in keyword mode.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::Env;
+use serde_json::json;
+
+/// The test model's folder; fails (never skips) when it is not there.
+fn test_model() -> PathBuf {
+    let dir = std::env::var_os("LINKLY_TEST_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model"));
+    assert!(
+        dir.join("model.safetensors").is_file(),
+        "the test embedding model is missing at {}: run `cargo xtask test-model`",
+        dir.display()
+    );
+    dir
+}
+
+const QUERY: &str = "making loaves of bread";
+
+fn env() -> Env {
+    Env::new(&[
+        (
+            "bread.md",
+            "# Sourdough at home\n\nMix flour, water and starter, knead the dough, let it rise overnight and bake it in a very hot oven.\n",
+        ),
+        (
+            "revenue.md",
+            "# Quarterly results\n\nQuarterly revenue grew by twelve percent thanks to strong sales in Europe.\n",
+        ),
+        (
+            "cat.md",
+            "# Afternoon\n\nThe cat sleeps on the windowsill all afternoon, purring in the sunshine.\n",
+        ),
+    ])
+}
+
+#[test]
+fn a_paraphrase_finds_its_document_through_the_cli_and_mcp() {
+    let env = env();
+    let model = test_model();
+    let out = env
+        .cmd()
+        .env("LINKLY_MODEL_DIR", &model)
+        .args(["index", env.docs.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "index failed: {stderr}");
+    assert!(stderr.contains("Embedded 3 documents"), "{stderr}");
+
+    let out = env
+        .cmd()
+        .env("LINKLY_MODEL_DIR", &model)
+        .args(["--json", "search", QUERY, "--limit", "3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["mode"], "hybrid", "{v}");
+    let first = v["results"][0]["path"].as_str().unwrap_or_default();
+    assert!(first.ends_with("bread.md"), "{v}");
+
+    let mut target = env.stdio_target();
+    target.extend([
+        "--env".to_string(),
+        format!("LINKLY_MODEL_DIR={}", model.display()),
+    ]);
+    let scenario = json!({"steps": [
+        {"name": "hybrid search over MCP", "tool": "search",
+         "arguments": {"query": QUERY, "limit": 1, "output_format": "json"},
+         "expect": {"is_error": false, "contains": ["\"mode\":\"hybrid\"", "bread.md"]}}
+    ]});
+    env.probe("semantic", &target, &scenario);
+
+    // Without the model the same search still answers, from BM25 alone.
+    let out = env
+        .cmd()
+        .env_remove("LINKLY_MODEL_DIR")
+        .args(["--json", "search", QUERY, "--limit", "3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["mode"], "keyword", "{v}");
+}
