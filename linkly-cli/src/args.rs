@@ -63,9 +63,10 @@ pub(crate) enum Command {
     NoteSave(crate::notes::NoteSaveArgs),
     /// Index the watched folders, then serve MCP over Streamable HTTP on 127.0.0.1.
     Serve(ServeArgs),
-    /// Serve MCP over stdio (for clients that start the server themselves); with --endpoint,
-    /// forward to that server.
-    Mcp,
+    /// Serve MCP over stdio (for clients that start the server themselves). Shares the data
+    /// directory's server, starting one in the background when none runs, so the index stays
+    /// fresh; with --endpoint, forwards to that server.
+    Mcp(McpArgs),
     /// The embedding model for semantic search: status, download, use `<name>`.
     #[command(subcommand)]
     Model(crate::model::ModelCommand),
@@ -239,4 +240,22 @@ pub(crate) struct ServeArgs {
     /// Do not follow changes after the start-up sync.
     #[arg(long)]
     pub(crate) no_watch: bool,
+    /// Do not fetch the embedding model from the Hugging Face hub when it is missing (by
+    /// default `serve` fetches it in the background; search is keyword-only until it is there).
+    #[arg(long)]
+    pub(crate) no_model_download: bool,
+    /// Stop after this many seconds without any request (how `linkly mcp` starts a shared
+    /// server: it lives while its clients do).
+    #[arg(long, value_name = "SECS", hide = true)]
+    pub(crate) exit_when_unused: Option<u64>,
+}
+
+/// `linkly mcp`.
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// Serve from this process (with its own watcher while no other process writes the index)
+    /// instead of sharing the server of the data directory, which `linkly mcp` starts in the
+    /// background when none runs.
+    #[arg(long)]
+    pub(crate) embedded: bool,
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use linkly_core::{Config, DataDir, DocType};
-use linkly_index::{Index, SyncOptions, SyncReport};
-use linkly_tools::Linkly;
+use linkly_index::Index;
+use linkly_tools::{FreshEvent, Linkly};
 use serde_json::{Map, Value, json};
 
 use crate::args::{
@@ -47,7 +47,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::List(args) => crate::discovery::list(&data, args, printer),
         Command::Library(cmd) => crate::discovery::library(&data, cmd, printer),
         Command::Serve(args) => daemon::serve(&data, args),
-        Command::Mcp => mcp(&data),
+        Command::Mcp(args) => crate::shared::mcp(&data, args),
         Command::Model(cmd) => crate::model::run(&data, cmd, printer),
         Command::NoteSave(args) => crate::notes::note_save(&data, args, printer),
         Command::Status => status::status(&data, printer),
@@ -114,32 +114,6 @@ fn folders(data: &DataDir, cmd: FoldersCommand, printer: Printer) -> anyhow::Res
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn sync_options(data: &DataDir, config: &Config) -> SyncOptions {
-    // Risky formats (PDF) are extracted in a child `linkly __extract-worker` with a time and
-    // memory budget, so that a parser that aborts or hangs costs one file, not the run.
-    let mut sandbox = std::env::current_exe()
-        .map(|exe| linkly_extract::Sandbox::with_worker(exe, vec!["__extract-worker".into()]))
-        .unwrap_or_default();
-    // The `[ocr]` table (on/off, languages) reaches the extractors, and the worker, this way.
-    sandbox.options = linkly_extract::ExtractOptions::from_config(config);
-    SyncOptions {
-        // The watched folders and the notes folder.
-        roots: linkly_tools::sync_options(config, data).roots,
-        exclude: config.exclude.clone(),
-        sandbox,
-    }
-}
-
-pub(crate) fn run_sync(
-    index: &Index,
-    data: &DataDir,
-    config: &Config,
-) -> anyhow::Result<SyncReport> {
-    let mut reporter = Reporter::new();
-    let report = index.sync(&sync_options(data, config), &mut |p| reporter.update(p))?;
-    Ok(report)
-}
-
 fn index(data: &DataDir, args: IndexArgs, printer: Printer) -> anyhow::Result<ExitCode> {
     let mut config = load_config(data)?;
     let mut changed = false;
@@ -162,9 +136,14 @@ fn index(data: &DataDir, args: IndexArgs, printer: Printer) -> anyhow::Result<Ex
             "no watched folders: give one (`linkly index ~/Documents`) or add one with `linkly folders add <path>`"
         );
     }
-    let index = Index::open(&data.index_dir())?;
-    let report = run_sync(&index, data, &config)?;
-    crate::model::after_index(&index, data)?;
+    let linkly = Linkly::new(
+        Arc::new(Index::open(&data.index_dir())?),
+        data.clone(),
+        config,
+    );
+    let index = linkly.index().clone();
+    let done = index_now(&linkly)?;
+    let report = done.sync;
     let secs = report.elapsed_ms as f64 / 1000.0;
     if printer.json {
         println!(
@@ -191,6 +170,39 @@ fn index(data: &DataDir, args: IndexArgs, printer: Printer) -> anyhow::Result<Ex
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the one-shot form of the keep-fresh engine with progress on stderr. When another
+/// process writes the index (a server's watcher syncing right now), waits for it.
+fn index_now(linkly: &Linkly) -> anyhow::Result<linkly_tools::IndexNowReport> {
+    let started = std::time::Instant::now();
+    let mut waited = false;
+    loop {
+        let mut reporter = Reporter::new();
+        let mut embed = crate::model::embed_progress();
+        let result = linkly.index_now(&mut |event| match event {
+            FreshEvent::Sync(p) => reporter.update(p),
+            FreshEvent::Embedding(p) => embed(p),
+            _ => {}
+        });
+        match result {
+            Ok(done) => {
+                crate::model::after_index(&done);
+                return Ok(done);
+            }
+            Err(e)
+                if e.code == linkly_core::ErrorCode::IndexBusy
+                    && started.elapsed() < std::time::Duration::from_secs(60) =>
+            {
+                if !waited {
+                    eprintln!("Another Linkly process is writing the index; waiting for it…");
+                    waited = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            Err(e) => bail!("{}", e.message),
+        }
+    }
 }
 
 /// The process's peak resident set (Linux `VmHWM`), for benchmarks.
@@ -507,20 +519,4 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?)
-}
-
-fn mcp(data: &DataDir) -> anyhow::Result<ExitCode> {
-    let conn = backend::connection();
-    if let Some(endpoint) = conn.endpoint {
-        // Bridge: stdio in, the remote server's tools out.
-        let target = crate::health::Target::parse(&endpoint, conn.token)?;
-        runtime()?.block_on(linkly_mcp::serve_stdio_bridge(
-            &target.mcp_url(),
-            target.token.as_deref(),
-        ))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let linkly = Linkly::open(data.clone()).map_err(|e| anyhow::anyhow!("{}", e.message))?;
-    runtime()?.block_on(linkly_mcp::serve_stdio(Arc::new(linkly)))?;
-    Ok(ExitCode::SUCCESS)
 }

@@ -1,23 +1,26 @@
-//! `linkly serve`: the always-fresh background server.
+//! `linkly serve`: the always-fresh server of a data directory.
 //!
 //! One per data directory (a lock file refuses a second one). It binds first (so clients can
-//! connect at once and see `index_status`), reconciles the watched folders with the index (what
-//! changed while it was down), then follows changes live. SIGINT/SIGTERM stop it gracefully:
-//! the HTTP server drains, the port file is removed, and a sync batch in flight is rolled back
-//! (the index's dirty-row protocol redoes it at the next start).
+//! connect at once and see `index_status`), then runs `linkly-tools`' keep-fresh engine:
+//! reconcile, watch, embed. SIGINT/SIGTERM stop it gracefully: the HTTP server drains, the port
+//! file is removed, and a sync batch in flight is rolled back (the index's dirty-row protocol
+//! redoes it at the next start). `linkly mcp` starts one in the background when none runs
+//! (`--exit-when-unused`: it stops when its clients are gone); see `shared`.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use anyhow::bail;
 use linkly_core::DataDir;
-use linkly_index::{Index, WatchEvent, Watcher};
+use linkly_index::Index;
 use linkly_mcp::{HttpOptions, IndexStatus, ServerState};
-use linkly_tools::Linkly;
+use linkly_tools::{FreshEvent, IndexState, KeepFreshOptions, Linkly};
 
 use crate::args::ServeArgs;
-use crate::commands::{load_config, run_sync, runtime, sync_options};
+use crate::commands::{load_config, runtime};
 
 /// A new random LAN token: 32 hex characters.
 fn new_token() -> String {
@@ -49,6 +52,15 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
     let lock = fs_err::File::create(&lock_path)?;
     if let Err(e) = lock.file().try_lock() {
         match e {
+            // Started by `linkly mcp`, which lost a race to another client's server: that one
+            // serves both.
+            std::fs::TryLockError::WouldBlock if a.exit_when_unused.is_some() => {
+                eprintln!(
+                    "A server already runs for {}: leaving it the work",
+                    data.root().display()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
             std::fs::TryLockError::WouldBlock => bail!(
                 "another `linkly serve` is already running for {} (lock {}); stop it first — tool commands already go to it",
                 data.root().display(),
@@ -59,110 +71,122 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
     }
 
     let index = Arc::new(Index::open(&data.index_dir())?);
-    let linkly = Arc::new(Linkly::new(index.clone(), data.clone(), config.clone()));
+    let linkly = Arc::new(Linkly::new(index, data.clone(), config));
     let state = ServerState::new(IndexStatus::Scanning);
     let bind = if a.lan {
         a.bind.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
     } else {
         IpAddr::V4(Ipv4Addr::LOCALHOST)
     };
-    let watcher: Arc<Mutex<Option<Watcher>>> = Arc::new(Mutex::new(None));
     let rt = runtime()?;
-    let result = rt.block_on({
-        let watcher = watcher.clone();
-        async move {
-            let bound = linkly_mcp::bind_http(HttpOptions {
-                bind,
-                lan_token: lan_token.clone(),
-                port: a.port,
-                port_file: Some(data.port_file()),
-                ..HttpOptions::default()
-            })
-            .await?;
-            eprintln!("Linkly MCP server: {}", bound.endpoint());
-            if a.lan {
-                eprintln!(
-                    "LAN access on {bind}:{}: clients must send `Authorization: Bearer <token>` (the token is in `linkly status`)",
-                    bound.port()
-                );
-            }
-            let sync_state = state.clone();
-            let watch = !a.no_watch;
-            let data = data.clone();
-            let data_root = data.root().to_path_buf();
-            std::thread::spawn(move || {
-                sync_state.set(IndexStatus::Indexing);
-                let roots = sync_options(&data, &config).roots;
-                if !roots.is_empty() {
-                    match run_sync(&index, &data, &config) {
-                        Ok(r) => eprintln!(
-                            "Indexed {} files: {} new, {} changed, {} removed",
-                            r.seen, r.added, r.updated, r.removed
-                        ),
-                        Err(e) => {
-                            eprintln!("Error: indexing failed: {e}");
-                            sync_state.set(IndexStatus::Error);
-                            return;
-                        }
-                    }
-                }
-                // Embeddings (and the model download, when needed) follow in the background;
-                // keyword search answers meanwhile.
-                {
-                    let index = index.clone();
-                    let data = data.clone();
-                    std::thread::spawn(move || crate::model::background(&index, &data));
-                }
-                if !watch || roots.is_empty() {
-                    sync_state.set(IndexStatus::Idle);
-                    return;
-                }
-                let events_state = sync_state.clone();
-                let started = Watcher::start(
-                    index.clone(),
-                    sync_options(&data, &config),
-                    vec![data_root],
-                    move |event| match event {
-                        WatchEvent::Syncing => events_state.set(IndexStatus::Indexing),
-                        WatchEvent::Synced(r) => {
-                            if r.added + r.updated + r.removed > 0 {
-                                tracing::info!(
-                                    added = r.added,
-                                    updated = r.updated,
-                                    removed = r.removed,
-                                    "changes indexed"
-                                );
-                            }
-                            events_state.set(IndexStatus::Watching);
-                        }
-                        WatchEvent::Failed(e) => {
-                            eprintln!("Error: re-indexing failed: {e}");
-                            events_state.set(IndexStatus::Error);
-                        }
-                    },
-                );
-                match started {
-                    Ok(w) => {
-                        *watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(w);
-                        // A change that landed between the sync and the watch is caught by
-                        // one more (cheap) sync.
-                        let _ = run_sync(&index, &data, &config);
-                        sync_state.set(IndexStatus::Watching);
-                    }
-                    Err(e) => {
-                        eprintln!("Error: cannot watch the folders: {e}");
-                        sync_state.set(IndexStatus::Idle);
-                    }
-                }
-            });
-            linkly_mcp::serve_http(bound, linkly, state, shutdown_signal()).await
+    let result = rt.block_on(async move {
+        // Bind first, so clients can connect at once and see `index_status`.
+        let bound = linkly_mcp::bind_http(HttpOptions {
+            bind,
+            lan_token: lan_token.clone(),
+            port: a.port,
+            port_file: Some(data.port_file()),
+            ..HttpOptions::default()
+        })
+        .await?;
+        eprintln!("Linkly MCP server: {}", bound.endpoint());
+        if a.lan {
+            eprintln!(
+                "LAN access on {bind}:{}: clients must send `Authorization: Bearer <token>` (the token is in `linkly status`)",
+                bound.port()
+            );
         }
+        // The keep-fresh engine: reconcile, watch, embed (fetching the model when allowed).
+        let engine_state = state.clone();
+        let announced = AtomicBool::new(false);
+        let engine = linkly
+            .keep_fresh(
+                KeepFreshOptions {
+                    watch: !a.no_watch,
+                    fetch_model: !a.no_model_download,
+                },
+                move |event| report(&engine_state, &announced, event),
+            )
+            .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        let stop = stop_when(state.clone(), data.root().to_path_buf(), a.exit_when_unused);
+        let served = linkly_mcp::serve_http(bound, linkly, state, stop).await;
+        drop(engine);
+        served
     });
-    // Stop watching before the process exits.
-    drop(watcher.lock().unwrap_or_else(|e| e.into_inner()).take());
     drop(lock);
     result?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Shows what the engine does: start-up sync and failures on stderr, the rest in the log, and
+/// the index state in `/health`.
+fn report(state: &ServerState, announced: &AtomicBool, event: &FreshEvent) {
+    match event {
+        FreshEvent::State(s) => state.set(match s {
+            IndexState::Scanning => IndexStatus::Scanning,
+            IndexState::Indexing => IndexStatus::Indexing,
+            IndexState::Watching => IndexStatus::Watching,
+            IndexState::Idle => IndexStatus::Idle,
+            IndexState::Error => IndexStatus::Error,
+        }),
+        FreshEvent::Synced { report: r, full } => {
+            if *full {
+                eprintln!(
+                    "Indexed {} files: {} new, {} changed, {} removed",
+                    r.seen, r.added, r.updated, r.removed
+                );
+            } else if r.added + r.updated + r.removed > 0 {
+                tracing::info!(
+                    added = r.added,
+                    updated = r.updated,
+                    removed = r.removed,
+                    elapsed_ms = r.elapsed_ms,
+                    "changes indexed"
+                );
+            }
+        }
+        FreshEvent::Downloading { model, .. } => {
+            if !announced.swap(true, Ordering::SeqCst) {
+                eprintln!(
+                    "Fetching the embedding model {model} from the Hugging Face hub in the background (search is keyword-only until it is there; `--no-model-download` turns this off)"
+                );
+            }
+        }
+        FreshEvent::Embedded(r) if r.docs > 0 => eprintln!(
+            "Embedded {} documents ({} chunks) in {:.1}s",
+            r.docs,
+            r.chunks,
+            r.elapsed_ms as f64 / 1000.0
+        ),
+        FreshEvent::Failed(m) => eprintln!("Error: {m}"),
+        _ => {}
+    }
+}
+
+/// Resolves on SIGINT/SIGTERM; with `unused`, also after that many seconds without a request,
+/// or when the data directory is gone (a server that `linkly mcp` started for its clients).
+async fn stop_when(state: Arc<ServerState>, root: std::path::PathBuf, unused: Option<u64>) {
+    let idle = async move {
+        let Some(secs) = unused else {
+            return std::future::pending::<()>().await;
+        };
+        let limit = Duration::from_secs(secs);
+        loop {
+            tokio::time::sleep(Duration::from_secs(1).min(limit)).await;
+            if state.unused_for() >= limit {
+                eprintln!("No client for {secs}s: stopping");
+                return;
+            }
+            if !root.exists() {
+                eprintln!("The data directory is gone: stopping");
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        () = shutdown_signal() => {},
+        () = idle => {},
+    }
 }
 
 async fn shutdown_signal() {

@@ -16,6 +16,7 @@ mod model;
 mod notes;
 mod output;
 mod progress;
+mod shared;
 mod status;
 
 use std::process::ExitCode;
@@ -23,6 +24,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // `linkly __extract-worker`: extract one risky file for the parent and exit.
+    linkly_tools::extraction_worker_hook();
     let cli = args::Cli::parse();
     init_tracing();
     match commands::run(cli) {

@@ -1,6 +1,5 @@
-//! `linkly model status|download|use`, and the embedding step that follows indexing: `linkly
-//! index` embeds synchronously when the model is there; `linkly serve` downloads it if needed
-//! and embeds in the background, while search answers keyword-only.
+//! `linkly model status|download|use`, and what `linkly index` says of its embedding step (the
+//! step itself is `linkly-tools`' keep-fresh engine, which `linkly serve` runs too).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -171,7 +170,7 @@ fn download(manager: &ModelManager, name: &str) -> anyhow::Result<std::path::Pat
     )
 }
 
-fn embed_progress() -> impl FnMut(&EmbedProgress) {
+pub(crate) fn embed_progress() -> impl FnMut(&EmbedProgress) {
     let started = Instant::now();
     let mut last = Instant::now();
     move |p: &EmbedProgress| {
@@ -189,11 +188,10 @@ fn embed_progress() -> impl FnMut(&EmbedProgress) {
     }
 }
 
-/// After `linkly index`: embeds the new and changed documents when the model is on disk.
-pub(crate) fn after_index(index: &Index, data: &DataDir) -> anyhow::Result<()> {
-    match index.attach_selected_model(data.root()) {
-        ModelStatus::Ready { .. } => {
-            let r = index.embed_pending(&mut embed_progress())?;
+/// After `linkly index`: says what the embedding step did, or why search stays keyword-only.
+pub(crate) fn after_index(done: &linkly_tools::IndexNowReport) {
+    match (&done.model, &done.embed) {
+        (ModelStatus::Ready { .. }, Some(r)) => {
             if r.docs > 0 || r.removed > 0 {
                 eprintln!(
                     "Embedded {} documents ({} chunks) in {:.1}s.",
@@ -203,62 +201,14 @@ pub(crate) fn after_index(index: &Index, data: &DataDir) -> anyhow::Result<()> {
                 );
             }
         }
-        ModelStatus::Broken { reason, .. } => {
+        (ModelStatus::Broken { reason, .. }, _) => {
             eprintln!(
                 "Warning: the embedding model does not load ({reason}); search is keyword-only"
             )
         }
-        other => eprintln!(
+        (other, _) => eprintln!(
             "Note: {}; search is keyword-only (`linkly model download`)",
             other.describe()
         ),
     }
-    Ok(())
-}
-
-/// In `linkly serve`, after the sync: fetches the model if it is missing (with the `download`
-/// feature), loads it and embeds, in the calling background thread. Search answers
-/// keyword-only meanwhile.
-pub(crate) fn background(index: &Index, data: &DataDir) {
-    let manager = ModelManager::new(data.root());
-    let choice = manager.choice();
-    if !choice.is_present() && !choice.from_env && cfg!(feature = "download") {
-        let name = choice.name.clone();
-        index.set_model_status(ModelStatus::Downloading {
-            name: name.clone(),
-            done: 0,
-            total: 0,
-        });
-        if let Err(e) = fetch(index, &manager, &name) {
-            eprintln!(
-                "Warning: downloading the embedding model failed ({e:#}); search stays keyword-only"
-            );
-            index.set_model_status(ModelStatus::Missing { name });
-            return;
-        }
-    }
-    if let ModelStatus::Ready { .. } = index.attach_selected_model(data.root())
-        && let Err(e) = index.embed_pending(&mut embed_progress())
-    {
-        eprintln!(
-            "Warning: embedding stopped ({e}); search stays keyword-only for what is missing"
-        );
-    }
-}
-
-#[cfg(feature = "download")]
-fn fetch(index: &Index, manager: &ModelManager, name: &str) -> anyhow::Result<()> {
-    manager.download(name, &mut |p| {
-        index.set_model_status(ModelStatus::Downloading {
-            name: name.to_string(),
-            done: p.done,
-            total: p.total,
-        });
-    })?;
-    Ok(())
-}
-
-#[cfg(not(feature = "download"))]
-fn fetch(_index: &Index, _manager: &ModelManager, _name: &str) -> anyhow::Result<()> {
-    bail!("this linkly was built without model download")
 }

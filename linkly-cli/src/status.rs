@@ -48,13 +48,18 @@ pub(crate) fn status(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
         .map(|t| t.health_json(Duration::from_secs(5)));
     let remote = connection().endpoint.is_some();
     // Without a server, report the embedded index.
-    let embedded_docs = if target.is_none() {
-        Index::open(&data.index_dir())
-            .ok()
-            .and_then(|i| i.doc_count().ok())
+    let embedded = if target.is_none() {
+        Index::open(&data.index_dir()).ok().map(|i| {
+            let linkly =
+                linkly_tools::Linkly::new(std::sync::Arc::new(i), data.clone(), config.clone());
+            linkly.index().attach_selected_model(data.root());
+            linkly
+        })
     } else {
         None
     };
+    let embedded_docs = embedded.as_ref().and_then(|l| l.index().doc_count().ok());
+    let embedded_coverage = embedded.as_ref().and_then(|l| l.coverage().ok());
     if printer.json {
         let mut v = json!({
             "status": "success",
@@ -69,6 +74,7 @@ pub(crate) fn status(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
                 v["mcp_endpoint"] = h["mcp_endpoint"].clone();
                 v["doc_count"] = h["doc_count"].clone();
                 v["index_status"] = h["index_status"].clone();
+                v["coverage"] = h["coverage"].clone();
                 v["base"] = json!(t.base);
             }
             (Some(_), Some(Err(e))) => {
@@ -80,6 +86,7 @@ pub(crate) fn status(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
                 v["server"] = json!("not running");
                 v["doc_count"] = json!(embedded_docs);
                 v["index_status"] = json!("idle");
+                v["coverage"] = json!(embedded_coverage);
             }
         }
         if let Some(t) = &config.lan_token {
@@ -116,6 +123,9 @@ pub(crate) fn status(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
                 "  Index:  {}",
                 index_label(h["index_status"].as_str().unwrap_or("?"))
             );
+            if let Ok(c) = serde_json::from_value::<linkly_tools::Coverage>(h["coverage"].clone()) {
+                println!("  Fresh:  {}", c.one_line());
+            }
         }
         (Some(t), Some(Err(e))) => {
             eprintln!("  Server: unreachable at {} ({e})", t.base);
@@ -131,6 +141,9 @@ pub(crate) fn status(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
                 }
             );
             println!("  Docs:   {} indexed", count(embedded_docs.unwrap_or(0)));
+            if let Some(c) = &embedded_coverage {
+                println!("  Fresh:  {}", c.one_line());
+            }
         }
     }
     if let Some(t) = &config.lan_token {

@@ -81,6 +81,27 @@ fn a_paraphrase_finds_its_document_through_the_cli_and_mcp() {
     ]});
     env.probe("semantic", &target, &scenario);
 
+    // `linkly mcp` shared the data directory's server (it started one, with the model): stop
+    // it, so that the CLI runs embedded again.
+    let port_file = env.home.join("port");
+    let pid =
+        serde_json::from_str::<serde_json::Value>(&fs_err::read_to_string(&port_file).unwrap())
+            .unwrap()["pid"]
+            .as_u64()
+            .unwrap();
+    assert!(
+        std::process::Command::new("kill")
+            .arg(pid.to_string())
+            .status()
+            .unwrap()
+            .success()
+    );
+    let start = std::time::Instant::now();
+    while port_file.exists() {
+        assert!(start.elapsed().as_secs() < 30, "the server did not stop");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+
     // Without the model the same search still answers, from BM25 alone.
     let out = env
         .cmd()

@@ -21,6 +21,9 @@ pub enum ErrorCode {
     NoteDuplicateId,
     /// An unknown note id.
     NoteNotFound,
+    /// Another process is writing the index right now: try again in a moment, or use the
+    /// server that holds it.
+    IndexBusy,
     /// A failure on our side.
     Internal,
 }
@@ -38,6 +41,7 @@ impl ErrorCode {
             ErrorCode::NoteVersionConflict => "NOTE_VERSION_CONFLICT",
             ErrorCode::NoteDuplicateId => "NOTE_DUPLICATE_ID",
             ErrorCode::NoteNotFound => "NOTE_NOT_FOUND",
+            ErrorCode::IndexBusy => "INDEX_BUSY",
             ErrorCode::Internal => "INTERNAL",
         }
     }

@@ -5,7 +5,7 @@
 //! any point leaves dirty or stale rows that the next sync redoes, so the index reopens and
 //! catches up.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, UNIX_EPOCH};
 
@@ -27,6 +27,10 @@ const SLOW_BATCH_DOCS: usize = 16;
 /// Appended to the stored hash of a file skipped as `ocr_unavailable`, so that the first sync
 /// that can OCR extracts it again although its bytes did not change.
 const OCR_PENDING: &str = "+ocr_unavailable";
+/// `meta` key: when the last full sync finished (Unix ms).
+const LAST_RECONCILE: &str = "last_reconcile_at";
+/// `meta` key: when the last sync of any kind finished (Unix ms).
+const LAST_SYNC: &str = "last_sync_at";
 
 /// True for files of a slow format (images: OCR), which a sync extracts after all the others.
 fn is_slow(path: &Path) -> bool {
@@ -130,52 +134,142 @@ fn exclusion_set(patterns: &[String]) -> GlobSet {
 pub(crate) fn walk(opts: &SyncOptions, mut found: impl FnMut(PathBuf, std::fs::Metadata)) {
     let excluded = exclusion_set(&opts.exclude);
     for root in &opts.roots {
-        let root_for_filter = root.clone();
-        let excluded = excluded.clone();
-        let walker = ignore::WalkBuilder::new(root)
-            .hidden(true)
-            .git_ignore(true)
-            .git_exclude(true)
-            .git_global(false)
-            .require_git(false)
-            .ignore(true)
-            .parents(true)
-            .follow_links(false)
-            .filter_entry(move |entry| {
-                if excluded.is_empty() {
-                    return true;
-                }
-                let rel = entry
-                    .path()
-                    .strip_prefix(&root_for_filter)
-                    .unwrap_or(entry.path());
-                !(excluded.is_match(rel) || excluded.is_match(entry.file_name()))
-            })
-            .build();
-        for entry in walker {
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) => {
-                    tracing::debug!(error = %e, "skipping unreadable entry");
-                    continue;
-                }
+        walk_from(root, root, None, &excluded, &mut found);
+    }
+}
+
+/// Walks `start` (a folder at or below `root`) as a walk of `root` would see it: exclusions
+/// are matched relative to `root`, `.gitignore` files of the folders above are read.
+fn walk_from(
+    start: &Path,
+    root: &Path,
+    max_depth: Option<usize>,
+    excluded: &GlobSet,
+    found: &mut dyn FnMut(PathBuf, std::fs::Metadata),
+) {
+    let root_for_filter = root.to_path_buf();
+    let excluded = excluded.clone();
+    let walker = ignore::WalkBuilder::new(start)
+        .hidden(true)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(false)
+        .require_git(false)
+        .ignore(true)
+        .parents(true)
+        .follow_links(false)
+        .max_depth(max_depth)
+        .filter_entry(move |entry| {
+            if excluded.is_empty() {
+                return true;
+            }
+            let rel = entry
+                .path()
+                .strip_prefix(&root_for_filter)
+                .unwrap_or(entry.path());
+            !(excluded.is_match(rel) || excluded.is_match(entry.file_name()))
+        })
+        .build();
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::debug!(error = %e, "skipping unreadable entry");
+                continue;
+            }
+        };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.into_path();
+        let known = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .and_then(DocType::from_extension)
+            .is_some();
+        if !known {
+            continue;
+        }
+        if let Ok(meta) = fs_err::metadata(&path) {
+            found(path, meta);
+        }
+    }
+}
+
+/// True when `path` (at or below `root`) could be indexed as far as its own name and the
+/// folders between it and `root` go: none hidden, none excluded.
+fn admitted(root: &Path, path: &Path, excluded: &GlobSet) -> bool {
+    let Ok(rel) = path.strip_prefix(root) else {
+        return false;
+    };
+    let mut prefix = PathBuf::new();
+    for c in rel.components() {
+        prefix.push(c);
+        let name = c.as_os_str();
+        if name
+            .to_str()
+            .is_some_and(|n| n.starts_with('.') && n.len() > 1)
+        {
+            return false;
+        }
+        if !excluded.is_empty() && (excluded.is_match(&prefix) || excluded.is_match(name)) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Which files a scoped sync looks at, from the paths a watcher (or a tool) names.
+#[derive(Default)]
+struct Scope {
+    /// Existing files, by folder: each folder is listed once (its ignore rules apply).
+    files: std::collections::BTreeMap<PathBuf, (PathBuf, HashSet<PathBuf>)>,
+    /// Existing folders (created, or moved in), walked whole, with their root.
+    trees: Vec<(PathBuf, PathBuf)>,
+    /// Paths that are gone (or may no longer be indexed): they and everything below.
+    gone: Vec<PathBuf>,
+}
+
+impl Scope {
+    fn of(opts: &SyncOptions, paths: &[PathBuf], excluded: &GlobSet) -> Scope {
+        let mut scope = Scope::default();
+        let mut seen = HashSet::new();
+        for p in paths {
+            if !seen.insert(p.clone()) {
+                continue;
+            }
+            // The innermost watched folder holding the path; one that is not there right now
+            // (an unmounted disk) is left alone, as the full sync does.
+            let Some(root) = opts
+                .roots
+                .iter()
+                .filter(|r| p.starts_with(r))
+                .max_by_key(|r| r.as_os_str().len())
+            else {
+                continue;
             };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
+            if !root.is_dir() {
                 continue;
             }
-            let path = entry.into_path();
-            let known = path
-                .extension()
-                .and_then(|e| e.to_str())
-                .and_then(DocType::from_extension)
-                .is_some();
-            if !known {
+            if !admitted(root, p, excluded) {
+                scope.gone.push(p.clone());
                 continue;
             }
-            if let Ok(meta) = fs_err::metadata(&path) {
-                found(path, meta);
+            match std::fs::symlink_metadata(p) {
+                Ok(m) if m.is_dir() => scope.trees.push((p.clone(), root.clone())),
+                Ok(m) if m.is_file() => {
+                    let dir = p.parent().unwrap_or(root).to_path_buf();
+                    scope
+                        .files
+                        .entry(dir)
+                        .or_insert_with(|| (root.clone(), HashSet::new()))
+                        .1
+                        .insert(p.clone());
+                }
+                _ => scope.gone.push(p.clone()),
             }
         }
+        scope
     }
 }
 
@@ -323,43 +417,90 @@ fn prepare_parallel(batch: Vec<Candidate>, sandbox: &linkly_extract::Sandbox) ->
 impl Index {
     /// Brings the index up to date with the watched folders: new, changed (size, modification
     /// time, then content hash) and deleted files; files of folders no longer watched are
-    /// removed. Takes the writer lock for its duration.
+    /// removed. Takes the writer lock for its duration (syncs of this process wait for each
+    /// other; another process's writer makes it fail with [`crate::Error::Locked`]).
     pub fn sync(
         &self,
         opts: &SyncOptions,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<SyncReport> {
-        let started = Instant::now();
+        let report = self.with_sync_lock(|| {
+            let (report, _) = self.sync_locked(opts, None, progress)?;
+            self.forget_stale_vectors()?;
+            Ok(report)
+        })?;
+        self.store
+            .set_meta(LAST_RECONCILE, &now_millis().to_string())?;
+        Ok(report)
+    }
+
+    /// Brings only these paths up to date, as a full sync would see them: a file is indexed
+    /// (or re-indexed, or removed when it is gone or no longer admitted), a folder is walked
+    /// whole, a vanished folder takes everything below it out. Paths outside the watched
+    /// folders are ignored. This is what a watcher burst or a tool that just wrote a file
+    /// runs: it costs the paths named, never a walk of every root.
+    pub fn sync_paths(&self, opts: &SyncOptions, paths: &[PathBuf]) -> Result<SyncReport> {
+        self.with_sync_lock(|| {
+            let (report, changed) = self.sync_locked(opts, Some(paths), &mut |_| {})?;
+            self.forget_vectors_of(&changed)?;
+            Ok(report)
+        })
+    }
+
+    /// When the last full sync (a reconcile of every watched folder) finished, in Unix ms.
+    pub fn last_reconcile(&self) -> Result<Option<i64>> {
+        Ok(self
+            .store
+            .meta(LAST_RECONCILE)?
+            .and_then(|v| v.parse().ok()))
+    }
+
+    /// When the last sync of any kind finished, in Unix ms.
+    pub fn last_sync(&self) -> Result<Option<i64>> {
+        Ok(self.store.meta(LAST_SYNC)?.and_then(|v| v.parse().ok()))
+    }
+
+    /// Documents indexed by name only, by skip-reason code (most first).
+    pub fn skip_counts(&self) -> Result<Vec<(String, u64)>> {
+        self.store.skip_counts()
+    }
+
+    fn with_sync_lock(&self, f: impl FnOnce() -> Result<SyncReport>) -> Result<SyncReport> {
+        let _gate = self.sync_gate.lock().unwrap_or_else(|e| e.into_inner());
         self.lexical.acquire_writer()?;
-        let result = self
-            .sync_locked(opts, progress, started)
-            .and_then(|r| self.forget_stale_vectors().map(|_| r));
+        let result = f();
         // Release the lock whatever happened, so another process may write.
         let released = self.lexical.release_writer();
         let report = result?;
         released?;
+        self.store.set_meta(LAST_SYNC, &now_millis().to_string())?;
         Ok(report)
     }
 
     fn sync_locked(
         &self,
         opts: &SyncOptions,
+        paths: Option<&[PathBuf]>,
         progress: &mut dyn FnMut(&Progress),
-        started: Instant,
-    ) -> Result<SyncReport> {
+    ) -> Result<(SyncReport, Vec<u64>)> {
+        let started = Instant::now();
         let mut report = SyncReport::default();
-        let mut states = self.store.file_states()?;
 
         // Scan. Files that waited for OCR are redone once it can run.
         let ocr_ready = linkly_extract::ocr::ready(&opts.sandbox.options.ocr).is_ok();
         let mut candidates = Vec::new();
         let mut seen: HashSet<String> = HashSet::new();
-        walk(opts, |path, meta| {
+        let mut states;
+        let mut consider = |states: &mut HashMap<String, FileState>,
+                            path: PathBuf,
+                            meta: std::fs::Metadata| {
             let Some(key) = path.to_str().map(str::to_string) else {
                 tracing::warn!(path = %path.display(), "skipping a path that is not valid UTF-8");
                 return;
             };
-            seen.insert(key.clone());
+            if !seen.insert(key.clone()) {
+                return;
+            }
             let size = meta.len();
             let modified_at = mtime_millis(&meta);
             let previous = states.remove(&key);
@@ -387,19 +528,96 @@ impl Index {
                     bytes: 0,
                 });
             }
-        });
+        };
+        let deleted: Vec<u64> = match paths {
+            None => {
+                states = self.store.file_states()?;
+                walk(opts, |path, meta| consider(&mut states, path, meta));
+                // Whatever is left in `states` was not seen: deleted, or under a folder no
+                // longer watched. Files under a watched folder that is missing right now (an
+                // unmounted disk) are kept.
+                let missing_roots: Vec<&PathBuf> =
+                    opts.roots.iter().filter(|r| !r.is_dir()).collect();
+                states
+                    .iter()
+                    .filter(|(path, _)| {
+                        !missing_roots.iter().any(|r| Path::new(path).starts_with(r))
+                    })
+                    .map(|(_, s)| s.id)
+                    .collect()
+            }
+            Some(paths) => {
+                let excluded = exclusion_set(&opts.exclude);
+                let scope = Scope::of(opts, paths, &excluded);
+                let key = |p: &Path| p.to_string_lossy().into_owned();
+                let exact: Vec<String> = scope
+                    .files
+                    .values()
+                    .flat_map(|(_, files)| files.iter().map(|p| key(p)))
+                    .chain(scope.gone.iter().map(|p| key(p)))
+                    .collect();
+                let dirs: Vec<String> = scope
+                    .trees
+                    .iter()
+                    .map(|(d, _)| key(d))
+                    .chain(scope.gone.iter().map(|p| key(p)))
+                    .collect();
+                states = self.store.file_states_in(&exact, &dirs)?;
+                for (dir, (root, files)) in &scope.files {
+                    walk_from(dir, root, Some(1), &excluded, &mut |path, meta| {
+                        if files.contains(&path) {
+                            consider(&mut states, path, meta);
+                        }
+                    });
+                }
+                for (dir, root) in &scope.trees {
+                    walk_from(dir, root, None, &excluded, &mut |path, meta| {
+                        consider(&mut states, path, meta);
+                    });
+                }
+                // What was named or lay below a named folder and was not seen is gone (or is
+                // no longer admitted: hidden, excluded, ignored).
+                states.values().map(|s| s.id).collect()
+            }
+        };
         report.seen = seen.len() as u64;
-
-        // Whatever is left in `states` was not seen: deleted, or under a folder no longer
-        // watched. Files under a watched folder that is missing right now (an unmounted disk)
-        // are kept.
-        let missing_roots: Vec<&PathBuf> = opts.roots.iter().filter(|r| !r.is_dir()).collect();
-        let deleted: Vec<u64> = states
+        let mut changed: Vec<u64> = candidates
             .iter()
-            .filter(|(path, _)| !missing_roots.iter().any(|r| Path::new(path).starts_with(r)))
-            .map(|(_, s)| s.id)
+            .filter_map(|c| c.previous.as_ref().map(|p| p.id))
             .collect();
+        changed.extend(&deleted);
+        self.index_candidates(opts, candidates, &mut report, progress)?;
 
+        if !deleted.is_empty() {
+            progress(&Progress {
+                phase: Phase::Removing,
+                done: 0,
+                total: deleted.len() as u64,
+                bytes: report.bytes,
+            });
+            self.lexical.stage(&[], &deleted)?;
+            self.lexical.commit()?;
+            self.store.delete(&deleted)?;
+            report.removed = deleted.len() as u64;
+        }
+        report.elapsed_ms = started.elapsed().as_millis() as u64;
+        progress(&Progress {
+            phase: Phase::Done,
+            done: report.added + report.updated,
+            total: report.added + report.updated,
+            bytes: report.bytes,
+        });
+        Ok((report, changed))
+    }
+
+    /// Extracts and writes the candidates, batch by batch.
+    fn index_candidates(
+        &self,
+        opts: &SyncOptions,
+        mut candidates: Vec<Candidate>,
+        report: &mut SyncReport,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<()> {
         // Slow formats (OCR) last and in batches of their own: keyword search of everything else
         // never waits for them. The sort is stable, so walk order stays within each group.
         candidates.sort_by_key(|c| is_slow(&c.path));
@@ -457,27 +675,7 @@ impl Index {
                 bytes: report.bytes,
             });
         }
-
-        if !deleted.is_empty() {
-            progress(&Progress {
-                phase: Phase::Removing,
-                done: 0,
-                total: deleted.len() as u64,
-                bytes: report.bytes,
-            });
-            self.lexical.stage(&[], &deleted)?;
-            self.lexical.commit()?;
-            self.store.delete(&deleted)?;
-            report.removed = deleted.len() as u64;
-        }
-        report.elapsed_ms = started.elapsed().as_millis() as u64;
-        progress(&Progress {
-            phase: Phase::Done,
-            done,
-            total,
-            bytes: report.bytes,
-        });
-        Ok(report)
+        Ok(())
     }
 
     fn write_batch(&self, prepared: &[Prepared]) -> Result<()> {

@@ -46,8 +46,24 @@ pub(crate) struct Lexical {
     dir: PathBuf,
     index: Index,
     reader: IndexReader,
-    writer: Mutex<Option<IndexWriter>>,
+    /// The writer while someone in this process holds it (or held it less than
+    /// [`WRITER_LINGER`] ago), and how many hold it: a sync and a background embedding may hold
+    /// it at once.
+    writer: Arc<Mutex<WriterSlot>>,
     fields: Fields,
+}
+
+/// How long an unused writer is kept open after the last holder let go: a burst of saves (a
+/// watcher, `note_save` after `note_save`) reuses one writer instead of opening a new one and
+/// waiting for its merges each time. Another process may write once it is dropped.
+const WRITER_LINGER: std::time::Duration = std::time::Duration::from_millis(1500);
+
+#[derive(Default)]
+struct WriterSlot {
+    writer: Option<IndexWriter>,
+    holders: usize,
+    /// Bumped at each release: a release timer drops the writer only if none came since.
+    releases: u64,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -74,6 +90,23 @@ fn schema() -> (Schema, Fields) {
     )
 }
 
+impl Drop for Lexical {
+    fn drop(&mut self) {
+        // A lingering writer goes with the index, so that the index can be opened again at once.
+        let writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .writer
+            .take();
+        if let Some(w) = writer
+            && let Err(e) = w.wait_merging_threads()
+        {
+            tracing::warn!(error = %e, "closing the index writer");
+        }
+    }
+}
+
 impl Lexical {
     pub(crate) fn open(dir: &Path) -> Result<Lexical> {
         fs_err::create_dir_all(dir)?;
@@ -91,34 +124,73 @@ impl Lexical {
             dir: dir.to_path_buf(),
             index,
             reader,
-            writer: Mutex::new(None),
+            writer: Arc::new(Mutex::new(WriterSlot::default())),
             fields,
         })
     }
 
     fn with_writer<T>(&self, f: impl FnOnce(&mut IndexWriter, Fields) -> Result<T>) -> Result<T> {
         let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        if guard.is_none() {
-            let writer = self.index.writer(WRITER_MEMORY).map_err(|e| match e {
-                tantivy::TantivyError::LockFailure(..) => Error::Locked(self.dir.clone()),
-                other => Error::Lexical(other),
-            })?;
-            *guard = Some(writer);
+        if guard.writer.is_none() {
+            guard.writer = Some(self.open_writer()?);
         }
-        let writer = guard.as_mut().expect("writer was just set");
+        let writer = guard.writer.as_mut().expect("writer was just set");
         f(writer, self.fields)
     }
 
-    /// Takes the writer lock now, so that a second writer fails early with [`Error::Locked`].
-    pub(crate) fn acquire_writer(&self) -> Result<()> {
-        self.with_writer(|_, _| Ok(()))
+    fn open_writer(&self) -> Result<IndexWriter> {
+        self.index.writer(WRITER_MEMORY).map_err(|e| match e {
+            tantivy::TantivyError::LockFailure(..) => Error::Locked(self.dir.clone()),
+            other => Error::Lexical(other),
+        })
     }
 
-    /// Releases the writer lock (after a sync, so another process may write).
+    /// Takes the writer lock now, so that a second writer process fails early with
+    /// [`Error::Locked`]. Holders in this process share it: each `acquire_writer` is paired
+    /// with one `release_writer`.
+    pub(crate) fn acquire_writer(&self) -> Result<()> {
+        let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.writer.is_none() {
+            guard.writer = Some(self.open_writer()?);
+        }
+        guard.holders += 1;
+        Ok(())
+    }
+
+    /// Releases one hold of the writer lock. When the last one goes, the writer stays open for
+    /// [`WRITER_LINGER`] in case another sync follows, then is dropped (its merges finished),
+    /// so another process may write.
     pub(crate) fn release_writer(&self) -> Result<()> {
         let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(w) = guard.take() {
-            w.wait_merging_threads()?;
+        guard.holders = guard.holders.saturating_sub(1);
+        if guard.holders > 0 || guard.writer.is_none() {
+            return Ok(());
+        }
+        guard.releases += 1;
+        let release = guard.releases;
+        let slot = self.writer.clone();
+        let spawned = std::thread::Builder::new()
+            .name("linkly-writer-release".into())
+            .spawn(move || {
+                std::thread::sleep(WRITER_LINGER);
+                let writer = {
+                    let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+                    if guard.holders > 0 || guard.releases != release {
+                        return;
+                    }
+                    guard.writer.take()
+                };
+                if let Some(w) = writer
+                    && let Err(e) = w.wait_merging_threads()
+                {
+                    tracing::warn!(error = %e, "closing the index writer");
+                }
+            });
+        if spawned.is_err() {
+            // No thread to wait with: release now.
+            if let Some(w) = guard.writer.take() {
+                w.wait_merging_threads()?;
+            }
         }
         Ok(())
     }

@@ -111,6 +111,11 @@ pub struct Index {
     store: Store,
     lexical: Lexical,
     vectors: vector::VectorSide,
+    /// Syncs of this process run one at a time (another process is kept out by the writer
+    /// lock).
+    sync_gate: std::sync::Mutex<()>,
+    /// Embedding runs of this process run one at a time; they may overlap a sync.
+    embed_gate: std::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Index {
@@ -133,6 +138,8 @@ impl Index {
             store,
             lexical,
             vectors,
+            sync_gate: std::sync::Mutex::new(()),
+            embed_gate: std::sync::Mutex::new(()),
         };
         if mismatch {
             tracing::warn!(dir = %dir.display(), version = INDEX_FORMAT_VERSION, "index format changed; rebuilding");

@@ -188,23 +188,92 @@ impl Store {
     pub(crate) fn file_states(&self) -> Result<HashMap<String, FileState>> {
         let conn = self.conn();
         let mut stmt = conn.prepare("SELECT path, id, size, modified_at, hash, dirty FROM docs")?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                FileState {
-                    id: r.get::<_, i64>(1)? as u64,
-                    size: r.get::<_, i64>(2)? as u64,
-                    modified_at: r.get(3)?,
-                    hash: r.get(4)?,
-                    dirty: r.get::<_, i64>(5)? != 0,
-                },
-            ))
-        })?;
+        let rows = stmt.query_map([], state_row)?;
         let mut out = HashMap::new();
         for row in rows {
             let (path, state) = row?;
             out.insert(path, state);
         }
+        Ok(out)
+    }
+
+    /// The stored files at these exact paths and below these directories (`dir/…`), by path.
+    pub(crate) fn file_states_in(
+        &self,
+        exact: &[String],
+        dirs: &[String],
+    ) -> Result<HashMap<String, FileState>> {
+        let conn = self.conn();
+        let mut out = HashMap::new();
+        let mut one = conn.prepare_cached(
+            "SELECT path, id, size, modified_at, hash, dirty FROM docs WHERE path = ?1",
+        )?;
+        for p in exact {
+            if let Some((path, state)) = one.query_row([p], state_row).optional()? {
+                out.insert(path, state);
+            }
+        }
+        let mut under = conn.prepare_cached(
+            "SELECT path, id, size, modified_at, hash, dirty FROM docs WHERE path >= ?1 AND path < ?2",
+        )?;
+        for d in dirs {
+            let d = d.trim_end_matches('/');
+            let (lo, hi) = (format!("{d}/"), format!("{d}0"));
+            for r in under.query_map([lo, hi], state_row)? {
+                let (path, state) = r?;
+                out.insert(path, state);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The content hashes of these documents (ids not stored are left out).
+    pub(crate) fn hashes(&self, ids: &[u64]) -> Result<HashMap<u64, String>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT hash FROM docs WHERE id = ?1")?;
+        let mut out = HashMap::new();
+        for id in ids {
+            if let Some(h) = stmt
+                .query_row([*id as i64], |r| r.get::<_, String>(0))
+                .optional()?
+            {
+                out.insert(*id, h);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A value of the `meta` table.
+    pub(crate) fn meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn()
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Sets a value of the `meta` table.
+    pub(crate) fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.conn().execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
+    /// Documents indexed by name only, counted by skip-reason code.
+    pub(crate) fn skip_counts(&self) -> Result<Vec<(String, u64)>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT skip_reason, COUNT(*) FROM docs WHERE skip_reason IS NOT NULL GROUP BY skip_reason",
+        )?;
+        let mut by_code: HashMap<String, u64> = HashMap::new();
+        for r in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+            let (reason, n) = r?;
+            let code = reason.split(':').next().unwrap_or("").trim().to_string();
+            *by_code.entry(code).or_default() += n as u64;
+        }
+        let mut out: Vec<(String, u64)> = by_code.into_iter().collect();
+        out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         Ok(out)
     }
 
@@ -405,6 +474,20 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// A `(path, FileState)` from `SELECT path, id, size, modified_at, hash, dirty`.
+fn state_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, FileState)> {
+    Ok((
+        r.get::<_, String>(0)?,
+        FileState {
+            id: r.get::<_, i64>(1)? as u64,
+            size: r.get::<_, i64>(2)? as u64,
+            modified_at: r.get(3)?,
+            hash: r.get(4)?,
+            dirty: r.get::<_, i64>(5)? != 0,
+        },
+    ))
 }
 
 fn read_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<DocRecord>> {

@@ -1,10 +1,12 @@
-//! Live folder watching: file-system events, debounced and coalesced, trigger an incremental
-//! sync.
+//! Live folder watching: file-system events, debounced and coalesced, trigger a sync of the
+//! paths they name.
 //!
 //! A burst (a `git checkout` of thousands of files, an unzip, an editor's atomic save) settles
-//! into one sync; the sync itself compares sizes, times and hashes, so renames, deletions and
-//! vanished files need no special handling. Unreadable paths are skipped by the sync, never
-//! stop the watcher.
+//! into one scoped sync ([`Index::sync_paths`]) of the files and folders it named: never a
+//! walk of every root. The sync compares sizes, times and hashes, so renames (both names are
+//! in the events), deletions and vanished files need no special handling. When the kernel's
+//! queue overflowed (events were lost), the watcher falls back to a full sync. Unreadable paths
+//! are skipped by the sync, never stop the watcher.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,8 +19,10 @@ use notify_debouncer_full::{DebounceEventResult, new_debouncer};
 
 use crate::{Index, Result, SyncOptions, SyncReport};
 
-/// How long the file system must stay quiet before a sync runs.
-const DEBOUNCE: Duration = Duration::from_millis(300);
+/// How long the file system must stay quiet before the debouncer hands over events.
+const DEBOUNCE: Duration = Duration::from_millis(100);
+/// How long the watcher waits for more batches of a burst before it syncs.
+const COALESCE: Duration = Duration::from_millis(50);
 
 /// What the watcher reports.
 #[derive(Debug, Clone)]
@@ -45,19 +49,31 @@ impl std::fmt::Debug for Watcher {
 
 enum Msg {
     Changed(Vec<PathBuf>),
+    /// Events were lost (queue overflow, watcher error): only a full sync is safe.
+    Rescan,
     Stop,
 }
 
 fn relevant(path: &Path, roots: &[PathBuf], ignored: &[PathBuf]) -> bool {
-    if ignored.iter().any(|i| path.starts_with(i)) {
+    // The innermost watched folder holding the path.
+    let Some(root) = roots
+        .iter()
+        .filter(|r| path.starts_with(r))
+        .max_by_key(|r| r.as_os_str().len())
+    else {
+        return false;
+    };
+    // An ignored folder (the data directory) is left out, except for a watched folder inside
+    // it (the notes folder).
+    if ignored
+        .iter()
+        .any(|i| path.starts_with(i) && !root.starts_with(i))
+    {
         return false;
     }
     // Hidden files and folders below a root (editors' swap files, .git) never trigger a sync
     // on their own; a root may itself lie under a hidden folder.
-    let rel = roots
-        .iter()
-        .find_map(|r| path.strip_prefix(r).ok())
-        .unwrap_or(path);
+    let rel = path.strip_prefix(root).unwrap_or(path);
     !rel.components()
         .filter_map(|c| c.as_os_str().to_str())
         .any(|c| c.starts_with('.') && c.len() > 1 && c != "..")
@@ -80,14 +96,18 @@ impl Watcher {
                 None,
                 move |result: DebounceEventResult| match result {
                     Ok(events) => {
+                        if events.iter().any(|e| e.event.need_rescan()) {
+                            let _ = events_tx.send(Msg::Rescan);
+                        }
                         let paths: Vec<PathBuf> =
                             events.into_iter().flat_map(|e| e.event.paths).collect();
                         let _ = events_tx.send(Msg::Changed(paths));
                     }
                     Err(errors) => {
                         for e in errors {
-                            tracing::warn!(error = %e, "file watcher error");
+                            tracing::warn!(error = %e, "file watcher error; a full sync follows");
                         }
+                        let _ = events_tx.send(Msg::Rescan);
                     }
                 },
             )
@@ -103,29 +123,53 @@ impl Watcher {
                 // The debouncer lives as long as the thread.
                 let _debouncer = debouncer;
                 loop {
-                    let mut dirty = false;
-                    match rx.recv() {
-                        Ok(Msg::Stop) | Err(_) => return,
-                        Ok(Msg::Changed(paths)) => {
-                            dirty |= paths.iter().any(|p| relevant(p, &opts.roots, &ignored));
+                    let mut changed: Vec<PathBuf> = Vec::new();
+                    let mut rescan = false;
+                    let mut take = |msg: Msg, changed: &mut Vec<PathBuf>| match msg {
+                        Msg::Changed(paths) => {
+                            changed.extend(
+                                paths
+                                    .into_iter()
+                                    .filter(|p| relevant(p, &opts.roots, &ignored)),
+                            );
+                            true
                         }
+                        Msg::Rescan => {
+                            rescan = true;
+                            true
+                        }
+                        Msg::Stop => false,
+                    };
+                    match rx.recv() {
+                        Ok(msg) => {
+                            if !take(msg, &mut changed) {
+                                return;
+                            }
+                        }
+                        Err(_) => return,
                     }
                     // Coalesce whatever else arrives while the burst goes on.
                     loop {
-                        match rx.recv_timeout(DEBOUNCE) {
-                            Ok(Msg::Stop) => return,
-                            Ok(Msg::Changed(paths)) => {
-                                dirty |= paths.iter().any(|p| relevant(p, &opts.roots, &ignored));
+                        match rx.recv_timeout(COALESCE) {
+                            Ok(msg) => {
+                                if !take(msg, &mut changed) {
+                                    return;
+                                }
                             }
                             Err(RecvTimeoutError::Timeout) => break,
                             Err(RecvTimeoutError::Disconnected) => return,
                         }
                     }
-                    if !dirty {
+                    if !rescan && changed.is_empty() {
                         continue;
                     }
                     on_event(WatchEvent::Syncing);
-                    match index.sync(&opts, &mut |_| {}) {
+                    let result = if rescan {
+                        index.sync(&opts, &mut |_| {})
+                    } else {
+                        index.sync_paths(&opts, &changed)
+                    };
+                    match result {
                         Ok(report) => on_event(WatchEvent::Synced(report)),
                         Err(e) => on_event(WatchEvent::Failed(e.to_string())),
                     }
@@ -166,5 +210,22 @@ mod tests {
             &roots,
             &ignored
         ));
+        // A watched folder inside an ignored one (the notes folder in the data directory).
+        let roots = vec![
+            PathBuf::from("/home"),
+            PathBuf::from("/home/me/.linkly/notes"),
+        ];
+        let ignored = vec![PathBuf::from("/home/me/.linkly")];
+        assert!(relevant(
+            Path::new("/home/me/.linkly/notes/n.md"),
+            &roots,
+            &ignored
+        ));
+        assert!(!relevant(
+            Path::new("/home/me/.linkly/index/x"),
+            &roots,
+            &ignored
+        ));
+        assert!(!relevant(Path::new("/elsewhere/a.md"), &roots, &ignored));
     }
 }

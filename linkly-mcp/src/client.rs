@@ -40,9 +40,32 @@ pub enum RemoteError {
     /// The server answered with a protocol error (an unknown tool, say).
     #[error("{0}")]
     Protocol(String),
+    /// The connection to the server is lost (it stopped, or restarted): a new session may
+    /// succeed.
+    #[error("connection to the Linkly server lost: {message}")]
+    Transport {
+        /// What the transport said.
+        message: String,
+        /// True when the request never left (so replaying it cannot do anything twice).
+        unsent: bool,
+    },
     /// The call timed out.
     #[error("request timed out after {0} seconds")]
     Timeout(u64),
+}
+
+fn service_error(e: rmcp::ServiceError) -> RemoteError {
+    match e {
+        rmcp::ServiceError::TransportSend(_) => RemoteError::Transport {
+            message: e.to_string(),
+            unsent: true,
+        },
+        rmcp::ServiceError::TransportClosed => RemoteError::Transport {
+            message: e.to_string(),
+            unsent: false,
+        },
+        other => RemoteError::Protocol(other.to_string()),
+    }
 }
 
 impl RemoteClient {
@@ -83,7 +106,7 @@ impl RemoteClient {
         )
         .await
         .map_err(|_| RemoteError::Timeout(60))?
-        .map_err(|e| RemoteError::Protocol(e.to_string()))?;
+        .map_err(service_error)?;
         let text = result
             .content
             .iter()
@@ -105,7 +128,7 @@ impl RemoteClient {
             .peer()
             .list_all_tools()
             .await
-            .map_err(|e| RemoteError::Protocol(e.to_string()))
+            .map_err(service_error)
     }
 
     /// The names of the server's tools.

@@ -3,6 +3,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use axum::Json;
@@ -48,6 +49,8 @@ impl IndexStatus {
 #[derive(Debug)]
 pub struct ServerState {
     status: Mutex<IndexStatus>,
+    /// When the last HTTP request arrived.
+    last_request: Mutex<Instant>,
 }
 
 impl ServerState {
@@ -55,7 +58,20 @@ impl ServerState {
     pub fn new(status: IndexStatus) -> Arc<ServerState> {
         Arc::new(ServerState {
             status: Mutex::new(status),
+            last_request: Mutex::new(Instant::now()),
         })
+    }
+
+    /// How long since the last request (of any kind, `/health` included).
+    pub fn unused_for(&self) -> Duration {
+        self.last_request
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .elapsed()
+    }
+
+    fn touch(&self) {
+        *self.last_request.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
     }
 
     /// Sets the status.
@@ -117,14 +133,20 @@ struct AppState {
 
 async fn health(State(app): State<AppState>) -> Json<serde_json::Value> {
     let linkly = app.linkly.clone();
-    let count = tokio::task::spawn_blocking(move || linkly.index().doc_count().unwrap_or(0))
-        .await
-        .unwrap_or(0);
+    let (count, coverage) = tokio::task::spawn_blocking(move || {
+        (
+            linkly.index().doc_count().unwrap_or(0),
+            linkly.coverage().ok(),
+        )
+    })
+    .await
+    .unwrap_or((0, None));
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "doc_count": count,
         "mcp_endpoint": app.endpoint,
         "index_status": app.state.get().as_str(),
+        "coverage": coverage,
     }))
 }
 
@@ -212,6 +234,7 @@ pub async fn serve_http(
             "https://127.0.0.1:*",
         ])
         .enforce_origin_validation();
+    let activity = state.clone();
     let server = LinklyServer::new(linkly.clone());
     let mcp = StreamableHttpService::new(
         move || Ok(server.clone()),
@@ -229,13 +252,22 @@ pub async fn serve_http(
         .layer(axum::middleware::from_fn(move |req, next| {
             let token = lan_token.clone();
             require_token(token, req, next)
-        }));
+        }))
+        .layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                activity.touch();
+                next.run(req)
+            },
+        ));
 
     if let Some(file) = &opts.port_file {
         if let Some(dir) = file.parent() {
             fs_err::create_dir_all(dir)?;
         }
-        fs_err::write(file, json!({ "port": port }).to_string())?;
+        fs_err::write(
+            file,
+            json!({ "port": port, "pid": std::process::id() }).to_string(),
+        )?;
     }
     tracing::info!(%endpoint, "serving MCP over Streamable HTTP");
     let result = axum::serve(

@@ -115,11 +115,59 @@ impl ServerHandler for LinklyServer {
     }
 }
 
-/// A stdio server that forwards every call to a Linkly server over HTTP (`linkly mcp
-/// --endpoint`): the tools, schemas and answers are the remote server's.
+/// Opens a session with the server a bridge forwards to. A bridge calls it again when the
+/// session is lost (the server stopped or restarted), so it outlives its server: the CLI's
+/// connector starts the data directory's server again when none answers.
+pub type Connector = Arc<
+    dyn Fn() -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<RemoteClient, RemoteError>> + Send>,
+        > + Send
+        + Sync,
+>;
+
+/// A stdio server that forwards every call to a Linkly server over HTTP (`linkly mcp`, which
+/// shares the data directory's server, and `linkly mcp --endpoint`): the tools, schemas and
+/// answers are the remote server's.
 #[derive(Clone)]
 pub struct BridgeServer {
-    remote: Arc<RemoteClient>,
+    remote: Arc<tokio::sync::Mutex<Option<Arc<RemoteClient>>>>,
+    connect: Connector,
+}
+
+impl BridgeServer {
+    /// A bridge that opens its sessions with `connect`.
+    pub fn new(connect: Connector) -> BridgeServer {
+        BridgeServer {
+            remote: Arc::new(tokio::sync::Mutex::new(None)),
+            connect,
+        }
+    }
+
+    /// The current session, opened when there is none.
+    async fn session(&self) -> Result<Arc<RemoteClient>, RemoteError> {
+        let mut guard = self.remote.lock().await;
+        if let Some(c) = guard.as_ref() {
+            return Ok(c.clone());
+        }
+        let client = Arc::new((self.connect)().await?);
+        *guard = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Forgets a lost session (only if it is still the current one).
+    async fn drop_session(&self, lost: &Arc<RemoteClient>) {
+        let mut guard = self.remote.lock().await;
+        if guard.as_ref().is_some_and(|c| Arc::ptr_eq(c, lost)) {
+            *guard = None;
+        }
+    }
+}
+
+fn bridge_error(e: RemoteError) -> McpError {
+    match e {
+        RemoteError::Protocol(m) if m.contains("unknown tool") => McpError::invalid_params(m, None),
+        e => McpError::internal_error(format!("Bridge error: {e}"), None),
+    }
 }
 
 impl ServerHandler for BridgeServer {
@@ -132,11 +180,15 @@ impl ServerHandler for BridgeServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools = self
-            .remote
-            .tools()
-            .await
-            .map_err(|e| McpError::internal_error(format!("Bridge error: {e}"), None))?;
+        let session = self.session().await.map_err(bridge_error)?;
+        let tools = match session.tools().await {
+            Err(RemoteError::Transport { .. }) => {
+                self.drop_session(&session).await;
+                self.session().await.map_err(bridge_error)?.tools().await
+            }
+            other => other,
+        }
+        .map_err(bridge_error)?;
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -149,13 +201,25 @@ impl ServerHandler for BridgeServer {
             .arguments
             .map(serde_json::Value::Object)
             .unwrap_or(serde_json::Value::Null);
-        let output = match self.remote.call(&request.name, args).await {
-            Ok(o) => o,
-            Err(RemoteError::Protocol(m)) if m.contains("unknown tool") => {
-                return Err(McpError::invalid_params(m, None));
+        let session = self.session().await.map_err(bridge_error)?;
+        let output = match session.call(&request.name, args.clone()).await {
+            // The server went away: a new session (the connector restarts it) and one retry.
+            // A write whose answer was lost is not replayed blindly: note_save is retried only
+            // when the request never left.
+            Err(RemoteError::Transport { message, unsent })
+                if unsent || request.name != "note_save" =>
+            {
+                tracing::info!(error = %message, "the server went away; reconnecting");
+                self.drop_session(&session).await;
+                self.session()
+                    .await
+                    .map_err(bridge_error)?
+                    .call(&request.name, args)
+                    .await
             }
-            Err(e) => return Err(McpError::internal_error(format!("Bridge error: {e}"), None)),
-        };
+            other => other,
+        }
+        .map_err(bridge_error)?;
         let content = vec![ContentBlock::text(output.text)];
         Ok(if output.is_error {
             CallToolResult::error(content)
@@ -168,8 +232,20 @@ impl ServerHandler for BridgeServer {
 
 /// Serves MCP over stdin/stdout, forwarding to a Linkly server at `url`.
 pub async fn serve_stdio_bridge(url: &str, token: Option<&str>) -> anyhow::Result<()> {
-    let remote = Arc::new(RemoteClient::connect(url, token).await?);
-    let service = BridgeServer { remote }
+    let (url, token) = (url.to_string(), token.map(str::to_string));
+    // Fail early when the server does not answer at all.
+    let first = RemoteClient::connect(&url, token.as_deref()).await?;
+    first.close().await;
+    serve_stdio_bridge_with(Arc::new(move || {
+        let (url, token) = (url.clone(), token.clone());
+        Box::pin(async move { RemoteClient::connect(&url, token.as_deref()).await })
+    }))
+    .await
+}
+
+/// Serves MCP over stdin/stdout, forwarding to the server `connect` opens sessions with.
+pub async fn serve_stdio_bridge_with(connect: Connector) -> anyhow::Result<()> {
+    let service = BridgeServer::new(connect)
         .serve(rmcp::transport::stdio())
         .await?;
     service.waiting().await?;

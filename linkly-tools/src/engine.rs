@@ -38,6 +38,8 @@ pub struct Linkly {
     index: Arc<Index>,
     data_dir: DataDir,
     config: Config,
+    /// What the keep-fresh engine of this process knows (see `upkeep`).
+    pub(crate) fresh: Arc<crate::upkeep::Freshness>,
 }
 
 impl Linkly {
@@ -57,6 +59,7 @@ impl Linkly {
             index,
             data_dir,
             config,
+            fresh: Arc::default(),
         }
     }
 

@@ -57,7 +57,13 @@ impl ToolError {
 
 impl From<linkly_index::Error> for ToolError {
     fn from(e: linkly_index::Error) -> ToolError {
-        ToolError::internal(e)
+        match e {
+            // Actionable: the caller can wait, or use the process that writes.
+            linkly_index::Error::Locked(_) => {
+                ToolError::new(ErrorCode::IndexBusy, format!("{e}; try again in a moment"))
+            }
+            e => ToolError::internal(e),
+        }
     }
 }
 

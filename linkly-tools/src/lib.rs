@@ -24,7 +24,7 @@
 //!
 //! // Index the folder, then search it as an agent would.
 //! let linkly = Linkly::open(data)?;
-//! linkly.index().sync(&linkly.sync_options(), &mut |_| {})?;
+//! linkly.index_now(&mut |_| {})?;
 //! let found = linkly.search(SearchParams { query: "budget 2024".into(), ..Default::default() })?;
 //! assert_eq!(found.results[0].title, "Plan");
 //!
@@ -42,6 +42,7 @@ mod notes;
 mod render;
 mod snippet;
 mod tools;
+mod upkeep;
 
 pub use crate::engine::{Linkly, ToolOutput, UnknownTool};
 pub use crate::error::{Result, ToolError};
@@ -58,3 +59,7 @@ pub use crate::tools::outline::{OutlineDoc, OutlineParams, OutlineResponse};
 pub use crate::tools::read::{ReadParams, ReadResponse};
 pub use crate::tools::search::{SearchHit, SearchParams, SearchResponse};
 pub use crate::tools::{TOOLS, ToolSpec};
+pub use crate::upkeep::{
+    Coverage, FreshEvent, IndexNowReport, IndexState, KeepFresh, KeepFreshOptions, WORKER_ARG,
+    extraction_worker_hook, sandbox_for,
+};

@@ -102,7 +102,11 @@ fn create_list_index_edit_and_conflict() {
     assert_eq!(path, f.notes_dir().join("Meeting with Bob.md"));
     assert_eq!(created["version"], sha(&path));
     assert_eq!(created["tags"], json!(["work"]));
-    assert_eq!(created["doc_id"], Value::Null);
+    // Indexed before the answer: the reply carries the document id.
+    assert!(
+        created["doc_id"].as_str().unwrap().starts_with("local://"),
+        "{created}"
+    );
     assert_eq!(
         created["content"],
         "Meeting with Bob\nDiscuss the **budget** #Work\n"
@@ -120,7 +124,7 @@ fn create_list_index_edit_and_conflict() {
         "{text}"
     );
 
-    // File system first: listed at once, not indexed yet.
+    // note_save answers once the note is indexed: listed with its doc_id at once.
     let list = f.notes();
     assert_eq!(list["scope"], "notes");
     assert_eq!(list["total"], 1);
@@ -129,8 +133,9 @@ fn create_list_index_edit_and_conflict() {
     let item = &list["items"][0];
     assert_eq!(item["note_id"], id.as_str());
     assert_eq!(item["version"], created["version"]);
-    assert_eq!(item["indexed"], false);
-    assert_eq!(item["doc_id"], Value::Null);
+    assert_eq!(item["indexed"], true);
+    assert_eq!(item["doc_id"], created["doc_id"]);
+    assert!(item["doc_id"].as_str().unwrap().starts_with("local://"));
     assert_eq!(item["title"], "Meeting with Bob");
     assert_eq!(item["source"], "Cursor");
     assert_eq!(item["tags"], json!(["work"]));
@@ -141,8 +146,8 @@ fn create_list_index_edit_and_conflict() {
     assert!(item["created_at"].as_i64().unwrap() > 1_600_000_000_000);
     assert!(item["modified_at"].is_i64());
 
-    // Indexed like any Markdown document once the sync has seen the notes folder (which
-    // lies in a hidden data directory).
+    // Indexed like any Markdown document (the notes folder lies in a hidden data directory,
+    // and a full sync agrees with what note_save indexed).
     f.sync();
     let list = f.notes();
     let doc_id = list["items"][0]["doc_id"].as_str().unwrap().to_string();
@@ -216,9 +221,17 @@ fn create_list_index_edit_and_conflict() {
     );
     assert_eq!(sha(&path), v2, "nothing written");
 
-    // The index holds the old bytes now: the note is "not indexed yet" until the next sync.
+    // The edit was indexed before note_save answered: the list shows v2 as indexed.
     let list = f.notes();
     assert_eq!(list["items"][0]["version"], v2.as_str());
+    assert_eq!(list["items"][0]["indexed"], true);
+    assert_eq!(list["items"][0]["doc_id"], edited["doc_id"]);
+    // A person's edit in a text editor is "not indexed yet" until a sync sees it.
+    let by_hand = fs_err::read_to_string(&path)
+        .unwrap()
+        .replace("Agreed on a date", "Agreed on a date by hand");
+    fs_err::write(&path, by_hand).unwrap();
+    let list = f.notes();
     assert_eq!(list["items"][0]["indexed"], false);
     assert_eq!(list["items"][0]["doc_id"], Value::Null);
     f.sync();
@@ -591,7 +604,7 @@ fn names_titles_sorting_paging_and_markdown() {
         md.contains(&format!("- version: {}\n", c["version"].as_str().unwrap())),
         "{md}"
     );
-    assert!(md.contains("- doc_id: none (not indexed yet)"), "{md}");
+    assert!(md.contains("- doc_id: local://"), "{md}");
     assert!(md.contains("\n## 2. (untitled)\n"), "{md}");
     assert!(md.contains("More notes: continue with offset=2"), "{md}");
     assert!(

@@ -520,10 +520,31 @@ impl Index {
             .filter(|(id, hash)| current.get(id) != Some(hash))
             .map(|(id, _)| *id)
             .collect();
+        self.drop_vectors(&stale)
+    }
+
+    /// Drops the vectors of these documents when they no longer match the stored content (run
+    /// after a scoped sync, under the writer lock).
+    pub(crate) fn forget_vectors_of(&self, ids: &[u64]) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let current = self.store.hashes(ids)?;
+        let embedded = self.vectors.store.embedded()?;
+        let stale: Vec<u64> = ids
+            .iter()
+            .copied()
+            .filter(|id| embedded.get(id).is_some_and(|h| current.get(id) != Some(h)))
+            .collect();
+        self.drop_vectors(&stale)
+    }
+
+    /// Removes these documents' vectors from the store and the live set.
+    fn drop_vectors(&self, stale: &[u64]) -> Result<u64> {
         if stale.is_empty() {
             return Ok(0);
         }
-        let removed = self.vectors.store.remove(&stale)?;
+        let removed = self.vectors.store.remove(stale)?;
         self.vectors
             .ann
             .write()
@@ -550,6 +571,7 @@ impl Index {
                 self.model_status().describe()
             )));
         };
+        let _gate = self.embed_gate.lock().unwrap_or_else(|e| e.into_inner());
         self.lexical.acquire_writer()?;
         let result = self.embed_locked(&name, &embedder, progress);
         let released = self.lexical.release_writer();

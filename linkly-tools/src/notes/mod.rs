@@ -66,12 +66,6 @@ impl Linkly {
         self.config().notes_dir(self.data_dir())
     }
 
-    /// The sync options of this configuration, the notes folder included (see
-    /// [`sync_options`]).
-    pub fn sync_options(&self) -> SyncOptions {
-        sync_options(self.config(), self.data_dir())
-    }
-
     pub(crate) fn note_store(&self) -> NoteStore {
         NoteStore::new(self.notes_dir())
     }
@@ -79,12 +73,13 @@ impl Linkly {
     /// The index record of a note when it is indexed at its current bytes (same size and
     /// modification time); a stale record is "not indexed yet", so that nobody reads old text
     /// next to a new version.
-    fn indexed_doc(&self, note: &NoteFile) -> Result<Option<linkly_core::DocId>> {
+    fn indexed_doc(&self, note: &NoteFile) -> Result<Option<(linkly_core::DocId, i64)>> {
         let Some(path) = note.path.to_str() else {
             return Ok(None);
         };
         Ok(self.index().doc_by_path(path)?.and_then(|rec| {
-            (rec.size == note.size && rec.modified_at == note.modified_at).then_some(rec.id)
+            (rec.size == note.size && rec.modified_at == note.modified_at)
+                .then_some((rec.id, rec.indexed_at))
         }))
     }
 }
@@ -152,6 +147,8 @@ pub(crate) struct NoteItem {
     note_id: Option<String>,
     version: String,
     indexed: bool,
+    /// When the index last read the note (RFC 3339 UTC); null while it is not indexed.
+    indexed_at: Option<String>,
     title: Option<String>,
     path: String,
     created_at: i64,
@@ -249,12 +246,13 @@ pub(crate) fn list_tool(linkly: &Linkly, params: &ListParams) -> Result<Rendered
     let offset = offset as usize;
     let mut items = Vec::new();
     for n in notes.into_iter().skip(offset).take(limit as usize) {
-        let doc_id = linkly.indexed_doc(&n)?;
+        let indexed = linkly.indexed_doc(&n)?;
         items.push(NoteItem {
-            doc_id: doc_id.map(|d| d.to_string()),
+            doc_id: indexed.map(|(d, _)| d.to_string()),
             note_id: n.note_id.clone(),
             version: n.version.clone(),
-            indexed: doc_id.is_some(),
+            indexed: indexed.is_some(),
+            indexed_at: indexed.map(|(_, t)| linkly_core::format_rfc3339(t)),
             title: n.title.clone(),
             path: n.path.to_string_lossy().into_owned(),
             created_at: n.created_at,

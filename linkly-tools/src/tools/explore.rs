@@ -175,6 +175,8 @@ pub struct ExploreResponse {
     pub keywords: ExploreKeywords,
     /// Directories changed in the last 7 days.
     pub recent: ExploreRecent,
+    /// How fresh the whole index is: coverage, embeddings waiting, last reconcile, watcher.
+    pub freshness: crate::Coverage,
 }
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
@@ -412,6 +414,7 @@ impl Linkly {
                 more_directories: left.len() as u64,
                 more_files: left.iter().map(|r| r.changed_files).sum(),
             },
+            freshness: self.coverage()?,
         })
     }
 }
@@ -557,6 +560,7 @@ impl ExploreResponse {
                 .collect();
             out.push_str(&format!("- Types: {}\n", types.join(" · ")));
         }
+        out.push_str(&format!("- Index: {}\n", self.freshness.one_line()));
 
         out.push_str("\n## Directories\n\n");
         if self.directories.is_empty() {

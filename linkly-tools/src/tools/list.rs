@@ -106,6 +106,8 @@ pub struct FileItem {
     pub has_outline: bool,
     /// Modification time, Unix milliseconds.
     pub modified_at: i64,
+    /// When the index last read this file (RFC 3339 UTC): how fresh this entry is.
+    pub indexed_at: String,
     /// The document's keywords.
     pub keywords: Vec<String>,
     /// The start of the text (from the index; null while snippets are off).
@@ -170,6 +172,7 @@ fn file_item(rec: DocRecord, with_snippet: bool) -> FileItem {
         total_lines: rec.total_lines,
         has_outline: !rec.outline.is_empty(),
         modified_at: rec.modified_at,
+        indexed_at: linkly_core::format_rfc3339(rec.indexed_at),
         keywords: rec.keywords,
         snippet,
         skip_reason: rec.skip_reason,

@@ -108,9 +108,9 @@ pub(crate) fn find_doc(
     raw: &str,
     id: linkly_core::DocId,
 ) -> Result<linkly_index::DocRecord> {
+    // Checked against the file first: a changed file is re-indexed, a deleted one is gone.
     linkly
-        .index()
-        .doc(id)?
+        .fresh_doc(id)?
         .ok_or_else(|| ToolError::doc_not_found(raw))
 }
 

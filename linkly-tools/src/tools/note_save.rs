@@ -150,14 +150,28 @@ impl Linkly {
             (Some(id), Some(base)) if mode == "edit" => store.edit(&id, &base, request)?,
             (id, _) => store.create(id, request)?,
         };
+        // The note is indexed before the answer, so that search, list and read see it in the
+        // next call. When another process holds the index writer, the watcher there indexes it.
+        let doc_id = match self.refresh_paths(std::slice::from_ref(&saved.path)) {
+            Ok(_) => saved
+                .path
+                .to_str()
+                .map(|p| self.index().doc_by_path(p))
+                .transpose()?
+                .flatten()
+                .map(|rec| rec.id.to_string()),
+            Err(e) => {
+                tracing::warn!(path = %saved.path.display(), error = %e.message, "the note was saved but not indexed now");
+                None
+            }
+        };
         Ok(NoteSaveResponse {
             note_id: saved.note_id,
             version: saved.version,
             path: saved.path.to_string_lossy().into_owned(),
             content: saved.body,
             tags: saved.tags,
-            // These bytes were just written: no index has seen them yet.
-            doc_id: None,
+            doc_id,
         })
     }
 }

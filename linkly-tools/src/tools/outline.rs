@@ -220,7 +220,7 @@ impl Linkly {
         let mut found = 0;
         for raw in &p.doc_ids {
             let id = parse_doc_id("doc_ids", raw)?;
-            let Some(rec) = self.index().doc(id)? else {
+            let Some(rec) = self.fresh_doc(id)? else {
                 documents.push(OutlineDoc {
                     doc_id: raw.clone(),
                     title: None,

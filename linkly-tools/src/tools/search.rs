@@ -99,6 +99,8 @@ pub struct SearchHit {
     pub has_outline: bool,
     /// Modification time, Unix milliseconds.
     pub modified_at: i64,
+    /// When the index last read this file (RFC 3339 UTC): how fresh this result is.
+    pub indexed_at: String,
     /// The document's top keywords.
     pub keywords: Vec<String>,
     /// The passage where the query matched best.
@@ -123,6 +125,10 @@ pub struct SearchResponse {
     pub total: usize,
     /// The results, best first (or by time with `time_sort`).
     pub results: Vec<SearchHit>,
+    /// One-line notes on the answer's limits: keyword-only search and how to turn on semantic
+    /// search; an index that nothing keeps fresh.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
 }
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
@@ -264,6 +270,7 @@ impl Linkly {
                 total_lines: rec.total_lines,
                 has_outline: !rec.outline.is_empty(),
                 modified_at: rec.modified_at,
+                indexed_at: format_rfc3339(rec.indexed_at),
                 keywords: rec.keywords.clone(),
                 snippet: match hit.vector {
                     Some(_) => snippet(
@@ -282,12 +289,34 @@ impl Linkly {
             "oldest" => results.sort_by_key(|r| r.modified_at),
             _ => {}
         }
+        let mut notices = Vec::new();
+        if outcome.mode == linkly_index::SearchMode::Keyword {
+            notices.push(keyword_only_notice(&self.index().model_status()));
+        }
+        notices.extend(self.staleness_note());
         Ok(SearchResponse {
             query: p.query,
             mode: outcome.mode.as_str().into(),
             total: outcome.total.max(results.len()),
             results,
+            notices,
         })
+    }
+}
+
+/// Why a search ran keyword-only, and what turns semantic search on.
+fn keyword_only_notice(model: &linkly_index::ModelStatus) -> String {
+    use linkly_index::ModelStatus as M;
+    match model {
+        M::Missing { .. } => "Keyword-only search: the embedding model is not on disk. `linkly model download` (or a running `linkly serve`) turns on semantic search.".into(),
+        M::Downloading { .. } | M::Loading { .. } => format!(
+            "Keyword-only search for now: {}; semantic search follows by itself.",
+            model.describe()
+        ),
+        M::Broken { reason, .. } => format!(
+            "Keyword-only search: the embedding model does not load ({reason}); `linkly doctor` says more."
+        ),
+        M::Ready { .. } => "Keyword-only search: no document is embedded yet; `linkly index` (or a running `linkly serve`) embeds them.".into(),
     }
 }
 
@@ -317,8 +346,14 @@ impl SearchResponse {
     /// The Markdown form.
     pub fn to_markdown(&self) -> String {
         let mut out = String::from("# Search Results\n\n");
+        let notices: String = self
+            .notices
+            .iter()
+            .map(|n| format!("Note: {n}\n"))
+            .collect();
         if self.results.is_empty() {
             out.push_str(&format!("No results found for \"{}\".\n", self.query));
+            out.push_str(&notices);
             return out;
         }
         out.push_str(&format!(
@@ -354,6 +389,10 @@ impl SearchResponse {
             if !r.snippet.is_empty() {
                 out.push_str(&format!("> {}\n", one_line(&r.snippet)));
             }
+        }
+        if !notices.is_empty() {
+            out.push('\n');
+            out.push_str(&notices);
         }
         out
     }
