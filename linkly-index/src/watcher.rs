@@ -99,8 +99,16 @@ impl Watcher {
                         if events.iter().any(|e| e.event.need_rescan()) {
                             let _ = events_tx.send(Msg::Rescan);
                         }
-                        let paths: Vec<PathBuf> =
-                            events.into_iter().flat_map(|e| e.event.paths).collect();
+                        // Reads (our own walks open folders and files) change nothing: left
+                        // out, or every sync would trigger the next one.
+                        let paths: Vec<PathBuf> = events
+                            .into_iter()
+                            .filter(|e| !matches!(e.event.kind, notify::EventKind::Access(_)))
+                            .flat_map(|e| e.event.paths)
+                            .collect();
+                        if paths.is_empty() {
+                            return;
+                        }
                         let _ = events_tx.send(Msg::Changed(paths));
                     }
                     Err(errors) => {
@@ -163,6 +171,7 @@ impl Watcher {
                     if !rescan && changed.is_empty() {
                         continue;
                     }
+                    tracing::debug!(paths = changed.len(), rescan, first = ?changed.first(), "watcher burst");
                     on_event(WatchEvent::Syncing);
                     let result = if rescan {
                         index.sync(&opts, &mut |_| {})
