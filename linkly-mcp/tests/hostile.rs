@@ -611,15 +611,10 @@ async fn stdio_answers_every_random_line() {
         }
         // A flipped byte can still leave a valid request (a changed id, say) or a notification;
         // those are fine as long as the server stays up, checked at the end.
-        let sent_id = serde_json::from_slice::<Value>(&line)
-            .ok()
-            .and_then(|v| v.get("id").cloned());
-        let is_message = sent_id.is_some()
-            || serde_json::from_slice::<Value>(&line).is_err()
-            || !serde_json::from_slice::<Value>(&line)
-                .unwrap()
-                .get("method")
-                .is_some();
+        let parsed = serde_json::from_slice::<Value>(&line).ok();
+        let sent_id = parsed.as_ref().and_then(|v| v.get("id").cloned());
+        let is_message =
+            sent_id.is_some() || parsed.as_ref().is_none_or(|v| v.get("method").is_none());
         s.send(&line).await;
         if !is_message {
             continue;
