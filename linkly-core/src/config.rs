@@ -55,10 +55,28 @@ impl DataDir {
         self.root.join("notes")
     }
 
-    /// Creates the root folder if needed.
+    /// Creates the root folder if needed: readable by its owner only (0700 on Unix), since it
+    /// holds the config (with the LAN token) and an index of the user's documents. A folder that
+    /// exists already keeps its mode.
     pub fn ensure(&self) -> Result<()> {
-        fs_err::create_dir_all(&self.root)?;
-        Ok(())
+        if self.root.is_dir() {
+            return Ok(());
+        }
+        if let Some(parent) = self.root.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs_err::create_dir_all(parent)?;
+        }
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        match builder.create(&self.root) {
+            Ok(()) => Ok(()),
+            // Created meanwhile by another process.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && self.root.is_dir() => Ok(()),
+            Err(e) => Err(Error::Io(std::io::Error::new(
+                e.kind(),
+                format!("cannot create {}: {e}", self.root.display()),
+            ))),
+        }
     }
 }
 
@@ -110,7 +128,16 @@ impl Config {
             message: e.to_string(),
         })?;
         let tmp = path.with_extension("toml.tmp");
-        fs_err::write(&tmp, text)?;
+        // The file may hold the LAN token: owner-only (0600 on Unix) from its creation on.
+        let _ = fs_err::remove_file(&tmp);
+        let mut options = fs_err::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        fs_err::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&tmp)?;
+        std::io::Write::write_all(&mut file, text.as_bytes())?;
+        file.sync_all()?;
+        drop(file);
         fs_err::rename(&tmp, &path)?;
         Ok(())
     }
@@ -188,6 +215,26 @@ impl Default for OcrConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn data_dir_and_config_are_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = DataDir::new(tmp.path().join("a").join("home"));
+        let cfg = Config {
+            lan_token: Some("secret".into()),
+            ..Config::default()
+        };
+        cfg.save(&dir).unwrap();
+        let mode = |p: &Path| fs_err::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(dir.root()), 0o700);
+        assert_eq!(mode(&dir.config_file()), 0o600);
+        // A second save (over an existing file) keeps it owner-only.
+        cfg.save(&dir).unwrap();
+        assert_eq!(mode(&dir.config_file()), 0o600);
+        assert_eq!(Config::load(&dir).unwrap(), cfg);
+    }
 
     #[test]
     fn round_trips_and_defaults() {

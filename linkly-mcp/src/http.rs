@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use axum::Json;
 use axum::Router;
 use axum::extract::State;
@@ -16,6 +15,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::json;
 
 use crate::LinklyServer;
+use crate::conn::ConnLimits;
+use crate::guard::{Access, McpLimits};
+use crate::inbound::MAX_MESSAGE_BYTES;
 
 /// What the index is doing, as `/health` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +100,20 @@ pub struct HttpOptions {
     pub port_attempts: u16,
     /// Where to write `{"port": N}` (removed at shutdown).
     pub port_file: Option<PathBuf>,
+    /// An MCP session without a request for this long is closed (its client starts a new one
+    /// on its next call). Default: 10 minutes.
+    pub session_idle_timeout: Duration,
+    /// Open MCP sessions at most: beyond, `initialize` is answered 503. Default: 512 (about
+    /// 50 KB each).
+    pub max_sessions: usize,
+    /// Open connections at most: beyond, the oldest idle one is closed to make room (503 when
+    /// all are busy). Default: 128, well under the 256 file descriptors macOS allows a process.
+    pub max_connections: usize,
+    /// The time a client gets to send a request's headers, and the longest a keep-alive
+    /// connection stays idle. Default: 10 seconds.
+    pub header_read_timeout: Duration,
+    /// The largest request body: 413 beyond. Default: 16 MiB (a 10 MiB note, escaped, fits).
+    pub max_body_bytes: usize,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -108,6 +124,11 @@ impl std::fmt::Debug for HttpOptions {
             .field("port", &self.port)
             .field("port_attempts", &self.port_attempts)
             .field("port_file", &self.port_file)
+            .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("max_sessions", &self.max_sessions)
+            .field("max_connections", &self.max_connections)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("max_body_bytes", &self.max_body_bytes)
             .finish()
     }
 }
@@ -120,6 +141,11 @@ impl Default for HttpOptions {
             port: 60606,
             port_attempts: 20,
             port_file: None,
+            session_idle_timeout: Duration::from_secs(600),
+            max_sessions: 512,
+            max_connections: 128,
+            header_read_timeout: Duration::from_secs(10),
+            max_body_bytes: MAX_MESSAGE_BYTES,
         }
     }
 }
@@ -150,23 +176,46 @@ async fn health(State(app): State<AppState>) -> Json<serde_json::Value> {
     }))
 }
 
-/// A listening socket on 127.0.0.1, ready to serve.
+/// A listening socket, ready to serve.
 #[derive(Debug)]
 pub struct BoundHttp {
     listener: tokio::net::TcpListener,
     port: u16,
     opts: HttpOptions,
+    sessions: Arc<LocalSessionManager>,
+}
+
+/// The MCP sessions a server holds open, to watch them (see [`BoundHttp::sessions`]).
+#[derive(Debug, Clone)]
+pub struct OpenSessions(Arc<LocalSessionManager>);
+
+impl OpenSessions {
+    /// How many sessions are open now.
+    pub async fn count(&self) -> usize {
+        self.0.sessions.read().await.len()
+    }
 }
 
 impl BoundHttp {
+    /// The server's MCP sessions.
+    pub fn sessions(&self) -> OpenSessions {
+        OpenSessions(self.sessions.clone())
+    }
+
     /// The port bound.
     pub fn port(&self) -> u16 {
         self.port
     }
 
-    /// The MCP endpoint URL.
+    /// The MCP endpoint URL, at the address bound (127.0.0.1 or `[::1]` for a wildcard one).
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
+        let host = match self.opts.bind {
+            IpAddr::V4(v4) if v4.is_unspecified() => Ipv4Addr::LOCALHOST.to_string(),
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) if v6.is_unspecified() => "[::1]".to_string(),
+            IpAddr::V6(v6) => format!("[{v6}]"),
+        };
+        format!("http://{host}:{}/mcp", self.port)
     }
 }
 
@@ -184,10 +233,13 @@ pub async fn bind_http(opts: HttpOptions) -> anyhow::Result<BoundHttp> {
         match tokio::net::TcpListener::bind(SocketAddr::new(ip, port)).await {
             Ok(listener) => {
                 let port = listener.local_addr()?.port();
+                let mut sessions = LocalSessionManager::default();
+                sessions.session_config.keep_alive = Some(opts.session_idle_timeout);
                 return Ok(BoundHttp {
                     listener,
                     port,
                     opts,
+                    sessions: Arc::new(sessions),
                 });
             }
             Err(e) => {
@@ -205,8 +257,14 @@ pub async fn bind_http(opts: HttpOptions) -> anyhow::Result<BoundHttp> {
 }
 
 /// Serves `/mcp` and `/health` until `shutdown` resolves; writes the port file first and
-/// removes it on the way out. Browser requests whose `Origin` is not local are refused
-/// (DNS-rebinding protection).
+/// removes it on the way out.
+///
+/// Who may call: with a LAN token, every peer must send it, except 127.0.0.1 and `::1` when the
+/// server listens on a wildcard address or on 127.0.0.1/`::1` itself (bound to another
+/// address, say 127.0.0.2, every peer needs the token). Requests not authenticated by the token
+/// must name the server by a loopback name or its bind address in `Host`, and browser requests
+/// whose `Origin` is not local are refused (DNS-rebinding protection). Idle sessions expire,
+/// their number and the number of connections are capped (see [`HttpOptions`]).
 pub async fn serve_http(
     bound: BoundHttp,
     linkly: Arc<Linkly>,
@@ -218,29 +276,43 @@ pub async fn serve_http(
         listener,
         port,
         opts,
+        sessions,
     } = bound;
-    let lan_token = opts.lan_token.clone().filter(|_| !opts.bind.is_loopback());
-    let mut config = StreamableHttpServerConfig::default();
-    if lan_token.is_some() {
-        // LAN clients name the machine by its address; the token protects instead.
-        config = config.disable_allowed_hosts();
+    let access = Arc::new(Access::new(opts.bind, opts.lan_token.clone()));
+    let mut origins = vec![
+        "http://localhost:*".to_string(),
+        "http://127.0.0.1:*".to_string(),
+        "http://[::1]:*".to_string(),
+        "https://localhost:*".to_string(),
+        "https://127.0.0.1:*".to_string(),
+    ];
+    if !opts.bind.is_unspecified() {
+        let host = match opts.bind {
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) => format!("[{v6}]"),
+        };
+        origins.push(format!("http://{host}:*"));
     }
-    let config = config
-        .with_allowed_origins([
-            "http://localhost:*",
-            "http://127.0.0.1:*",
-            "http://[::1]:*",
-            "https://localhost:*",
-            "https://127.0.0.1:*",
-        ])
-        .enforce_origin_validation();
+    // The Host check is the guard's (it also covers `/health` and accepts the bind address).
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .with_allowed_origins(origins)
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(opts.max_body_bytes);
+    let cancel = config.cancellation_token.clone();
     let activity = state.clone();
     let server = LinklyServer::new(linkly.clone());
-    let mcp = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let mcp = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+    let mcp = Router::new()
+        .nest_service("/mcp", mcp)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(McpLimits {
+                sessions,
+                max_sessions: opts.max_sessions,
+                max_body_bytes: opts.max_body_bytes,
+            }),
+            crate::guard::filter_mcp,
+        ));
     let app = Router::new()
         .route("/health", get(health))
         .with_state(AppState {
@@ -248,11 +320,11 @@ pub async fn serve_http(
             state,
             endpoint: endpoint.clone(),
         })
-        .nest_service("/mcp", mcp)
-        .layer(axum::middleware::from_fn(move |req, next| {
-            let token = lan_token.clone();
-            require_token(token, req, next)
-        }))
+        .merge(mcp)
+        .layer(axum::middleware::from_fn_with_state(
+            access,
+            crate::guard::guard,
+        ))
         .layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| {
                 activity.touch();
@@ -270,76 +342,18 @@ pub async fn serve_http(
         )?;
     }
     tracing::info!(%endpoint, "serving MCP over Streamable HTTP");
-    let result = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
+    let limits = ConnLimits {
+        max_connections: opts.max_connections,
+        header_read_timeout: opts.header_read_timeout,
+    };
+    crate::conn::serve(listener, app, limits, async move {
+        shutdown.await;
+        // Ends the sessions and their event streams, so connections can drain.
+        cancel.cancel();
+    })
     .await;
     if let Some(file) = &opts.port_file {
         let _ = fs_err::remove_file(file);
     }
-    result.context("HTTP server failed")
-}
-
-/// True for the addresses local clients connect from (`127.0.0.1`, `::1`).
-fn is_local_peer(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4 == Ipv4Addr::LOCALHOST,
-        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped() == Some(Ipv4Addr::LOCALHOST),
-    }
-}
-
-/// In LAN mode, every request from a non-local peer must carry `Authorization: Bearer <token>`.
-async fn require_token(
-    token: Option<String>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let Some(token) = token else {
-        return next.run(req).await;
-    };
-    let peer = req
-        .extensions()
-        .get::<axum::extract::ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip());
-    if peer.is_some_and(is_local_peer) {
-        return next.run(req).await;
-    }
-    let presented = req
-        .headers()
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    if presented.is_some_and(|p| constant_time_eq(p.as_bytes(), token.as_bytes())) {
-        return next.run(req).await;
-    }
-    (
-        axum::http::StatusCode::UNAUTHORIZED,
-        [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
-        "missing or wrong bearer token: LAN clients must send Authorization: Bearer <token> (see `linkly status` on the server)",
-    )
-        .into_response()
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn local_peers_and_token_comparison() {
-        assert!(is_local_peer("127.0.0.1".parse().unwrap()));
-        assert!(is_local_peer("::1".parse().unwrap()));
-        assert!(!is_local_peer("127.0.0.2".parse().unwrap()));
-        assert!(!is_local_peer("192.168.1.5".parse().unwrap()));
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"ab"));
-    }
+    Ok(())
 }

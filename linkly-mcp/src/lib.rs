@@ -4,9 +4,17 @@
 //! A thin front end: it lists [`linkly_tools::TOOLS`] with their generated schemas, forwards
 //! each `tools/call` to [`linkly_tools::Linkly::call`] and wraps the text it gets back. It holds
 //! no tool logic. On stdio, stdout belongs to the protocol: logs go to stderr.
+//!
+//! Both transports check every incoming message first ([`inbound`]): what cannot be parsed is
+//! answered `-32700`, never dropped. Over HTTP, idle sessions expire and sessions, connections,
+//! header read time and body size are bounded ([`HttpOptions`]).
 
 mod client;
+mod conn;
+mod guard;
 mod http;
+pub mod inbound;
+mod stdio;
 
 use std::sync::Arc;
 
@@ -20,7 +28,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 
 pub use crate::client::{CLIENT_NAME, RemoteClient, RemoteError};
-pub use crate::http::{BoundHttp, HttpOptions, IndexStatus, ServerState, bind_http, serve_http};
+pub use crate::http::{
+    BoundHttp, HttpOptions, IndexStatus, OpenSessions, ServerState, bind_http, serve_http,
+};
+pub use crate::stdio::StdioTransport;
 
 /// The server name reported in `serverInfo`.
 pub const SERVER_NAME: &str = "linkly";
@@ -246,7 +257,7 @@ pub async fn serve_stdio_bridge(url: &str, token: Option<&str>) -> anyhow::Resul
 /// Serves MCP over stdin/stdout, forwarding to the server `connect` opens sessions with.
 pub async fn serve_stdio_bridge_with(connect: Connector) -> anyhow::Result<()> {
     let service = BridgeServer::new(connect)
-        .serve(rmcp::transport::stdio())
+        .serve(StdioTransport::new(tokio::io::stdin(), tokio::io::stdout()))
         .await?;
     service.waiting().await?;
     Ok(())
@@ -255,7 +266,7 @@ pub async fn serve_stdio_bridge_with(connect: Connector) -> anyhow::Result<()> {
 /// Serves MCP over stdin/stdout until the client closes the stream.
 pub async fn serve_stdio(linkly: Arc<Linkly>) -> anyhow::Result<()> {
     let service = LinklyServer::new(linkly)
-        .serve(rmcp::transport::stdio())
+        .serve(StdioTransport::new(tokio::io::stdin(), tokio::io::stdout()))
         .await?;
     service.waiting().await?;
     Ok(())
