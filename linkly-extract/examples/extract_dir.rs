@@ -1,8 +1,13 @@
 //! Extracts every file under a folder and counts the outcomes: text, a skip reason, or neither
 //! (text with nothing but whitespace and page markers: "silence").
 //!
+//! Files are read as the indexer reads them (`extract_loaded`: the extractor by `detect`).
+//!
 //! `cargo run -p linkly-extract --example extract_dir -- <folder>` prints one line per silent
 //! file, the skip reasons by code, and the three counts.
+
+// A command-line tool: its output is the point.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -205,8 +205,14 @@ mod tests {
         assert_eq!(kind("a.txt", b"%PDF-1.7"), Some("pdf"));
         assert_eq!(kind("a.md", b"BMW and Audi"), Some("md"));
         assert_eq!(kind("a.doc", b"{\\rtf1 x}"), Some("doc"));
-        assert_eq!(kind("a.xls", b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"), Some("xls"));
-        assert_eq!(kind("a.docx", b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"), Some("docx"));
+        assert_eq!(
+            kind("a.xls", b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"),
+            Some("xls")
+        );
+        assert_eq!(
+            kind("a.docx", b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"),
+            Some("docx")
+        );
         assert_eq!(kind("a.jpg", b"\x89PNG\r\n\x1A\n"), Some("png"));
         // A DOCX named .xlsx is read as DOCX.
         let mut docx = b"PK\x03\x04".to_vec();
@@ -225,7 +231,10 @@ mod tests {
         epub.extend_from_slice(b"mimetypeapplication/epub+zip");
         assert_eq!(kind("book", &epub), Some("epub"));
         assert_eq!(kind("scan", b"\xFF\xD8\xFF\xE0"), Some("png"));
-        assert_eq!(kind("old", b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"), Some("doc"));
+        assert_eq!(
+            kind("old", b"\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"),
+            Some("doc")
+        );
         assert_eq!(kind("README", "Read me: café\n".as_bytes()), Some("txt"));
         assert_eq!(kind("page", b"  <!DOCTYPE html><p>x"), Some("html"));
         // A character cut by the end of the head is still text.

@@ -224,20 +224,18 @@ pub struct Reading {
 /// without it, the layout without orientation (`--psm 3`). When that finds no word, the image
 /// is read once more as a single block of text (`--psm 6`), which holds up under a skew of
 /// ten degrees or so where the layout analysis finds no line at all; that reading counts when
-/// its words have a mean confidence of [`SKEWED_MIN_CONFIDENCE`] or more (noise gives fewer).
+/// its words have a mean confidence of [`SKEWED_MIN_CONFIDENCE`] or more and hold at least three
+/// letters or digits (a drawing read as a block gives a few symbols).
 pub fn recognize(image: &[u8], opts: &OcrOptions) -> Result<String, SkipReason> {
     let langs = ready(opts)?;
-    let layout = if status().osd {
-        PSM_AUTO_OSD
-    } else {
-        PSM_AUTO
-    };
+    let layout = if status().osd { PSM_AUTO_OSD } else { PSM_AUTO };
     let first = read_languages(image, &langs, opts.timeout, layout)?;
     if first.words > 0 {
         return Ok(first.text);
     }
     let block = read_pass(image, &langs, opts.timeout, PSM_BLOCK)?;
-    if block.words > 0 && block.confidence >= SKEWED_MIN_CONFIDENCE {
+    let letters = block.text.chars().filter(|c| c.is_alphanumeric()).count();
+    if letters >= 3 && block.confidence >= SKEWED_MIN_CONFIDENCE {
         return Ok(block.text);
     }
     Ok(String::new())

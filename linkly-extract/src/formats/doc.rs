@@ -1,6 +1,7 @@
 //! Word 97–2003 (`.doc`): the OLE container (`cfb`), the FIB and the piece table (CLX) in
 //! `WordDocument` and `0Table`/`1Table`, Unicode and 8-bit (cp1252) pieces; paragraphs split on
-//! `\r`, field codes dropped (their results kept), table cells joined with ` | `. Headings come
+//! `\r`, field codes dropped (their results kept; an `EQ` field, which has none, gives the base
+//! text of its equation: Japanese ruby), table cells joined with ` | `. Headings come
 //! from the paragraph style (PAPX in the FKPs → `istd` → the style's built-in `sti` 1–9,
 //! "heading 1"–"heading 9", which does not depend on the UI language).
 //!
@@ -646,7 +647,10 @@ fn eq_base_text(code: &str) -> Option<String> {
                 while chars.get(i).is_some_and(char::is_ascii_alphabetic) {
                     i += 1;
                 }
-                let name: String = chars[start..i].iter().collect::<String>().to_ascii_lowercase();
+                let name: String = chars[start..i]
+                    .iter()
+                    .collect::<String>()
+                    .to_ascii_lowercase();
                 // A switch's number (`\up 9`, `\fo4`).
                 let mut j = i;
                 while chars.get(j).is_some_and(|c| *c == ' ') {

@@ -47,7 +47,8 @@ impl Extractor for Image {
             ));
         }
         let text = ocr::recognize(input.bytes, &options.ocr)?;
-        if text.trim().is_empty() {
+        // Symbols alone (`| ® |`: a drawing's strokes) are no text either.
+        if !text.chars().any(char::is_alphanumeric) {
             return Err(SkipReason::new(
                 SkipReason::OCR_FOUND_NOTHING,
                 "OCR found no text in the image (read upright, turned and as one skewed block)",
