@@ -139,7 +139,7 @@ fn zip_kind(b: &[u8]) -> Option<&'static str> {
     let has = |needle: &[u8]| {
         [head, tail]
             .iter()
-            .any(|part| part.windows(needle.len()).any(|w| w == needle))
+            .any(|part| memchr::memmem::find(part, needle).is_some())
     };
     if has(b"word/document") {
         Some("docx")

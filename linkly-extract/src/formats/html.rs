@@ -166,34 +166,38 @@ pub(crate) fn parse(source: &str) -> Document {
     }
 }
 
-/// Elements that never hold others (no end tag).
-fn is_void(name: &str) -> bool {
-    [
-        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-        "track", "wbr", "param", "keygen", "basefont", "bgsound", "frame", "image",
-    ]
-    .iter()
-    .any(|v| v.eq_ignore_ascii_case(name))
+/// How [`flatten_deep`] counts an element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TagKind {
+    /// Never holds others (no end tag): `br`, `img`, ...
+    Void,
+    /// Its end tag is optional: the parser closes it itself, without a deep search, when a
+    /// sibling starts, so it is not counted as nesting: `p`, `li`, `td`, ...
+    OptionalEnd,
+    /// Its content is raw text up to its end tag: `script`, `style`, ...
+    RawText,
+    /// Counted.
+    Other,
 }
 
-/// Elements whose end tag is optional: the parser closes them itself, without a deep search,
-/// when a sibling starts, so they are not counted as nesting.
-fn has_optional_end(name: &str) -> bool {
-    [
-        "p", "li", "dt", "dd", "option", "optgroup", "tr", "td", "th", "tbody", "thead", "tfoot",
-        "colgroup", "caption", "rb", "rt", "rtc", "rp", "html", "head", "body",
-    ]
-    .iter()
-    .any(|v| v.eq_ignore_ascii_case(name))
-}
-
-/// Elements whose content is raw text, up to their end tag.
-fn is_raw_text(name: &str) -> bool {
-    [
-        "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript",
-    ]
-    .iter()
-    .any(|v| v.eq_ignore_ascii_case(name))
+fn tag_kind(name: &str) -> TagKind {
+    let mut buf = [0u8; 10];
+    let Some(lower) = buf.get_mut(..name.len()) else {
+        return TagKind::Other;
+    };
+    lower.copy_from_slice(name.as_bytes());
+    lower.make_ascii_lowercase();
+    match &*lower {
+        b"area" | b"base" | b"br" | b"col" | b"embed" | b"hr" | b"img" | b"input" | b"link"
+        | b"meta" | b"source" | b"track" | b"wbr" | b"param" | b"keygen" | b"basefont"
+        | b"bgsound" | b"frame" | b"image" => TagKind::Void,
+        b"p" | b"li" | b"dt" | b"dd" | b"option" | b"optgroup" | b"tr" | b"td" | b"th"
+        | b"tbody" | b"thead" | b"tfoot" | b"colgroup" | b"caption" | b"rb" | b"rt" | b"rtc"
+        | b"rp" | b"html" | b"head" | b"body" => TagKind::OptionalEnd,
+        b"script" | b"style" | b"textarea" | b"title" | b"xmp" | b"iframe" | b"noembed"
+        | b"noframes" | b"noscript" => TagKind::RawText,
+        _ => TagKind::Other,
+    }
 }
 
 /// End tags searched for among this many innermost open elements; beyond, an end tag matches
@@ -210,7 +214,7 @@ pub(crate) fn flatten_deep(source: &str, max_depth: usize) -> Option<String> {
     let mut open: Vec<(usize, usize, bool)> = Vec::new();
     let mut cuts: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
-    while let Some(lt) = b[i..].iter().position(|&c| c == b'<') {
+    while let Some(lt) = memchr::memchr(b'<', &b[i..]) {
         let at = i + lt;
         let rest = &b[at + 1..];
         if rest.starts_with(b"!--") {
@@ -237,7 +241,8 @@ pub(crate) fn flatten_deep(source: &str, max_depth: usize) -> Option<String> {
         };
         let name = &source[name_start..name_end];
         i = end + 1;
-        if is_void(name) || has_optional_end(name) {
+        let kind = tag_kind(name);
+        if matches!(kind, TagKind::Void | TagKind::OptionalEnd) {
             continue;
         }
         if close {
@@ -257,7 +262,7 @@ pub(crate) fn flatten_deep(source: &str, max_depth: usize) -> Option<String> {
             }
             continue;
         }
-        if is_raw_text(name) {
+        if kind == TagKind::RawText {
             // Its content is text up to `</name`: not tags.
             let mut from = i;
             i = b.len();
