@@ -12,7 +12,8 @@ pub struct SkipReason {
 }
 
 impl SkipReason {
-    /// The file has no bytes.
+    /// The file has no bytes, or no text: only whitespace, markup, empty parts or pages (an
+    /// extractor that finds nothing to show says so with this code rather than empty text).
     pub const EMPTY: &'static str = "empty";
     /// The file is over the size cap of its format.
     pub const TOO_LARGE: &'static str = "too_large";
@@ -32,10 +33,29 @@ impl SkipReason {
     /// An image or scanned PDF whose text needs OCR, which is off or not installed; a sync
     /// after the engine is installed (or turned on) extracts it again.
     pub const OCR_UNAVAILABLE: &'static str = "ocr_unavailable";
+    /// An image or scanned page that OCR read (upright, turned by OSD, and as one skewed
+    /// block) without finding any text.
+    pub const OCR_FOUND_NOTHING: &'static str = "ocr_found_nothing";
     /// The extractor took too long.
     pub const TIMEOUT: &'static str = "timeout";
     /// The extractor failed unexpectedly.
     pub const EXTRACTOR_FAILED: &'static str = "extractor_failed";
+
+    /// Every code above: what a worker process may send back, and what tools may show.
+    pub const CODES: &'static [&'static str] = &[
+        SkipReason::EMPTY,
+        SkipReason::TOO_LARGE,
+        SkipReason::UNKNOWN_ENCODING,
+        SkipReason::CORRUPT,
+        SkipReason::ENCRYPTED,
+        SkipReason::UNSUPPORTED,
+        SkipReason::UNSUPPORTED_VARIANT,
+        SkipReason::NO_TEXT_LAYER,
+        SkipReason::OCR_UNAVAILABLE,
+        SkipReason::OCR_FOUND_NOTHING,
+        SkipReason::TIMEOUT,
+        SkipReason::EXTRACTOR_FAILED,
+    ];
 
     /// Builds a reason.
     pub fn new(code: &'static str, detail: impl Into<String>) -> SkipReason {

@@ -161,30 +161,21 @@ impl WireResult {
 
 /// The `&'static` code of a skip reason token.
 fn skip_code(code: &str) -> &'static str {
-    [
-        SkipReason::EMPTY,
-        SkipReason::TOO_LARGE,
-        SkipReason::UNKNOWN_ENCODING,
-        SkipReason::CORRUPT,
-        SkipReason::ENCRYPTED,
-        SkipReason::UNSUPPORTED,
-        SkipReason::UNSUPPORTED_VARIANT,
-        SkipReason::NO_TEXT_LAYER,
-        SkipReason::OCR_UNAVAILABLE,
-        SkipReason::TIMEOUT,
-        SkipReason::EXTRACTOR_FAILED,
-    ]
-    .into_iter()
-    .find(|c| *c == code)
-    .unwrap_or(SkipReason::EXTRACTOR_FAILED)
+    SkipReason::CODES
+        .iter()
+        .copied()
+        .find(|c| *c == code)
+        .unwrap_or(SkipReason::EXTRACTOR_FAILED)
 }
 
 fn failed(detail: impl Into<String>) -> SkipReason {
     SkipReason::new(SkipReason::EXTRACTOR_FAILED, detail)
 }
 
-/// Extracts a file whose bytes the caller has read: in a worker process when the format is
-/// risky and `sandbox` names a worker, else in-process (as [`crate::extract_loaded`]).
+/// Extracts a file whose bytes the caller has read: in a worker process when `sandbox` names a
+/// worker and the format is risky ([`crate::Extractor::isolate`]) or the file is over
+/// [`ISOLATE_ABOVE`], else in-process (as [`crate::extract_loaded`]). The extractor is chosen
+/// by [`crate::detect`]: the extension, checked against the content.
 ///
 /// The worker reads the file from `path` itself; `bytes` serve the checks made here first
 /// (unsupported extension, empty, over the cap).
@@ -194,13 +185,22 @@ pub fn extract_isolated(
     bytes: &[u8],
 ) -> Result<Extracted, SkipReason> {
     let extractor = checked_extractor(path, bytes)?;
+    let risky = extractor.isolate() || (bytes.len() as u64 > ISOLATE_ABOVE && !extractor.slow());
     match &sandbox.worker {
-        Some((program, args)) if extractor.isolate() => {
+        Some((program, args)) if risky => {
             run_in_worker(program, args, sandbox, path, extractor.doc_type())
         }
         _ => extract_bytes(extractor, path, bytes, &sandbox.options),
     }
 }
+
+/// Files larger than this go to the worker whatever their format (but images, whose OCR runs
+/// in child processes of its own): a parser that is slow on some input costs the most on a
+/// large one, and against the parse of a few MiB the start of a worker (milliseconds) is
+/// nothing. Smaller files of the formats that are not [`crate::Extractor::isolate`] stay
+/// in-process, where their parsers are linear in the input (nesting depth capped) and their
+/// text is capped at [`crate::MAX_TEXT_BYTES`].
+pub const ISOLATE_ABOVE: u64 = 4 * 1024 * 1024;
 
 /// Longest worker output read (text of a huge PDF included).
 const MAX_OUTPUT: u64 = 512 * 1024 * 1024;

@@ -8,6 +8,7 @@
 //! in a child process), told which languages through [`ExtractOptions`].
 
 mod child;
+mod detect;
 mod encoding;
 mod error;
 pub mod formats;
@@ -16,11 +17,12 @@ pub mod ocr;
 mod options;
 mod registry;
 
+pub use crate::detect::detect;
 pub use crate::error::{Error, Result};
-pub use crate::isolate::{Sandbox, extract_isolated, run_worker};
+pub use crate::isolate::{ISOLATE_ABOVE, Sandbox, extract_isolated, run_worker};
 pub use crate::options::ExtractOptions;
 pub use crate::registry::{
-    Extracted, Extractor, Input, extract_loaded, extract_loaded_with, extract_path,
+    Extracted, Extractor, Input, MAX_TEXT_BYTES, extract_loaded, extract_loaded_with, extract_path,
     extract_path_with, extractor_for, too_large, unsupported,
 };
 pub use linkly_core::SkipReason;

@@ -91,6 +91,9 @@ pub struct OcrStatus {
     pub languages: Vec<String>,
     /// `pdftoppm` runs, so scanned PDF pages can be OCR'd too.
     pub pdf_rasterizer: bool,
+    /// Tesseract's orientation and script detection data (`osd`) is installed, so pages
+    /// turned by 90°, 180° or 270° are read upright.
+    pub osd: bool,
     /// The program looked for (`tesseract`, or `$LINKLY_TESSERACT`).
     pub program: PathBuf,
 }
@@ -137,6 +140,7 @@ fn probe(prog: PathBuf) -> OcrStatus {
                 .find_map(|l| l.trim().strip_prefix("tesseract "))
                 .map(|v| v.trim().to_string())
         });
+    let mut osd = false;
     let mut languages: Vec<String> = match version {
         Some(_) => run(plain(&prog, &["--list-langs"]), None, quick)
             .ok()
@@ -147,7 +151,10 @@ fn probe(prog: PathBuf) -> OcrStatus {
                     .skip_while(|l| !l.starts_with("List of available languages"))
                     .skip(1)
                     .map(|l| l.trim().to_string())
-                    .filter(|l| !l.is_empty() && l != "osd")
+                    .filter(|l| {
+                        osd |= l == "osd";
+                        !l.is_empty() && l != "osd"
+                    })
                     .collect()
             })
             .unwrap_or_default(),
@@ -160,6 +167,7 @@ fn probe(prog: PathBuf) -> OcrStatus {
         version,
         languages,
         pdf_rasterizer,
+        osd,
         program: prog,
     }
 }
@@ -210,38 +218,85 @@ pub struct Reading {
 /// The text of an image (PNG, JPEG, BMP, WebP, TIFF, GIF: whatever Leptonica reads), in the
 /// configured languages (two passes: see the module doc). An image without text gives empty
 /// text.
+///
+/// Pages that are not upright: with the `osd` data installed, Tesseract's automatic layout
+/// with orientation detection (`--psm 1`) turns a page by 90°, 180° or 270° before reading it;
+/// without it, the layout without orientation (`--psm 3`). When that finds no word, the image
+/// is read once more as a single block of text (`--psm 6`), which holds up under a skew of
+/// ten degrees or so where the layout analysis finds no line at all; that reading counts when
+/// its words have a mean confidence of [`SKEWED_MIN_CONFIDENCE`] or more and hold at least three
+/// letters or digits (a drawing read as a block gives a few symbols).
 pub fn recognize(image: &[u8], opts: &OcrOptions) -> Result<String, SkipReason> {
     let langs = ready(opts)?;
+    let layout = if status().osd { PSM_AUTO_OSD } else { PSM_AUTO };
+    let first = read_languages(image, &langs, opts.timeout, layout)?;
+    if first.words > 0 {
+        return Ok(first.text);
+    }
+    let block = read_pass(image, &langs, opts.timeout, PSM_BLOCK)?;
+    let letters = block.text.chars().filter(|c| c.is_alphanumeric()).count();
+    if letters >= 3 && block.confidence >= SKEWED_MIN_CONFIDENCE {
+        return Ok(block.text);
+    }
+    Ok(String::new())
+}
+
+/// Tesseract page segmentation modes used.
+const PSM_AUTO_OSD: &str = "1";
+const PSM_AUTO: &str = "3";
+const PSM_BLOCK: &str = "6";
+/// The mean confidence a single-block reading of a page the layout found empty needs.
+pub const SKEWED_MIN_CONFIDENCE: f32 = 50.0;
+
+/// A reading in the Latin-script languages first, then with all of them when that one is
+/// empty or unsure (see the module doc).
+fn read_languages(
+    image: &[u8],
+    langs: &[String],
+    timeout: Duration,
+    psm: &str,
+) -> Result<Reading, SkipReason> {
     let latin: Vec<String> = langs
         .iter()
         .filter(|l| LATIN.contains(&l.as_str()))
         .cloned()
         .collect();
     if latin.is_empty() || latin.len() == langs.len() {
-        return read_once(image, &langs, opts.timeout).map(|r| r.text);
+        return read_pass(image, langs, timeout, psm);
     }
-    let first = read_once(image, &latin, opts.timeout)?;
+    let first = read_pass(image, &latin, timeout, psm)?;
     if first.words > 0 && first.confidence >= SECOND_PASS_BELOW {
-        return Ok(first.text);
+        return Ok(first);
     }
-    let second = read_once(image, &langs, opts.timeout)?;
+    let second = read_pass(image, langs, timeout, psm)?;
     if second.words > 0 && (first.words == 0 || second.confidence > first.confidence) {
-        Ok(second.text)
+        Ok(second)
     } else {
-        Ok(first.text)
+        Ok(first)
     }
 }
 
-/// One Tesseract pass over an image with these languages (`eng+fra+…`).
+/// One Tesseract pass over an image with these languages (`eng+fra+…`), automatic layout
+/// without orientation detection.
 pub fn read_once(
     image: &[u8],
     languages: &[String],
     timeout: Duration,
 ) -> Result<Reading, SkipReason> {
+    read_pass(image, languages, timeout, PSM_AUTO)
+}
+
+/// One Tesseract pass with a page segmentation mode.
+fn read_pass(
+    image: &[u8],
+    languages: &[String],
+    timeout: Duration,
+    psm: &str,
+) -> Result<Reading, SkipReason> {
     let langs = languages.join("+");
     let cmd = limited(
         &program(),
-        &["stdin", "stdout", "-l", &langs, "--psm", "3", "tsv"],
+        &["stdin", "stdout", "-l", &langs, "--psm", psm, "tsv"],
     );
     let out = run(cmd, Some(image), timeout).map_err(|e| skip(e, "OCR"))?;
     if !out.status.success() {

@@ -1,9 +1,11 @@
+use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use linkly_core::{DocType, OutlineNode, SkipReason};
 
 use crate::ExtractOptions;
+use crate::detect::detect;
 use crate::formats::FORMATS;
 
 /// What an extractor reads: the file's path (for its name, extension and folder) and its bytes.
@@ -126,21 +128,31 @@ pub fn extract_path(path: &Path) -> Result<Extracted, SkipReason> {
 
 /// [`extract_path`] with options.
 pub fn extract_path_with(path: &Path, options: &ExtractOptions) -> Result<Extracted, SkipReason> {
-    let Some(extractor) = extractor_for(path) else {
-        return Err(unsupported(path));
-    };
-    let meta = fs_err::metadata(path)
-        .map_err(|e| SkipReason::new(SkipReason::CORRUPT, format!("cannot read file: {e}")))?;
-    if meta.len() == 0 {
+    let cannot_read =
+        |e: std::io::Error| SkipReason::new(SkipReason::CORRUPT, format!("cannot read file: {e}"));
+    let mut file = fs_err::File::open(path).map_err(cannot_read)?;
+    let len = file.metadata().map_err(cannot_read)?.len();
+    if len == 0 {
         return Err(SkipReason::new(SkipReason::EMPTY, "the file has no bytes"));
     }
-    if meta.len() > extractor.max_bytes() {
-        return Err(too_large(extractor, meta.len()));
+    let mut head = Vec::with_capacity(HEAD as usize);
+    file.by_ref()
+        .take(HEAD)
+        .read_to_end(&mut head)
+        .map_err(cannot_read)?;
+    let Some(extractor) = detect(path, &head) else {
+        return Err(unsupported(path));
+    };
+    if len > extractor.max_bytes() {
+        return Err(too_large(extractor, len));
     }
-    let bytes = fs_err::read(path)
-        .map_err(|e| SkipReason::new(SkipReason::CORRUPT, format!("cannot read file: {e}")))?;
-    extract_bytes(extractor, path, &bytes, options)
+    let mut bytes = head;
+    file.read_to_end(&mut bytes).map_err(cannot_read)?;
+    extract_bytes(checked_extractor(path, &bytes)?, path, &bytes, options)
 }
+
+/// How much of a file [`extract_path`] reads to recognise it before reading the rest.
+const HEAD: u64 = 64 * 1024;
 
 /// Extracts a file whose bytes the caller has already read (to hash them, say), with the same
 /// checks as [`extract_path`]: unsupported extension, empty, over the cap, panics.
@@ -157,14 +169,14 @@ pub fn extract_loaded_with(
     extract_bytes(checked_extractor(path, bytes)?, path, bytes, options)
 }
 
-/// The extractor for `path`, once the bytes pass the checks every extraction makes first:
-/// a known extension (`unsupported_format`), not empty (`empty`), not over the format's cap
-/// (`too_large`).
+/// The extractor for `path` and its bytes ([`detect`]: the extension, checked against the
+/// content), once the bytes pass the checks every extraction makes first: an extractor reads
+/// them (`unsupported_format`), not empty (`empty`), not over the format's cap (`too_large`).
 pub(crate) fn checked_extractor(
     path: &Path,
     bytes: &[u8],
 ) -> Result<&'static dyn Extractor, SkipReason> {
-    let Some(extractor) = extractor_for(path) else {
+    let Some(extractor) = detect(path, bytes) else {
         return Err(unsupported(path));
     };
     if bytes.is_empty() {
@@ -198,6 +210,31 @@ pub fn too_large(extractor: &dyn Extractor, len: u64) -> SkipReason {
     )
 }
 
+/// The most text one file may give (in-process and in a worker alike); more is `too_large`.
+pub const MAX_TEXT_BYTES: usize = 256 * 1024 * 1024;
+
+/// Text, or the reason there is none: an extraction with nothing but whitespace is `empty`,
+/// one over [`MAX_TEXT_BYTES`] is `too_large`. Every file gets text or a reason, never silence.
+fn has_text(e: Extracted) -> Result<Extracted, SkipReason> {
+    if e.text.len() > MAX_TEXT_BYTES {
+        return Err(SkipReason::new(
+            SkipReason::TOO_LARGE,
+            format!(
+                "its text is {} MiB, over the {} MiB cap",
+                e.text.len() / (1024 * 1024),
+                MAX_TEXT_BYTES / (1024 * 1024)
+            ),
+        ));
+    }
+    if e.text.trim().is_empty() {
+        return Err(SkipReason::new(
+            SkipReason::EMPTY,
+            format!("the {} file holds no text", e.doc_type),
+        ));
+    }
+    Ok(e)
+}
+
 /// Extracts from bytes already in memory with a given extractor, catching panics.
 pub(crate) fn extract_bytes(
     extractor: &dyn Extractor,
@@ -207,7 +244,7 @@ pub(crate) fn extract_bytes(
 ) -> Result<Extracted, SkipReason> {
     let input = Input { path, bytes };
     match catch_unwind(AssertUnwindSafe(|| extractor.extract_with(&input, options))) {
-        Ok(result) => result.map(Extracted::normalise),
+        Ok(result) => result.map(Extracted::normalise).and_then(has_text),
         Err(panic) => {
             let msg = panic
                 .downcast_ref::<&str>()

@@ -109,13 +109,16 @@ fn the_other_images_give_their_words() {
             assert!(flat.contains(w), "{name}: {w:?} not in {:?}", e.text);
         }
     }
-    // A photo without text: empty text, not an error.
-    let photo = image("tika-testJPEG_EXIF.jpg");
-    assert!(
-        photo.text.chars().filter(|c| c.is_alphanumeric()).count() < 10,
-        "{:?}",
-        photo.text
-    );
+    // A photo without text: a reason, never empty text.
+    let path = corpus_dir().join("images/tika-testJPEG_EXIF.jpg");
+    match extract_path(&path) {
+        Err(skip) => assert_eq!(skip.code, SkipReason::OCR_FOUND_NOTHING, "{skip}"),
+        Ok(photo) => assert!(
+            photo.text.chars().filter(|c| c.is_alphanumeric()).count() < 10,
+            "{:?}",
+            photo.text
+        ),
+    }
 }
 
 #[test]
@@ -217,7 +220,7 @@ fn the_corpus_scan_goes_through_ocr() {
     // Its six pages are 16×16-pixel pictures: OCR runs on each and finds nothing to read.
     let path = corpus_dir().join("pdf/pypdf-imagemagick-images-only.pdf");
     let skip = extract_path(&path).unwrap_err();
-    assert_eq!(skip.code, SkipReason::NO_TEXT_LAYER, "{skip}");
+    assert_eq!(skip.code, SkipReason::OCR_FOUND_NOTHING, "{skip}");
     assert!(skip.detail.contains("OCR found no text"), "{skip}");
 }
 

@@ -123,7 +123,7 @@ fn every_file_yields_text_or_the_right_skip_reason() {
         ("tika-testUnicodePassword.pdf", SkipReason::ENCRYPTED),
         (
             "pypdf-imagemagick-images-only.pdf",
-            SkipReason::NO_TEXT_LAYER,
+            SkipReason::OCR_FOUND_NOTHING,
         ),
         ("pdfplumber-empty-zero-bytes.pdf", SkipReason::EMPTY),
         ("scautable-empty_file-zero-bytes.csv", SkipReason::EMPTY),

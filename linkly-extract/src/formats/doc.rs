@@ -1,6 +1,7 @@
 //! Word 97–2003 (`.doc`): the OLE container (`cfb`), the FIB and the piece table (CLX) in
 //! `WordDocument` and `0Table`/`1Table`, Unicode and 8-bit (cp1252) pieces; paragraphs split on
-//! `\r`, field codes dropped (their results kept), table cells joined with ` | `. Headings come
+//! `\r`, field codes dropped (their results kept; an `EQ` field, which has none, gives the base
+//! text of its equation: Japanese ruby), table cells joined with ` | `. Headings come
 //! from the paragraph style (PAPX in the FKPs → `istd` → the style's built-in `sti` 1–9,
 //! "heading 1"–"heading 9", which does not depend on the UI language).
 //!
@@ -137,6 +138,22 @@ fn extract_word(bytes: &[u8]) -> Result<Extracted, SkipReason> {
             return Err(SkipReason::new(
                 SkipReason::ENCRYPTED,
                 "the document is password-protected",
+            ));
+        }
+        // Other Office 97–2003 files (found by content, or misnamed): by name, with a reason.
+        let variant = if cfb.is_stream("Workbook") || cfb.is_stream("Book") {
+            Some("an Excel 97–2003 workbook")
+        } else if cfb.is_stream("PowerPoint Document") {
+            Some("a PowerPoint 97–2003 presentation")
+        } else if cfb.is_stream("__properties_version1.0") {
+            Some("an Outlook message")
+        } else {
+            None
+        };
+        if let Some(what) = variant {
+            return Err(SkipReason::new(
+                SkipReason::UNSUPPORTED_VARIANT,
+                format!("{what}, not a Word document; its text is not read"),
             ));
         }
         return Err(corrupt(
@@ -440,37 +457,97 @@ fn parse_papx_runs(word: &[u8], plc: &[u8]) -> Vec<(u32, u32, u16)> {
     runs
 }
 
+/// One open field: its instruction text, and whether it is still in the instruction part
+/// (before the 0x14 separator).
+struct Field {
+    code: String,
+    instruction: bool,
+}
+
+/// Field instructions longer than this are not kept (citation managers store whole records).
+const MAX_FIELD_CODE: usize = 4096;
+/// Fields nested deeper than this are not tracked.
+const MAX_FIELD_DEPTH: usize = 64;
+
 /// Cleans the paragraphs (fields, cells, special characters) into text lines and headings.
+///
+/// A field shows its result (after 0x14) and hides its instruction; an `EQ` field, which has
+/// no result, shows the base text of its equation (Japanese ruby: `\o\ad(\s\up 9(かん),漢)`
+/// gives `漢`). When fields never close (a damaged document), their instructions would hide the
+/// rest of the text: the paragraphs are read again with field marks ignored.
 fn assemble(paras: Vec<Para>, heading_level: impl Fn(&Para) -> Option<u8>) -> Extracted {
+    let (lines, headings, balanced) = lines_of(&paras, &heading_level, true);
+    let (lines, headings) = if balanced {
+        (lines, headings)
+    } else {
+        tracing::debug!("unbalanced field marks in a Word document: fields ignored");
+        let (lines, headings, _) = lines_of(&paras, &heading_level, false);
+        (lines, headings)
+    };
+    finish(lines, headings)
+}
+
+/// Text lines and `(line index, level, title)` headings of the paragraphs; false when fields
+/// were left open with text hidden in their instructions.
+#[allow(clippy::type_complexity)]
+fn lines_of(
+    paras: &[Para],
+    heading_level: &impl Fn(&Para) -> Option<u8>,
+    honour_fields: bool,
+) -> (Vec<String>, Vec<(usize, u8, String)>, bool) {
     let mut lines: Vec<String> = Vec::new();
     let mut headings = Vec::new();
-    // Field state: one entry per open field, true while in its instruction part.
-    let mut fields: Vec<bool> = Vec::new();
-    for para in &paras {
+    let mut fields: Vec<Field> = Vec::new();
+    // Fields opened past MAX_FIELD_DEPTH, whose ends are ignored.
+    let mut untracked = 0usize;
+    for para in paras {
         let mut line = String::new();
         let mut chars = para.text.chars().peekable();
         let first_line = lines.len();
         while let Some(c) = chars.next() {
             match c {
+                '\u{13}' | '\u{14}' | '\u{15}' if !honour_fields => continue,
                 '\u{13}' => {
-                    if fields.len() < 64 {
-                        fields.push(true);
+                    if fields.len() < MAX_FIELD_DEPTH {
+                        fields.push(Field {
+                            code: String::new(),
+                            instruction: true,
+                        });
+                    } else {
+                        untracked += 1;
                     }
                     continue;
                 }
                 '\u{14}' => {
-                    if let Some(last) = fields.last_mut() {
-                        *last = false;
+                    if untracked == 0
+                        && let Some(last) = fields.last_mut()
+                    {
+                        last.instruction = false;
                     }
                     continue;
                 }
                 '\u{15}' => {
-                    fields.pop();
+                    if untracked > 0 {
+                        untracked -= 1;
+                        continue;
+                    }
+                    let Some(field) = fields.pop() else {
+                        continue;
+                    };
+                    if field.instruction
+                        && let Some(text) = eq_base_text(&field.code)
+                    {
+                        match fields.iter_mut().rev().find(|f| f.instruction) {
+                            Some(outer) => push_code(&mut outer.code, &text),
+                            None => line.push_str(&text),
+                        }
+                    }
                     continue;
                 }
                 _ => {}
             }
-            if fields.iter().any(|&instr| instr) {
+            if let Some(field) = fields.iter_mut().rev().find(|f| f.instruction) {
+                push_code(&mut field.code, &c.to_string());
                 continue;
             }
             match c {
@@ -487,6 +564,7 @@ fn assemble(paras: Vec<Para>, heading_level: impl Fn(&Para) -> Option<u8>) -> Ex
                 '\t' => line.push('\t'),
                 '\u{1E}' => line.push('-'),
                 '\u{A0}' => line.push(' '),
+                // Object anchors (0x01), drawn objects (0x08) and other marks: no text.
                 c if c.is_control() => {}
                 '\u{FFFD}' => {}
                 c => line.push(c),
@@ -501,7 +579,126 @@ fn assemble(paras: Vec<Para>, heading_level: impl Fn(&Para) -> Option<u8>) -> Ex
         }
         lines.push(line);
     }
+    let hidden = fields
+        .iter()
+        .any(|f| f.instruction && f.code.trim().chars().count() > 0);
+    (lines, headings, !hidden)
+}
 
+fn push_code(code: &mut String, s: &str) {
+    if code.len() < MAX_FIELD_CODE {
+        code.push_str(s);
+    }
+}
+
+/// The base text of an `EQ` field's equation, or `None` for other fields. Sub- and
+/// superscripts (`\s\up n(…)`, `\s\do n(…)`: ruby readings, exponents) and format switches
+/// (`\* jc2`, `\* "Font:…"`, `\* hps10`) are dropped; other switches (`\o`, `\ad`, `\f`, …)
+/// and the brackets and commas of their arguments leave the text of the arguments.
+fn eq_base_text(code: &str) -> Option<String> {
+    let code = code.trim_start();
+    let rest = code
+        .get(..2)
+        .filter(|k| k.eq_ignore_ascii_case("eq"))
+        .map(|_| &code[2..])?;
+    if !rest.starts_with(|c: char| c.is_whitespace() || c == '\\') {
+        return None;
+    }
+    let chars: Vec<char> = rest.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\\' => {
+                let Some(&next) = chars.get(i + 1) else {
+                    break;
+                };
+                if !next.is_ascii_alphabetic() && next != '*' {
+                    // An escaped character: `\(`, `\,`, `\\`.
+                    out.push(next);
+                    i += 2;
+                    continue;
+                }
+                if next == '*' {
+                    // `\* word` or `\* "quoted words"`: formatting.
+                    i += 2;
+                    while chars.get(i).is_some_and(|c| c.is_whitespace()) {
+                        i += 1;
+                    }
+                    if chars.get(i) == Some(&'"') {
+                        i += 1;
+                        while chars.get(i).is_some_and(|c| *c != '"') {
+                            i += 1;
+                        }
+                        i += 1;
+                    } else {
+                        while chars
+                            .get(i)
+                            .is_some_and(|c| !c.is_whitespace() && *c != '\\')
+                        {
+                            i += 1;
+                        }
+                    }
+                    continue;
+                }
+                let start = i + 1;
+                i = start;
+                while chars.get(i).is_some_and(char::is_ascii_alphabetic) {
+                    i += 1;
+                }
+                let name: String = chars[start..i]
+                    .iter()
+                    .collect::<String>()
+                    .to_ascii_lowercase();
+                // A switch's number (`\up 9`, `\fo4`).
+                let mut j = i;
+                while chars.get(j).is_some_and(|c| *c == ' ') {
+                    j += 1;
+                }
+                if chars.get(j).is_some_and(char::is_ascii_digit) {
+                    i = j;
+                    while chars.get(i).is_some_and(char::is_ascii_digit) {
+                        i += 1;
+                    }
+                }
+                if matches!(name.as_str(), "up" | "do") {
+                    // The argument of `\s\up n(…)`: skip it, brackets balanced.
+                    while chars.get(i).is_some_and(|c| *c == ' ') {
+                        i += 1;
+                    }
+                    if chars.get(i) == Some(&'(') {
+                        let mut depth = 0usize;
+                        while let Some(&c) = chars.get(i) {
+                            i += 1;
+                            match c {
+                                '\\' => i += 1,
+                                '(' => depth += 1,
+                                ')' => {
+                                    depth -= 1;
+                                    if depth == 0 {
+                                        break;
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+            }
+            '(' | ')' | ',' | ';' => i += 1,
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    let out = out.trim().to_string();
+    Some(out)
+}
+
+/// Collapses blank runs, maps the heading lines, and builds the extraction.
+fn finish(lines: Vec<String>, headings: Vec<(usize, u8, String)>) -> Extracted {
     // Collapse blank runs; map heading lines.
     let mut text = String::new();
     let mut map = vec![0u32; lines.len() + 1];
@@ -583,5 +780,61 @@ mod tests {
             |_| None,
         );
         assert_eq!(out.text, "See the link here\na | b\nc | d");
+    }
+
+    #[test]
+    fn eq_ruby_fields_give_their_base_text() {
+        let para = |s: &str| Para {
+            text: s.into(),
+            cp_end: 0,
+            mark_fc: None,
+        };
+        // Word's phonetic guide: an EQ field without a result, ruby in `\s\up n(...)`.
+        let ruby = |reading: &str, base: &str| {
+            format!(
+                "\u{13} EQ \\* jc2 \\* \"Font:ＭＳ 明朝\" \\* hps10 \\o\\ad(\\s\\up 9({reading}),{base})\u{15}"
+            )
+        };
+        let text = format!(
+            "{}{}は{}です\r",
+            ruby("にほん", "日本"),
+            ruby("ご", "語"),
+            ruby("かんじ", "漢字")
+        );
+        let out = assemble(vec![para(&text)], |_| None);
+        assert_eq!(out.text, "日本語は漢字です");
+        assert_eq!(eq_base_text(r"EQ \f(1,2)").as_deref(), Some("12"));
+        assert_eq!(eq_base_text(r"EQ \s\up 11(x) \( y"), Some("( y".into()));
+        assert_eq!(eq_base_text(" PAGE "), None);
+        assert_eq!(eq_base_text("EQUATION"), None);
+    }
+
+    #[test]
+    fn unclosed_fields_do_not_hide_the_text() {
+        let para = |s: &str| Para {
+            text: s.into(),
+            cp_end: 0,
+            mark_fc: None,
+        };
+        // Text around an embedded object (0x01 in an EMBED field's result, 0x08 drawn object)
+        // is kept.
+        let out = assemble(
+            vec![
+                para("Before \u{13} EMBED Word.Picture.8 \u{14}\u{1}\u{15} after\u{8}.\r"),
+                para("Next paragraph.\r"),
+            ],
+            |_| None,
+        );
+        assert_eq!(out.text, "Before  after.\nNext paragraph.");
+        // A field that never ends would hide everything after it.
+        let out = assemble(
+            vec![
+                para("Intro \u{13} broken field\r"),
+                para("The body text.\r"),
+            ],
+            |_| None,
+        );
+        assert!(out.text.contains("The body text."), "{}", out.text);
+        assert!(out.text.starts_with("Intro"), "{}", out.text);
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use linkly_core::{DocType, Heading, OutlineNode, SkipReason};
-use scraper::{ElementRef, Html as Document};
+use scraper::ElementRef;
 
 use crate::formats::html::{decode_html, render_page};
 use crate::formats::normalize_newlines;
@@ -289,7 +289,7 @@ fn target(base: &str, href: &str) -> Option<(String, Option<String>)> {
 
 /// The EPUB 3 nav document's `toc` nav (else its first nav), nested `ol`/`li`.
 fn nav_toc(source: &str, base: &str) -> Vec<TocEntry> {
-    let document = Document::parse_document(source);
+    let document = crate::formats::html::parse(source);
     let navs: Vec<ElementRef<'_>> = document
         .tree
         .root()
@@ -397,7 +397,9 @@ fn ncx_toc(xml: &str, base: &str) -> Vec<TocEntry> {
             Xml::Text(_) => {}
         }
     }
-    // Unclosed navPoints (truncated XML): fold them into their parents.
+    // Unclosed navPoints (truncated XML): fold them into their parents, no deeper than
+    // MAX_DEPTH (the walks over the tree recurse).
+    stack.truncate(MAX_DEPTH + 1);
     while stack.len() > 1 {
         let done = stack.pop().unwrap_or_default();
         if let Some(parent) = stack.last_mut() {

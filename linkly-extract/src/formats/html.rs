@@ -25,7 +25,7 @@ impl Extractor for Html {
         let decoded = decode_html(input.bytes);
         let encoding = decoded.name();
         let source = normalize_newlines(decoded.text);
-        let document = Document::parse_document(&source);
+        let document = parse(&source);
         let rendered = render(&document);
         let total_lines = rendered.lines.len() as u32;
         let title = document_title(&document).or_else(|| {
@@ -145,6 +145,180 @@ fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
 fn trim_start(b: &[u8]) -> &[u8] {
     let n = b.iter().take_while(|c| c.is_ascii_whitespace()).count();
     &b[n..]
+}
+
+/// Elements open deeper than this are left out of the tree (their text stays).
+///
+/// html5ever's tree builder looks through the stack of open elements for most start tags
+/// ("has a `p` element in button scope"), so a page nesting `n` elements costs `n²`: 100,000
+/// nested `<div>`s took 30 s. Browsers cap the depth too (Chromium at 512).
+pub(crate) const MAX_DEPTH: usize = 512;
+
+/// Parses a page, first cutting the tags that would nest past [`MAX_DEPTH`] (see
+/// [`flatten_deep`]), so that parsing stays linear in the size of the page.
+pub(crate) fn parse(source: &str) -> Document {
+    match flatten_deep(source, MAX_DEPTH) {
+        Some(flat) => {
+            tracing::debug!(max_depth = MAX_DEPTH, "HTML nests too deep: flattened");
+            Document::parse_document(&flat)
+        }
+        None => Document::parse_document(source),
+    }
+}
+
+/// How [`flatten_deep`] counts an element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TagKind {
+    /// Never holds others (no end tag): `br`, `img`, ...
+    Void,
+    /// Its end tag is optional: the parser closes it itself, without a deep search, when a
+    /// sibling starts, so it is not counted as nesting: `p`, `li`, `td`, ...
+    OptionalEnd,
+    /// Its content is raw text up to its end tag: `script`, `style`, ...
+    RawText,
+    /// Counted.
+    Other,
+}
+
+fn tag_kind(name: &str) -> TagKind {
+    let mut buf = [0u8; 10];
+    let Some(lower) = buf.get_mut(..name.len()) else {
+        return TagKind::Other;
+    };
+    lower.copy_from_slice(name.as_bytes());
+    lower.make_ascii_lowercase();
+    match &*lower {
+        b"area" | b"base" | b"br" | b"col" | b"embed" | b"hr" | b"img" | b"input" | b"link"
+        | b"meta" | b"source" | b"track" | b"wbr" | b"param" | b"keygen" | b"basefont"
+        | b"bgsound" | b"frame" | b"image" => TagKind::Void,
+        b"p" | b"li" | b"dt" | b"dd" | b"option" | b"optgroup" | b"tr" | b"td" | b"th"
+        | b"tbody" | b"thead" | b"tfoot" | b"colgroup" | b"caption" | b"rb" | b"rt" | b"rtc"
+        | b"rp" | b"html" | b"head" | b"body" => TagKind::OptionalEnd,
+        b"script" | b"style" | b"textarea" | b"title" | b"xmp" | b"iframe" | b"noembed"
+        | b"noframes" | b"noscript" => TagKind::RawText,
+        _ => TagKind::Other,
+    }
+}
+
+/// End tags searched for among this many innermost open elements; beyond, an end tag matches
+/// nothing (keeps the scan linear).
+const END_TAG_REACH: usize = 64;
+
+/// The page without the start tags that would nest more than `max_depth` elements and without
+/// their end tags, or `None` when it never nests that deep (the common case: nothing is
+/// copied). One linear scan of the tags: comments, declarations and raw-text elements are
+/// stepped over; void elements and elements with optional end tags are not counted.
+pub(crate) fn flatten_deep(source: &str, max_depth: usize) -> Option<String> {
+    let b = source.as_bytes();
+    // Open elements: the byte range of the name in `source`, and whether its tag was kept.
+    let mut open: Vec<(usize, usize, bool)> = Vec::new();
+    let mut cuts: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while let Some(lt) = memchr::memchr(b'<', &b[i..]) {
+        let at = i + lt;
+        let rest = &b[at + 1..];
+        if rest.starts_with(b"!--") {
+            i = find(b, b"-->", at + 4).map_or(b.len(), |e| e + 3);
+            continue;
+        }
+        if rest.first().is_some_and(|c| *c == b'!' || *c == b'?') {
+            i = find(b, b">", at + 1).map_or(b.len(), |e| e + 1);
+            continue;
+        }
+        let close = rest.first() == Some(&b'/');
+        let name_start = at + 1 + usize::from(close);
+        let name_len = b[name_start..]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b':' | b'_'))
+            .count();
+        if name_len == 0 || !b[name_start].is_ascii_alphabetic() {
+            i = at + 1;
+            continue;
+        }
+        let name_end = name_start + name_len;
+        let Some(end) = tag_end(b, name_end) else {
+            break;
+        };
+        let name = &source[name_start..name_end];
+        i = end + 1;
+        let kind = tag_kind(name);
+        if matches!(kind, TagKind::Void | TagKind::OptionalEnd) {
+            continue;
+        }
+        if close {
+            let reach = open.len().saturating_sub(END_TAG_REACH);
+            let found = (reach..open.len())
+                .rev()
+                .find(|&k| source[open[k].0..open[k].1].eq_ignore_ascii_case(name));
+            match found {
+                Some(k) => {
+                    if !open[k].2 {
+                        cuts.push((at, end + 1));
+                    }
+                    open.truncate(k);
+                }
+                None if open.len() > max_depth => cuts.push((at, end + 1)),
+                None => {}
+            }
+            continue;
+        }
+        if kind == TagKind::RawText {
+            // Its content is text up to `</name`: not tags.
+            let mut from = i;
+            i = b.len();
+            while let Some(p) = find(b, b"</", from) {
+                let candidate = &b[p + 2..];
+                if candidate.len() >= name.len()
+                    && candidate[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+                {
+                    i = p;
+                    break;
+                }
+                from = p + 2;
+            }
+            continue;
+        }
+        if b[end - 1] == b'/' {
+            continue;
+        }
+        let kept = open.len() < max_depth;
+        if !kept {
+            cuts.push((at, end + 1));
+        }
+        open.push((name_start, name_end, kept));
+    }
+    if cuts.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(source.len());
+    let mut from = 0;
+    for (start, end) in cuts {
+        out.push_str(&source[from..start]);
+        from = end;
+    }
+    out.push_str(&source[from..]);
+    Some(out)
+}
+
+/// The index of the `>` that ends a tag whose name ends at `from` (a quoted attribute value,
+/// after `=`, may hold `>`), or `None` when the page ends first.
+fn tag_end(b: &[u8], from: usize) -> Option<usize> {
+    let mut k = from;
+    let mut after_eq = false;
+    while let Some(&c) = b.get(k) {
+        match c {
+            b'>' => return Some(k),
+            b'=' => after_eq = true,
+            b'"' | b'\'' if after_eq => {
+                k = b[k + 1..].iter().position(|&q| q == c)? + k + 1;
+                after_eq = false;
+            }
+            c if !c.is_ascii_whitespace() => after_eq = false,
+            _ => {}
+        }
+        k += 1;
+    }
+    None
 }
 
 /// The text of the first `<title>` outside `<svg>`, whitespace collapsed.
@@ -278,7 +452,7 @@ pub(crate) struct RenderedPage {
 
 /// Renders a page that is already decoded to text.
 pub(crate) fn render_page(source: &str) -> RenderedPage {
-    let document = Document::parse_document(source);
+    let document = parse(source);
     let rendered = render(&document);
     RenderedPage {
         lines: rendered.lines,
@@ -661,6 +835,31 @@ mod tests {
     fn ordered_lists_number() {
         let out = run(b"<ol><li>a</li><li>b</li></ol>");
         assert_eq!(out.text, "1. a\n2. b");
+    }
+
+    #[test]
+    fn deep_nesting_is_flattened() {
+        let n = 2000;
+        let page = format!(
+            "<body><p>top</p>{}deep text{}<p>after</p></body>",
+            "<div>".repeat(n),
+            "</div>".repeat(n)
+        );
+        let flat = flatten_deep(&page, MAX_DEPTH).unwrap();
+        assert_eq!(flat.matches("<div>").count(), MAX_DEPTH);
+        assert_eq!(flat.matches("</div>").count(), MAX_DEPTH);
+        assert_eq!(run(page.as_bytes()).text, "top\n\ndeep text\n\nafter");
+        // Shallow pages, void and optional-end elements, comments, raw text: untouched.
+        let shallow = "<div><p>a<p>b<br><img src=x><!-- <div> --><script>'<div>'</script>\
+            <div title='a>b'>c</div></div>";
+        assert_eq!(flatten_deep(shallow, 3), None);
+        let lis = "<ul>".to_string() + &"<li>x".repeat(5000) + "</ul>";
+        assert_eq!(flatten_deep(&lis, 4), None);
+        // An end tag closes the elements opened inside it.
+        assert_eq!(
+            flatten_deep("<a><b><c><d>x</d></c></b></a>", 2).as_deref(),
+            Some("<a><b>x</b></a>")
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Images (`.png .jpg .jpeg .bmp .webp .tif .tiff .gif`): their text comes from OCR
 //! ([`crate::ocr`]), one line per recognised line; no title, no outline.
 //!
-//! An image without text gives empty text. When OCR is off or Tesseract is missing, the image
+//! An image in which OCR finds no text (upright, turned or skewed: see [`ocr::recognize`]) is
+//! skipped as `ocr_found_nothing`. When OCR is off or Tesseract is missing, the image
 //! is indexed by name with `skip_reason: ocr_unavailable`, and the indexer extracts it again
 //! once OCR can run.
 
@@ -46,6 +47,13 @@ impl Extractor for Image {
             ));
         }
         let text = ocr::recognize(input.bytes, &options.ocr)?;
+        // Symbols alone (`| ® |`: a drawing's strokes) are no text either.
+        if !text.chars().any(char::is_alphanumeric) {
+            return Err(SkipReason::new(
+                SkipReason::OCR_FOUND_NOTHING,
+                "OCR found no text in the image (read upright, turned and as one skewed block)",
+            ));
+        }
         Ok(Extracted::text(DocType::Image, text))
     }
 }

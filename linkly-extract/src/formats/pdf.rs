@@ -425,8 +425,8 @@ fn info_title(doc: &Document) -> Option<String> {
 /// A scan: each page whose text layer has under 16 characters is rasterised and OCR'd, page by
 /// page, its text following its `--- page N ---` marker (after what little text layer it has).
 ///
-/// Without OCR the file is `ocr_unavailable` (a later sync with OCR redoes it); when OCR finds
-/// nothing either, `no_text_layer`. A page that fails or runs past the time limit, and the
+/// Without OCR the file is `ocr_unavailable` (a later sync with OCR redoes it); when OCR reads
+/// every page and finds nothing, `ocr_found_nothing` (`no_text_layer` when pages failed). A page that fails or runs past the time limit, and the
 /// pages after [`ocr::OcrOptions::pdf_budget`] is spent, keep their marker only.
 fn ocr_scanned(
     doc: &Document,
@@ -506,8 +506,15 @@ fn ocr_scanned(
             .first()
             .map(|p| format!(" ({p})"))
             .unwrap_or_default();
+        // OCR that ran on every page and read nothing says so; pages it could not read leave
+        // the question open.
+        let code = if problems.is_empty() {
+            SkipReason::OCR_FOUND_NOTHING
+        } else {
+            SkipReason::NO_TEXT_LAYER
+        };
         return Err(SkipReason::new(
-            SkipReason::NO_TEXT_LAYER,
+            code,
             format!("{scan}; OCR found no text on its pages either{why}"),
         ));
     }
