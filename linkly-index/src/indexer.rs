@@ -182,11 +182,11 @@ fn walk_from(
             continue;
         }
         let path = entry.into_path();
-        let known = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .and_then(DocType::from_extension)
-            .is_some();
+        let known = match path.extension() {
+            Some(ext) => ext.to_str().and_then(DocType::from_extension).is_some(),
+            // No extension: a document recognised by its content (a DOCX saved as `report`).
+            None => head(&path).is_some_and(|h| linkly_extract::detect(&path, &h).is_some()),
+        };
         if !known {
             continue;
         }
@@ -281,14 +281,35 @@ fn mtime_millis(meta: &std::fs::Metadata) -> i64 {
         .unwrap_or(0)
 }
 
+/// The first bytes of a file, for content detection.
+fn head(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let mut buf = Vec::with_capacity(4096);
+    std::fs::File::open(path)
+        .ok()?
+        .take(4096)
+        .read_to_end(&mut buf)
+        .ok()?;
+    Some(buf)
+}
+
 fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
+    // The extension's extractor, else (no extension) the one the content shows.
+    let extractor = linkly_extract::extractor_for(&c.path).or_else(|| {
+        c.path
+            .extension()
+            .is_none()
+            .then(|| head(&c.path))
+            .flatten()
+            .and_then(|h| linkly_extract::detect(&c.path, &h))
+    });
     let doc_type = c
         .path
         .extension()
         .and_then(|e| e.to_str())
         .and_then(DocType::from_extension)
+        .or(extractor.map(|e| e.doc_type()))
         .unwrap_or(DocType::Txt);
-    let extractor = linkly_extract::extractor_for(&c.path);
     let stat_hash = || format!("stat:{}:{}", c.size, c.modified_at);
     let (hash, result) = match extractor {
         None => (stat_hash(), Err(linkly_extract::unsupported(&c.path))),

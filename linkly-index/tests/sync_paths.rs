@@ -144,3 +144,24 @@ fn syncs_record_when_they_ran() {
     // A scoped sync is not a reconcile.
     assert_eq!(f.index.last_reconcile().unwrap(), Some(reconciled));
 }
+
+#[test]
+fn files_without_an_extension_are_indexed_by_their_content() {
+    let f = fixture();
+    let notes = f.docs.join("NOTES");
+    let binary = f.docs.join("blob");
+    fs_err::write(&notes, "Plain words about the harbour.\n").unwrap();
+    fs_err::write(&binary, [0u8, 159, 146, 150, 0, 1, 2, 3, 255, 254, 0, 0]).unwrap();
+    let r = f.index.sync(&f.opts, &mut |_| {}).unwrap();
+    assert_eq!(r.added, 1, "the text file, not the binary: {r:?}");
+    let rec = f.index.doc_by_path(&key(&notes)).unwrap().unwrap();
+    assert_eq!(rec.doc_type.as_str(), "txt");
+    assert!(
+        f.index
+            .content(rec.id)
+            .unwrap()
+            .unwrap()
+            .contains("harbour")
+    );
+    assert!(f.index.doc_by_path(&key(&binary)).unwrap().is_none());
+}
