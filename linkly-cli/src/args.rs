@@ -81,6 +81,9 @@ pub(crate) enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Internal: prints the man page (roff), for `cargo xtask dist`.
+    #[command(name = "__man", hide = true)]
+    Man,
 }
 
 #[derive(Debug, Subcommand)]

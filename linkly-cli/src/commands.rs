@@ -61,6 +61,11 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             clap_complete::generate(shell, &mut cmd, "linkly", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Man => {
+            use clap::CommandFactory;
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
