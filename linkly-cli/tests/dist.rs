@@ -52,6 +52,23 @@ fn man_page_is_roff_naming_the_subcommands() {
     }
     assert!(!text.contains("__extract-worker") && !text.contains("__man"));
     assert!(text.contains("--json") && text.contains("--home"));
+
+    // With --dir: the page and one per subcommand, so the SEE ALSO-style references resolve.
+    let tmp = tempfile::tempdir().unwrap();
+    linkly(&["__man", "--dir", tmp.path().to_str().unwrap()]);
+    for page in [
+        "linkly.1",
+        "linkly-search.1",
+        "linkly-model.1",
+        "linkly-model-download.1",
+        "linkly-completions.1",
+    ] {
+        let text = fs_err::read_to_string(tmp.path().join(page)).unwrap();
+        assert!(text.contains(".TH linkly"), "{page}");
+    }
+    let search = fs_err::read_to_string(tmp.path().join("linkly-search.1")).unwrap();
+    assert!(search.contains("path\\-glob"), "{search}");
+    assert!(!tmp.path().join("linkly-__man.1").exists());
 }
 
 #[test]

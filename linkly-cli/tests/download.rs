@@ -440,3 +440,68 @@ fn doctor_reports_a_missing_and_a_broken_model() {
         "{model}"
     );
 }
+
+#[test]
+fn doctor_loads_the_model_and_counts_the_waiting_documents() {
+    let model = std::env::var_os("LINKLY_TEST_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model"));
+    assert!(
+        model.join("model.safetensors").is_file(),
+        "the test embedding model is missing at {}: run `cargo xtask test-model`",
+        model.display()
+    );
+    let hub = MockHub::start(Trouble::None);
+    let env = common::Env::new(&[("bread.md", "# Bread\n\nBaking loaves at home.\n")]);
+    // Indexed without the model: the document waits for its vectors.
+    let out = linkly(&env.home, &hub)
+        .args(["index", env.docs.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let with_model = |args: &[&str]| {
+        linkly(&env.home, &hub)
+            .env("LINKLY_MODEL_DIR", &model)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let doctor = |name: &str| {
+        let out = with_model(&["--json", "doctor"]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let m = doctor("Model");
+    assert_eq!(m["ok"], true, "{m}");
+    assert!(m.get("warning").is_none(), "{m}");
+    assert!(
+        m["detail"]
+            .as_str()
+            .unwrap()
+            .contains("loads (384 dimensions)"),
+        "{m}"
+    );
+    let v = doctor("Vectors");
+    assert_eq!(v["warning"], true, "{v}");
+    assert!(v["detail"].as_str().unwrap().ends_with("1 waiting"), "{v}");
+    assert!(
+        v["advice"].as_str().unwrap().contains("linkly index"),
+        "{v}"
+    );
+    assert!(with_model(&["index"]).status.success());
+    let v = doctor("Vectors");
+    assert!(v.get("warning").is_none(), "{v}");
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("1 documents embedded"),
+        "{v}"
+    );
+}

@@ -1,8 +1,9 @@
 //! `cargo xtask dist [--debug]`: what a release ships, in `target/dist/`.
 //!
 //! Builds the `linkly` binary (release, `--locked`; `--debug` takes the dev build instead, for a
-//! quick check), then writes beside it the man page (`linkly.1`, from the binary's hidden
-//! `__man` command, so it is the real command line), the shell completions
+//! quick check), then writes beside it the man pages (`man/linkly.1` and one per subcommand,
+//! `man/linkly-search.1`, ..., from the binary's hidden `__man` command, so they are the real
+//! command line), the shell completions
 //! (`completions/`, from `linkly completions <shell>`) and `server.json`, the MCP registry entry
 //! kept at the repository root, after checking that its versions are the binary's.
 
@@ -50,12 +51,14 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     fs_err::create_dir_all(dist.join("completions"))?;
     fs_err::copy(&bin, dist.join(&exe))?;
 
-    let man = output(&bin, &["__man"])?;
+    let man = dist.join("man");
+    fs_err::create_dir_all(&man)?;
+    output(&bin, &["__man", "--dir", &man.to_string_lossy()])?;
+    let page = fs_err::read_to_string(man.join("linkly.1"))?;
     ensure!(
-        man.starts_with(".ie") || man.starts_with(".TH"),
-        "`linkly __man` did not print a roff page"
+        page.contains(".TH linkly 1"),
+        "`linkly __man` did not write a roff page"
     );
-    fs_err::write(dist.join("linkly.1"), man)?;
     for (shell, file) in COMPLETIONS {
         let script = output(&bin, &["completions", shell])?;
         ensure!(!script.is_empty(), "no {shell} completions");
