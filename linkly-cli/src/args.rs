@@ -82,6 +82,14 @@ pub(crate) enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Internal: prints the man page (roff); with --dir, writes it and one page per
+    /// subcommand (`linkly-search.1`, ...) there. For `cargo xtask dist`.
+    #[command(name = "__man", hide = true)]
+    Man {
+        /// The folder to write every page into.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

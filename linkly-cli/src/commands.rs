@@ -61,6 +61,14 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             clap_complete::generate(shell, &mut cmd, "linkly", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Man { dir } => {
+            use clap::CommandFactory;
+            match dir {
+                Some(dir) => clap_mangen::generate_to(Cli::command(), dir)?,
+                None => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?,
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

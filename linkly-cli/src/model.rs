@@ -138,28 +138,116 @@ fn status(data: &DataDir, manager: &ModelManager, printer: Printer) -> anyhow::R
 
 #[cfg(feature = "download")]
 fn download(manager: &ModelManager, name: &str) -> anyhow::Result<std::path::PathBuf> {
-    let mut last = Instant::now() - Duration::from_secs(10);
     let tty = std::io::stderr().is_terminal();
-    let dir = manager.download(name, &mut |p| {
-        if last.elapsed() >= Duration::from_millis(if tty { 200 } else { 5000 }) {
-            last = Instant::now();
-            let line = format!(
-                "downloading {}: {:.1} / {:.1} MB",
-                p.file,
-                p.done as f64 / 1e6,
-                p.total as f64 / 1e6
-            );
-            if tty {
-                eprint!("\r{line}   ");
-            } else {
-                eprintln!("{line}");
-            }
-        }
-    })?;
-    if tty {
-        eprintln!();
-    }
+    let mut meter = DownloadMeter::new(tty);
+    let dir = manager.download(name, &mut |p| meter.update(p))?;
+    meter.finish();
     Ok(dir)
+}
+
+/// The download's progress on stderr: a line rewritten in place on a terminal, else a line
+/// every five seconds; each file's start (or resumption) and end on a line of its own.
+#[cfg(feature = "download")]
+struct DownloadMeter {
+    tty: bool,
+    /// The file and the attempt (its resume offset) being shown.
+    current: Option<(String, u64)>,
+    started: Instant,
+    last: Instant,
+    /// A progress line is on screen (terminal) and needs a newline before the next message.
+    open_line: bool,
+}
+
+#[cfg(feature = "download")]
+impl DownloadMeter {
+    fn new(tty: bool) -> DownloadMeter {
+        DownloadMeter {
+            tty,
+            current: None,
+            started: Instant::now(),
+            last: Instant::now(),
+            open_line: false,
+        }
+    }
+
+    fn update(&mut self, p: &linkly_index::vector::DownloadProgress) {
+        let key = (p.file.clone(), p.resumed_from);
+        if self.current.as_ref() != Some(&key) {
+            self.end_line();
+            if p.resumed_from > 0 {
+                eprintln!(
+                    "{}: resuming at {} of {}",
+                    p.file,
+                    mb(p.resumed_from),
+                    size(p.total)
+                );
+            } else {
+                eprintln!("{}: {}", p.file, size(p.total));
+            }
+            self.current = Some(key);
+            self.started = Instant::now();
+            self.last = Instant::now();
+        }
+        let finished = p.total > 0 && p.done >= p.total;
+        let every = Duration::from_millis(if self.tty { 200 } else { 5000 });
+        if !finished && self.last.elapsed() < every {
+            return;
+        }
+        self.last = Instant::now();
+        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+        let rate = (p.done - p.resumed_from) as f64 / 1e6 / secs;
+        let percent = if p.total > 0 {
+            format!(" ({:.0}%)", p.done as f64 * 100.0 / p.total as f64)
+        } else {
+            String::new()
+        };
+        let line = format!(
+            "  {}: {} / {}{percent}, {rate:.1} MB/s",
+            p.file,
+            mb(p.done),
+            size(p.total)
+        );
+        if self.tty {
+            eprint!("\r{line}   ");
+            self.open_line = true;
+            if finished {
+                self.end_line();
+            }
+        } else {
+            eprintln!("{line}");
+        }
+    }
+
+    fn end_line(&mut self) {
+        if self.open_line {
+            eprintln!();
+            self.open_line = false;
+        }
+    }
+
+    fn finish(&mut self) {
+        self.end_line();
+    }
+}
+
+/// A byte count for people: `470.1 MB`, `17.1 kB`.
+#[cfg(feature = "download")]
+fn mb(bytes: u64) -> String {
+    if bytes < 1_000_000 {
+        format!("{:.1} kB", bytes as f64 / 1e3)
+    } else {
+        format!("{:.1} MB", bytes as f64 / 1e6)
+    }
+}
+
+/// A file's size, which the server may not have given.
+#[cfg(feature = "download")]
+fn size(bytes: u64) -> String {
+    if bytes == 0 {
+        "size unknown".into()
+    } else {
+        mb(bytes)
+    }
 }
 
 #[cfg(not(feature = "download"))]

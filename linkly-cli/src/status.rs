@@ -4,7 +4,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use linkly_core::DataDir;
-use linkly_index::Index;
+use linkly_index::vector::{ModelChoice, ModelManager};
+use linkly_index::{Index, ModelStatus};
 use serde_json::{Value, json};
 
 use crate::backend::{connection, server_target};
@@ -155,6 +156,8 @@ pub(crate) fn status(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
 struct Check {
     name: &'static str,
     ok: bool,
+    /// Works, but not fully (e.g. search is keyword-only): shown with advice, not an issue.
+    warn: bool,
     detail: String,
     latency_ms: Option<u64>,
     advice: Option<String>,
@@ -165,15 +168,27 @@ impl Check {
         Check {
             name,
             ok: true,
+            warn: false,
             detail: detail.into(),
             latency_ms: None,
             advice: None,
+        }
+    }
+    fn warn(name: &'static str, detail: impl Into<String>, advice: impl Into<String>) -> Check {
+        Check {
+            name,
+            ok: true,
+            warn: true,
+            detail: detail.into(),
+            latency_ms: None,
+            advice: Some(advice.into()),
         }
     }
     fn fail(name: &'static str, detail: impl Into<String>, advice: impl Into<String>) -> Check {
         Check {
             name,
             ok: false,
+            warn: false,
             detail: detail.into(),
             latency_ms: None,
             advice: Some(advice.into()),
@@ -275,7 +290,8 @@ pub(crate) fn doctor(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
     }
     // The index (local mode only: it lives in this data directory).
     if conn.endpoint.is_none() {
-        match Index::open(&data.index_dir()).and_then(|i| i.health()) {
+        let index = Index::open(&data.index_dir());
+        match index.as_ref().map_err(|e| e.to_string()).and_then(|i| i.health().map_err(|e| e.to_string())) {
             Ok(h) if h.stored == h.lexical && h.dirty == 0 => checks.push(Check::ok(
                 "Index",
                 format!("{} documents, store and full-text index agree", h.stored),
@@ -290,10 +306,11 @@ pub(crate) fn doctor(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
             )),
             Err(e) => checks.push(Check::fail(
                 "Index",
-                e.to_string(),
+                e,
                 format!("remove {} and run `linkly index` to rebuild it", data.index_dir().display()),
             )),
         }
+        model_checks(data, index.ok().as_ref(), &mut checks);
     }
     if let (Some(t), true) = (&target, server_ok) {
         let started = Instant::now();
@@ -328,20 +345,22 @@ pub(crate) fn doctor(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
         }
     }
     let issues = checks.iter().filter(|c| !c.ok).count();
+    let warnings = checks.iter().filter(|c| c.warn).count();
     if printer.json {
         let v = json!({
             "status": if issues == 0 { "ok" } else { "error" },
             "mode": mode,
             "checks": checks.iter().map(|c| {
                 let mut o = json!({"name": c.name, "ok": c.ok, "detail": c.detail});
+                if c.warn { o["warning"] = json!(true); }
                 if let Some(l) = c.latency_ms { o["latency_ms"] = json!(l); }
                 if let Some(a) = &c.advice { o["advice"] = json!(a); }
                 o
             }).collect::<Vec<_>>(),
             "issues": issues,
             "hard_failures": issues,
-            "warnings": 0,
-            "advice": checks.iter().find_map(|c| c.advice.clone()),
+            "warnings": warnings,
+            "advice": checks.iter().filter(|c| !c.ok).chain(checks.iter().filter(|c| c.warn)).find_map(|c| c.advice.clone()),
         });
         println!("{v}");
     } else {
@@ -354,16 +373,22 @@ pub(crate) fn doctor(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
             println!(
                 "  {}:  [{}] {}{latency}",
                 c.name,
-                if c.ok { "ok" } else { "FAIL" },
+                match (c.ok, c.warn) {
+                    (false, _) => "FAIL",
+                    (true, true) => "warn",
+                    (true, false) => "ok",
+                },
                 c.detail
             );
         }
-        for c in checks.iter().filter(|c| !c.ok) {
+        for c in checks.iter().filter(|c| !c.ok || c.warn) {
             if let Some(a) = &c.advice {
                 println!("  → {}: {a}", c.name);
             }
         }
-        if issues == 0 {
+        if issues == 0 && warnings > 0 {
+            println!("All checks passed ({warnings} warning(s)).");
+        } else if issues == 0 {
             println!("All checks passed.");
         } else {
             println!("{issues} issue(s) found.");
@@ -374,4 +399,135 @@ pub(crate) fn doctor(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The embedding model: the selected one, on disk or not, loading or not, and the vectors
+/// waiting. A missing model is a warning (search works, keyword-only); one that does not load
+/// is a failure.
+fn model_checks(data: &DataDir, index: Option<&Index>, checks: &mut Vec<Check>) {
+    let choice = ModelManager::new(data.root()).choice();
+    let keyword_only = "search is keyword-only until then";
+    // Whether the model loads: None when it is not on disk.
+    let loads = if !choice.is_present() {
+        if choice.from_env {
+            checks.push(Check::fail(
+                "Model",
+                format!(
+                    "LINKLY_MODEL_DIR={} lacks config.json, tokenizer.json or model.safetensors",
+                    choice.dir.display()
+                ),
+                "point LINKLY_MODEL_DIR at a sentence-transformers folder, or unset it to use the downloaded model",
+            ));
+        } else {
+            let kept = partial_bytes(&choice);
+            checks.push(Check::warn(
+                "Model",
+                if kept > 0 {
+                    format!(
+                        "{} is not downloaded ({:.1} MB of an interrupted download kept)",
+                        choice.name,
+                        kept as f64 / 1e6
+                    )
+                } else {
+                    format!("{} is not downloaded", choice.name)
+                },
+                format!(
+                    "run `linkly model download` (it resumes; `linkly serve` also fetches it); {keyword_only}"
+                ),
+            ));
+        }
+        None
+    } else if let Some(index) = index {
+        let started = Instant::now();
+        match index.attach_model(&choice).map(|()| index.model_status()) {
+            Ok(ModelStatus::Ready { name, dim }) => {
+                let mut c = Check::ok(
+                    "Model",
+                    format!(
+                        "{name} loads ({dim} dimensions) from {}",
+                        choice.dir.display()
+                    ),
+                );
+                c.latency_ms = Some(started.elapsed().as_millis() as u64);
+                checks.push(c);
+                Some(true)
+            }
+            Ok(other) => {
+                checks.push(Check::fail(
+                    "Model",
+                    other.describe(),
+                    "run `linkly doctor` again",
+                ));
+                Some(false)
+            }
+            Err(e) => {
+                checks.push(Check::fail(
+                    "Model",
+                    format!("{} does not load: {e}", choice.name),
+                    if choice.from_env {
+                        format!("fix the files in LINKLY_MODEL_DIR or unset it; {keyword_only}")
+                    } else {
+                        format!(
+                            "remove {} and run `linkly model download` again (or choose another model with `linkly model use`); {keyword_only}",
+                            choice.dir.display()
+                        )
+                    },
+                ));
+                Some(false)
+            }
+        }
+    } else {
+        checks.push(Check::ok(
+            "Model",
+            format!("{} is on disk in {}", choice.name, choice.dir.display()),
+        ));
+        None
+    };
+    let Some(index) = index else { return };
+    match index.vector_stats() {
+        Ok(s) if s.pending_docs > 0 => checks.push(Check::warn(
+            "Vectors",
+            format!(
+                "{} documents embedded ({} chunks), {} waiting",
+                s.embedded_docs, s.chunks, s.pending_docs
+            ),
+            match loads {
+                Some(true) => {
+                    "run `linkly index` (or let `linkly serve` embed them in the background); until then they are found by keywords only"
+                }
+                Some(false) => "fix the model first; the waiting documents are found by keywords only",
+                None => "they are embedded once the model is downloaded (`linkly model download`, then `linkly index`)",
+            },
+        )),
+        Ok(s) => checks.push(Check::ok(
+            "Vectors",
+            format!("{} documents embedded ({} chunks), none waiting", s.embedded_docs, s.chunks),
+        )),
+        Err(e) => checks.push(Check::fail(
+            "Vectors",
+            e.to_string(),
+            format!("remove {} and run `linkly index` to embed again", data.index_dir().display()),
+        )),
+    }
+}
+
+/// Bytes kept by an interrupted download of the model (its `.partial` folder).
+fn partial_bytes(choice: &ModelChoice) -> u64 {
+    let mut partial = choice.dir.clone().into_os_string();
+    partial.push(".partial");
+    dir_size(std::path::Path::new(&partial))
+}
+
+fn dir_size(path: &std::path::Path) -> u64 {
+    let Ok(entries) = fs_err::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(_) => e.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
 }

@@ -11,6 +11,8 @@
 //!   per format on `../shared/corpus` (release build).
 //! - `cargo xtask bench beir [--dataset DIR] [--model DIR]`: nDCG@10 / Recall@100 of bm25, dense
 //!   and hybrid search on a BEIR dataset, embedding throughput, latency, peak RSS.
+//! - `cargo xtask dist [--debug]`: the release binary, its man page, shell completions and the
+//!   MCP registry's `server.json`, in `target/dist/`.
 //! - `cargo xtask bench embed [--docs N] [--model DIR]`: embedding throughput and peak RSS of
 //!   Linkly's encoder against candle-transformers' on SciFact abstracts.
 
@@ -25,6 +27,7 @@ mod bench_extract;
 mod bench_ocr;
 mod bench_serve;
 mod corpus;
+mod dist;
 mod harness;
 mod test_model;
 
@@ -46,6 +49,7 @@ fn main() -> anyhow::Result<()> {
         Some("test") => harness::test(&args[1..]),
         Some("probe-setup") => harness::probe_setup().map(|_| ()),
         Some("test-model") => test_model::ensure().map(|p| println!("{}", p.display())),
+        Some("dist") => dist::run(&args[1..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "ocr") => bench_ocr::run(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "beir") => bench_beir::run(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "embed") => bench_embed::run(&args[2..]),
@@ -55,7 +59,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP probe client only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP probe client only\n  test-model           unpack the test embedding model into target/test-model\n  dist [--debug]       binary, man page, completions and server.json in target/dist\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)"
             );
             std::process::exit(2);
         }

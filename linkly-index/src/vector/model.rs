@@ -2,15 +2,20 @@
 //! `download` feature) fetching it from the Hugging Face hub into the data directory.
 //!
 //! Layout: `<data dir>/models/selected` names the model (default [`DEFAULT_MODEL`]); a model's
-//! files live in `<data dir>/models/<org>--<name>/`. The download goes through hf-hub's cache
-//! in `<data dir>/models/.hub` (resumable: an interrupted file continues where it stopped), then
-//! the files are moved into a `.partial` folder that is renamed into place, so a model folder is
-//! complete or absent. `LINKLY_MODEL_DIR` points at a local folder instead (offline machines).
+//! files live in `<data dir>/models/<org>--<name>/`. The download (`hub.rs`: the hub's
+//! `resolve` URLs under `HF_ENDPOINT`, resumed with HTTP `Range`, checked against the hub's size
+//! and SHA-256) fills a `<org>--<name>.partial` folder, each file arriving as `<file>.part`; the
+//! folder is renamed into place once complete, so a model folder is complete or absent, and an
+//! interrupted download continues where it stopped. `LINKLY_MODEL_DIR` points at a local folder
+//! instead (offline machines).
 
 use std::path::{Path, PathBuf};
 
 use crate::vector::embedder::MODEL_FILES;
 use crate::{Error, Result};
+
+#[cfg(feature = "download")]
+mod hub;
 
 /// The model used unless another is selected: multilingual (FR/ZH/JA/ES/EN and ~95 more), 384
 /// dimensions, BERT architecture with an XLM-R SentencePiece vocabulary (see docs/models.md).
@@ -69,8 +74,11 @@ pub struct DownloadProgress {
     pub file: String,
     /// Bytes of that file on disk.
     pub done: u64,
-    /// Its size.
+    /// Its size (0 when the server does not say).
     pub total: u64,
+    /// Bytes of that file already on disk when this attempt started (an interrupted download
+    /// resumed); `done - resumed_from` is what this attempt fetched.
+    pub resumed_from: u64,
 }
 
 /// The models of one data directory.
@@ -151,8 +159,9 @@ impl ModelManager {
         }
     }
 
-    /// Downloads a hub model into its folder (resuming an interrupted download), reporting
-    /// progress. Returns the folder.
+    /// Downloads a hub model into its folder, reporting progress. An interrupted download
+    /// (this run's or an earlier one's) resumes from the files already fetched. Returns the
+    /// folder.
     #[cfg(feature = "download")]
     pub fn download(
         &self,
@@ -164,15 +173,7 @@ impl ModelManager {
         if MODEL_FILES.iter().all(|f| target.join(f).is_file()) {
             return Ok(target);
         }
-        let hub = self.models_dir.join(".hub");
-        fs_err::create_dir_all(&hub)?;
-        let api = hf_hub::api::sync::ApiBuilder::new()
-            .with_cache_dir(hub)
-            .with_progress(false)
-            .with_retries(3)
-            .build()
-            .map_err(|e| Error::Model(format!("cannot reach the model hub: {e}")))?;
-        let repo = api.model(name.clone());
+        let hub = hub::Hub::from_env();
         let partial = self
             .models_dir
             .join(format!("{}.partial", name.replace('/', "--")));
@@ -182,34 +183,28 @@ impl ModelManager {
             .map(|f| (*f, true))
             .chain(OPTIONAL_FILES.iter().map(|f| (*f, false)));
         for (file, required) in files {
-            let mut reporter = Reporter {
-                file: file.to_string(),
-                done: 0,
-                total: 0,
-                sink: progress,
-            };
-            match repo.download_with_progress(file, &mut reporter) {
-                Ok(path) => {
-                    let dest = partial.join(file);
-                    if let Some(parent) = dest.parent() {
-                        fs_err::create_dir_all(parent)?;
-                    }
-                    // The cache entry is a link to a blob: move the blob itself.
-                    let blob = fs_err::canonicalize(&path)?;
-                    if fs_err::rename(&blob, &dest).is_err() {
-                        fs_err::copy(&blob, &dest)?;
-                    }
+            let dest = partial.join(file);
+            if dest.is_file() {
+                continue;
+            }
+            match hub.fetch(&name, file, &dest, progress)? {
+                hub::Fetched::Done => {}
+                hub::Fetched::NotFound if required => {
+                    return Err(Error::Model(format!(
+                        "{} is not on the hub (is {name} a model id? see `linkly model status` for known ones)",
+                        hub.url(&name, file)
+                    )));
                 }
-                Err(e) if required => {
-                    return Err(Error::Model(format!("downloading {name}/{file}: {e}")));
+                hub::Fetched::NotFound => {
+                    tracing::debug!(file, "optional model file not on the hub")
                 }
-                Err(e) => tracing::debug!(file, error = %e, "optional model file not fetched"),
             }
         }
         if target.exists() {
             fs_err::remove_dir_all(&target)?;
         }
         fs_err::rename(&partial, &target)?;
+        // The cache of earlier versions, which downloaded through hf-hub.
         let _ = fs_err::remove_dir_all(self.models_dir.join(".hub"));
         Ok(target)
     }
@@ -221,31 +216,6 @@ fn local_name(dir: &Path) -> String {
     dir.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "local".into())
-}
-
-#[cfg(feature = "download")]
-struct Reporter<'a> {
-    file: String,
-    done: u64,
-    total: u64,
-    sink: &'a mut dyn FnMut(&DownloadProgress),
-}
-
-#[cfg(feature = "download")]
-impl hf_hub::api::Progress for &mut Reporter<'_> {
-    fn init(&mut self, size: usize, _filename: &str) {
-        self.total = size as u64;
-        self.done = 0;
-    }
-    fn update(&mut self, size: usize) {
-        self.done += size as u64;
-        (self.sink)(&DownloadProgress {
-            file: self.file.clone(),
-            done: self.done,
-            total: self.total,
-        });
-    }
-    fn finish(&mut self) {}
 }
 
 #[cfg(test)]
