@@ -79,8 +79,7 @@ fn long_png(dir: &Path) {
 
 /// A scanned PDF: the page is the corpus JPEG of the EAS test, without text.
 fn scanned_pdf() -> Vec<u8> {
-    let jpg =
-        fs_err::read(common::corpus_dir().join("images/textract-raw_text.jpg")).unwrap();
+    let jpg = fs_err::read(common::corpus_dir().join("images/textract-raw_text.jpg")).unwrap();
     let (w, h) = (2000, 1850);
     let (pw, ph) = (w as f64 * 72.0 / 300.0, h as f64 * 72.0 / 300.0);
     let c = format!("q {pw} 0 0 {ph} 0 0 cm /Im0 Do Q");

@@ -204,7 +204,14 @@ fn text_encodings() {
     }
     if let Some(e) = ok(&all, "linkly-windows-1250-czech.txt") {
         assert_eq!(e.encoding, Some("windows-1250"));
-        for word in ["veřejnosti", "českými", "Děti", "Žádáme", "Šťastný", "Řezníčková"] {
+        for word in [
+            "veřejnosti",
+            "českými",
+            "Děti",
+            "Žádáme",
+            "Šťastný",
+            "Řezníčková",
+        ] {
             assert!(e.text.contains(word), "missing {word}");
         }
     }
@@ -239,10 +246,16 @@ fn html_titles_headings_and_charsets() {
             .collect();
         assert_eq!(h2, ["Lists", "Tables"]);
         assert_eq!(e.outline[0].children[1].children[0].title, "Nested heading");
-        assert!(e.text.contains("X | Y | Z"), "table rows as cells joined by |");
+        assert!(
+            e.text.contains("X | Y | Z"),
+            "table rows as cells joined by |"
+        );
         assert!(!e.text.contains("scriptonlyword"), "script text leaked");
         assert!(!e.text.contains("font-family"), "style text leaked");
-        assert!(!e.text.contains("\n\n\n"), "more than one blank line in a row");
+        assert!(
+            !e.text.contains("\n\n\n"),
+            "more than one blank line in a row"
+        );
         assert!(
             !lines(e)
                 .iter()
@@ -338,10 +351,17 @@ fn csv_tables_and_encodings() {
     };
     expect("csvkit-test_latin1.csv", &["| 4 | 5 | © |"]);
     expect("rust-csv-uspop-latin1.csv", &["Õakman"]);
-    expect("linkly-gbk.csv", &["| 编号 | 地区 | 备注 |", "| 001 | 北京市 | 示例数据 |"]);
+    expect(
+        "linkly-gbk.csv",
+        &["| 编号 | 地区 | 备注 |", "| 001 | 北京市 | 示例数据 |"],
+    );
     expect(
         "linkly-cp932.csv",
-        &["| 番号 | 都道府県 | 登録件数 | 備考 |", "| 1 | 北海道 | 819,729 | サンプル値 |", "沖縄県"],
+        &[
+            "| 番号 | 都道府県 | 登録件数 | 備考 |",
+            "| 1 | 北海道 | 819,729 | サンプル値 |",
+            "沖縄県",
+        ],
     );
     expect("csvkit-test_utf16_little.csv", &["| a | b | c |", "ʤ"]);
 
