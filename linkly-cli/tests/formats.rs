@@ -9,14 +9,14 @@ use serde_json::json;
 
 const FILES: [&str; 4] = [
     "pdf/tika-testPDF_bookmarks.pdf",
-    "docx/pandoc-headers.docx",
+    "docx/linkly-headers.docx",
     "epub/idpf-childrens-literature.epub",
     "xlsx/csvkit-sheets.xlsx",
 ];
 
 fn env_with_corpus_files() -> Env {
     let env = Env::new(&[]);
-    let corpus = common::shared_dir().join("corpus");
+    let corpus = common::corpus_dir();
     for f in FILES {
         let src = corpus.join(f);
         fs_err::copy(&src, env.docs.join(src.file_name().unwrap())).unwrap();
@@ -75,7 +75,7 @@ fn outlines_of_real_documents_match_read() {
     let g = env.json(&["grep", "about Den mark", &pdf]);
     assert_eq!(g["total_matches"], 1, "{g}");
 
-    let docx = id_of(&env, "pandoc-headers.docx");
+    let docx = id_of(&env, "linkly-headers.docx");
     let v = env.json(&["outline", &docx]);
     let text = v["documents"][0]["outline_text"].as_str().unwrap();
     let n = nodes(text);

@@ -1,6 +1,6 @@
 //! The discovery tools (`list_libraries`, `explore`, `find_paths`, `list`, and `search` with a
 //! library) through the real `linkly mcp` binary and an independent MCP client (the official
-//! Python SDK in `../shared/tools/mcp-probe`).
+//! Python SDK, `interop/client.py`).
 
 mod common;
 

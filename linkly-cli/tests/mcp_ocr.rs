@@ -13,7 +13,7 @@ fn image_words_through_the_python_sdk_client() {
     let env = Env::new(&[("page.md", PAGE)]);
     for name in ["textract-raw_text.jpg", "poi-bug55902-mixedChars-ja.png"] {
         fs_err::copy(
-            common::shared_dir().join("corpus/images").join(name),
+            common::corpus_dir().join("images").join(name),
             env.docs.join(name),
         )
         .unwrap();

@@ -1,5 +1,5 @@
-//! The real `linkly` binary driven by an independent MCP client (the official Python SDK, in
-//! `../shared/tools/mcp-probe`) over stdio and over Streamable HTTP.
+//! The real `linkly` binary driven by an independent MCP client (the official Python SDK, via
+//! `interop/client.py`) over stdio and over Streamable HTTP.
 
 mod common;
 

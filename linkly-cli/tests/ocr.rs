@@ -79,8 +79,7 @@ fn long_png(dir: &Path) {
 
 /// A scanned PDF: the page is the corpus JPEG of the EAS test, without text.
 fn scanned_pdf() -> Vec<u8> {
-    let jpg =
-        fs_err::read(common::shared_dir().join("corpus/images/textract-raw_text.jpg")).unwrap();
+    let jpg = fs_err::read(common::corpus_dir().join("images/textract-raw_text.jpg")).unwrap();
     let (w, h) = (2000, 1850);
     let (pw, ph) = (w as f64 * 72.0 / 300.0, h as f64 * 72.0 / 300.0);
     let c = format!("q {pw} 0 0 {ph} 0 0 cm /Im0 Do Q");
@@ -134,7 +133,7 @@ fn ocr_env() -> Env {
     fs_err::create_dir_all(&images).unwrap();
     for name in IMAGES {
         fs_err::copy(
-            common::shared_dir().join("corpus/images").join(name),
+            common::corpus_dir().join("images").join(name),
             images.join(name),
         )
         .unwrap();
@@ -308,7 +307,7 @@ fn images_are_searched_grepped_and_read() {
 fn images_wait_for_ocr_and_are_read_once_it_is_installed() {
     let env = Env::new(&[("notes.txt", "plain words here\n")]);
     fs_err::copy(
-        common::shared_dir().join("corpus/images/textract-raw_text.jpg"),
+        common::corpus_dir().join("images/textract-raw_text.jpg"),
         env.docs.join("alert.jpg"),
     )
     .unwrap();
@@ -364,7 +363,7 @@ fn images_wait_for_ocr_and_are_read_once_it_is_installed() {
 fn ocr_can_be_turned_off_in_the_config() {
     let env = Env::new(&[("notes.txt", "plain words here\n")]);
     fs_err::copy(
-        common::shared_dir().join("corpus/images/textract-raw_text.png"),
+        common::corpus_dir().join("images/textract-raw_text.png"),
         env.docs.join("letters.png"),
     )
     .unwrap();

@@ -1,8 +1,6 @@
-//! Runs `extract_path` on every file of the shared test corpus (`md`, `txt`, `html`, `csv`,
-//! `edge`) and checks the facts its MANIFEST states.
-//!
-//! The corpus is found at `$LINKLY_SHARED_DIR/corpus` (or `$LINKLY_SHARED_DIR` itself when it is
-//! the corpus folder), else at `shared/corpus` next to the repository.
+//! Runs `extract_path` on every file of the test corpus (`testdata/corpus`: `md`, `txt`,
+//! `html`, `csv`, `edge`) and checks the facts `testdata/MANIFEST.md` states. The `linkly-*`
+//! files are written by `testdata/make_fixtures.py` (legacy encodings and charsets).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -41,7 +39,9 @@ fn ok<'a>(
     all: &'a BTreeMap<String, (PathBuf, Result<Extracted, SkipReason>)>,
     name: &str,
 ) -> Option<&'a Extracted> {
-    let (_, result) = all.get(name)?;
+    let (_, result) = all
+        .get(name)
+        .unwrap_or_else(|| panic!("{name} is not in testdata/corpus"));
     match result {
         Ok(e) => Some(e),
         Err(skip) => panic!("{name} was skipped: {skip}"),
@@ -195,42 +195,37 @@ fn markdown_headings_title_and_text() {
 #[test]
 fn text_encodings() {
     let all = extract_all();
-    if let Some(e) = ok(&all, "chardet-EUC-JP__ude_1.txt") {
+    if let Some(e) = ok(&all, "linkly-euc-jp.txt") {
         assert_eq!(e.encoding, Some("EUC-JP"));
         assert!(e.text.contains("コンソール アプリケーション"), "{}", e.text);
         assert!(e.text.contains("プロジェクト"));
-        // 40 lines in the file, the last five blank (trailing blank lines are dropped).
-        assert_eq!(e.total_lines(), 35);
-        // The same text in UTF-8, when the corpus has it.
-        for (name, (path, result)) in &all {
-            let lower = name.to_ascii_lowercase();
-            if path.extension().is_some_and(|x| x == "txt")
-                && lower.contains("utf-8")
-                && lower.contains("ude_1")
-                && let Ok(utf8) = result
-            {
-                let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-                assert_eq!(norm(&e.text), norm(&utf8.text), "{name}");
-            }
-        }
+        assert!(e.text.starts_with("索引ツールの使い方\n\n"));
+        assert_eq!(e.total_lines(), 13);
     }
-    if let Some(e) = ok(&all, "chardet-windows-1250-czech__ude_1.txt") {
+    if let Some(e) = ok(&all, "linkly-windows-1250-czech.txt") {
         assert_eq!(e.encoding, Some("windows-1250"));
-        for word in ["veřejností", "českou", "dětmi", "žebráky", "ř", "č"] {
+        for word in [
+            "veřejnosti",
+            "českými",
+            "Děti",
+            "Žádáme",
+            "Šťastný",
+            "Řezníčková",
+        ] {
             assert!(e.text.contains(word), "missing {word}");
         }
     }
-    if let Some(e) = ok(&all, "chardet-windows-1252__ude_2.txt") {
+    if let Some(e) = ok(&all, "linkly-windows-1252-french.txt") {
         assert_eq!(e.encoding, Some("windows-1252"));
-        assert!(e.text.starts_with("Stipan Arkadiewitsch"));
-        assert!(e.text.contains('…'));
+        assert!(e.text.starts_with("Chère Hélène,"));
+        assert!(e.text.contains("lettre…"));
+        assert!(e.text.contains("« un chef-d’œuvre »"));
     }
-    if let Some(e) = ok(&all, "chardet-UTF-16LE_nobom-utf16le.txt") {
+    if let Some(e) = ok(&all, "linkly-utf16le-nobom.txt") {
         assert_eq!(e.encoding, Some("UTF-16LE"));
-        assert_eq!(lines(e)[0], "DateTime,Bid,Ask");
-        assert!(lines(e)[1].starts_with("07/19/2015 21:00:15.469"));
-        assert_eq!(e.total_lines(), 20);
-        assert!(e.text.ends_with("07/19/2015 21:00:20.319,1.08307,1.08353"));
+        assert_eq!(lines(e)[0], "Time,Station,Temperature");
+        assert_eq!(lines(e)[1], "2024-03-01 06:00,Station A,0.0");
+        assert_eq!(e.total_lines(), 25);
     }
     if let Some(e) = ok(&all, "textract-raw_text.txt") {
         let raw = std::fs::read_to_string(corpus_dir().join("txt/textract-raw_text.txt")).unwrap();
@@ -241,27 +236,24 @@ fn text_encodings() {
 #[test]
 fn html_titles_headings_and_charsets() {
     let all = extract_all();
-    if let Some(e) = ok(&all, "pandoc-html-reader.html") {
-        assert_eq!(e.title.as_deref(), Some("Pandoc Test Suite"));
-        let tops = top_titles(e);
-        assert_eq!(
-            &tops[..6],
-            [
-                "Pandoc Test Suite",
-                "Headers",
-                "Level 1",
-                "Paragraphs",
-                "Block Quotes",
-                "Inline quotes"
-            ]
-        );
-        let text = &e.text;
+    if let Some(e) = ok(&all, "linkly-headings.html") {
+        assert_eq!(e.title.as_deref(), Some("Linkly HTML fixture"));
+        assert_eq!(top_titles(e), ["Linkly HTML fixture", "Second part"]);
+        let h2: Vec<&str> = e.outline[0]
+            .children
+            .iter()
+            .map(|n| n.title.as_str())
+            .collect();
+        assert_eq!(h2, ["Lists", "Tables"]);
+        assert_eq!(e.outline[0].children[1].children[0].title, "Nested heading");
         assert!(
-            text.contains("X | Y | Z"),
+            e.text.contains("X | Y | Z"),
             "table rows as cells joined by |"
         );
+        assert!(!e.text.contains("scriptonlyword"), "script text leaked");
+        assert!(!e.text.contains("font-family"), "style text leaked");
         assert!(
-            !text.contains("\n\n\n"),
+            !e.text.contains("\n\n\n"),
             "more than one blank line in a row"
         );
         assert!(
@@ -270,24 +262,18 @@ fn html_titles_headings_and_charsets() {
                 .any(|l| l.trim().is_empty() && !l.is_empty())
         );
     }
-    if let Some(e) = ok(&all, "tika-testArabicMisleadingCharset.html") {
-        assert_eq!(e.title.as_deref(), Some("Test Arabic"));
+    if let Some(e) = ok(&all, "linkly-windows-1256-mislabelled.html") {
+        assert_eq!(e.title.as_deref(), Some("Arabic notice"));
         let arabic = e
             .text
             .chars()
             .filter(|c| ('\u{600}'..='\u{6ff}').contains(c))
             .count();
         assert!(arabic > 100, "{arabic} Arabic letters: {}", e.text);
-        assert!(e.text.contains("اللغة العربية"));
+        assert!(e.text.contains("إعلان المكتبة"));
     }
-    if let Some(e) = ok(&all, "tika-testHTMLNoisyMetaEncoding_1.html") {
-        let arabic = e
-            .text
-            .chars()
-            .filter(|c| ('\u{600}'..='\u{6ff}').contains(c))
-            .count();
-        assert!(arabic > 50, "{}", e.text);
-        assert!(!e.text.contains("font-family"), "style text leaked");
+    if let Some(e) = ok(&all, "linkly-GB2312-undeclared.html") {
+        assert!(e.text.contains("图书馆开放时间通知"), "{}", e.text);
     }
     if let Some(e) = ok(&all, "tika-testHTML_charset_utf16le.html") {
         assert_eq!(e.title.as_deref(), Some("Title"));
@@ -304,9 +290,6 @@ fn html_titles_headings_and_charsets() {
             "script content leaked: {} bytes",
             e.text.len()
         );
-    }
-    if let Some(e) = ok(&all, "chardet-GB2312__mozilla_bug171813_text.html") {
-        assert!(e.text.contains("搜狐在线"), "{}", e.text);
     }
     // Undeclared legacy CJK charsets (GB2312, SHIFT_JIS samples) decode to CJK text.
     for (name, (_, result)) in &all {
@@ -368,30 +351,26 @@ fn csv_tables_and_encodings() {
     };
     expect("csvkit-test_latin1.csv", &["| 4 | 5 | © |"]);
     expect("rust-csv-uspop-latin1.csv", &["Õakman"]);
-    expect("qx-stock-names-gbk.csv", &["| 000009.SZ | 中国宝安 |"]);
     expect(
-        "sabae-fire-hydrants-cp932.csv",
-        &["消火栓名", "鯖江市", "福井県"],
+        "linkly-gbk.csv",
+        &["| 编号 | 地区 | 备注 |", "| 001 | 北京市 | 示例数据 |"],
     );
     expect(
-        "estat-population-cp932.csv",
-        &["北海道", "| 127,768 |", "全国・都道府県"],
+        "linkly-cp932.csv",
+        &[
+            "| 番号 | 都道府県 | 登録件数 | 備考 |",
+            "| 1 | 北海道 | 819,729 | サンプル値 |",
+            "沖縄県",
+        ],
     );
     expect("csvkit-test_utf16_little.csv", &["| a | b | c |", "ʤ"]);
-    expect(
-        "rust-csv-worldcitiespop.csv",
-        &["| Country | City | AccentCity |"],
-    );
 
     let title = |name: &str| ok(&all, name).map(|e| e.outline[0].title.clone());
     if let Some(t) = title("csvkit-realdata-ks_1033_data.csv") {
         assert_eq!(t, "Table: 14 columns × 1,575 rows");
     }
-    if let Some(t) = title("sabae-fire-hydrants-cp932.csv") {
-        assert_eq!(t, "Table: 16 columns × 2,568 rows");
-    }
-    if let Some(t) = title("rust-csv-worldcitiespop.csv") {
-        assert_eq!(t, "Table: 7 columns × 20,000 rows");
+    if let Some(t) = title("linkly-cp932.csv") {
+        assert_eq!(t, "Table: 4 columns × 47 rows");
     }
     if let Some(e) = ok(&all, "csvkit-test_utf8_bom.csv") {
         assert_eq!(lines(e)[0], "| foo | bar | baz |");
@@ -401,15 +380,10 @@ fn csv_tables_and_encodings() {
     if let Some(e) = ok(&all, "csvkit-null_byte.csv") {
         assert_eq!(lines(e)[2], "|  | 2 | 3 |");
     }
-    for legacy in [
-        "sabae-fire-hydrants-cp932.csv",
-        "estat-population-cp932.csv",
-    ] {
-        if let Some(e) = ok(&all, legacy) {
-            assert_eq!(e.encoding, Some("Shift_JIS"), "{legacy}");
-        }
+    if let Some(e) = ok(&all, "linkly-cp932.csv") {
+        assert_eq!(e.encoding, Some("Shift_JIS"));
     }
-    if let Some(e) = ok(&all, "qx-stock-names-gbk.csv") {
+    if let Some(e) = ok(&all, "linkly-gbk.csv") {
         assert!(
             matches!(e.encoding, Some("GBK" | "gb18030")),
             "{:?}",

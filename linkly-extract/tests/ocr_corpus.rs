@@ -1,4 +1,4 @@
-//! OCR on the shared corpus: the images of `corpus/images` and the scanned PDFs (the corpus's
+//! OCR on the test corpus: the images of `testdata/corpus/images` and the scanned PDFs (the corpus's
 //! `pypdf-imagemagick-images-only.pdf`, and a two-page scan built here from two corpus JPEGs).
 //!
 //! Needs Tesseract with `eng` and `jpn` (`chi_sim`, `chi_tra`, `fra`, `spa` for the defaults)

@@ -1,9 +1,7 @@
-//! Runs `extract_path` on every file of the shared corpus folders `docx`, `pptx`, `xlsx` and
-//! `epub` and checks the facts their MANIFEST states: heading titles, slide titles, sheet names,
-//! TOC entries and depth, skip reasons, and the textract reference texts.
-//!
-//! The corpus is found at `$LINKLY_SHARED_DIR/corpus` (or `$LINKLY_SHARED_DIR` itself when it is
-//! the corpus folder), else at `shared/corpus` next to the repository.
+//! Runs `extract_path` on every file of the test corpus folders `docx`, `pptx`, `xlsx` and
+//! `epub` (`testdata/corpus`) and checks the facts `testdata/MANIFEST.md` states: heading
+//! titles, slide titles, sheet names, TOC entries and depth, skip reasons, and the textract
+//! reference texts.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -39,7 +37,9 @@ fn extract_folder(folder: &str) -> All {
 
 /// The extraction of a corpus file, if the file is in this corpus (it must then extract).
 fn ok<'a>(all: &'a All, name: &str) -> Option<&'a Extracted> {
-    let (_, result) = all.get(name)?;
+    let (_, result) = all
+        .get(name)
+        .unwrap_or_else(|| panic!("{name} is not in testdata/corpus"));
     match result {
         Ok(e) => Some(e),
         Err(skip) => panic!("{name} was skipped: {skip}"),
@@ -107,7 +107,7 @@ fn every_office_file_extracts_or_skips_with_the_right_reason() {
             }
         }
     }
-    assert!(extracted >= 30, "only {extracted} files extracted");
+    assert!(extracted >= 20, "only {extracted} files extracted");
     assert!(skipped >= 5, "only {skipped} files skipped");
 }
 
@@ -136,12 +136,7 @@ type Facts = &'static [(&'static str, usize, &'static [(usize, &'static str)])];
 /// MANIFEST: (file, tables, headings as (level, title)).
 const DOCX_FACTS: Facts = &[
     (
-        "pandoc-enumerated_headings.docx",
-        0,
-        &[(1, "H1"), (2, "H2"), (3, "H3")],
-    ),
-    (
-        "pandoc-headers.docx",
+        "linkly-headers.docx",
         0,
         &[
             (1, "A Test of Headers"),
@@ -152,14 +147,6 @@ const DOCX_FACTS: Facts = &[
             (6, "Sixth level"),
         ],
     ),
-    (
-        "pandoc-i18n_blocks.docx",
-        0,
-        &[(1, "This is Heading 1"), (2, "This is Heading 2")],
-    ),
-    ("pandoc-notes.docx", 0, &[(1, "A footnote")]),
-    ("pandoc-table_header_rowspan.docx", 1, &[]),
-    ("pandoc-unicode.docx", 0, &[]),
     ("poi-HeaderFooterUnicode.docx", 0, &[(1, "Molière")]),
     ("python-docx-test.docx", 0, &[(1, "python-docx was here!")]),
     ("textract-raw_text.docx", 0, &[]),
@@ -180,7 +167,6 @@ fn docx_headings_tables_and_lines() {
         };
         let mut flat = Vec::new();
         flatten(&e.outline, 1, &mut flat);
-        // `pandoc-notes` has only a Heading 2: it is the top of its outline (depth 1).
         let expected: Vec<(usize, String)> =
             headings.iter().map(|&(d, t)| (d, t.to_string())).collect();
         if name == "tika-testWORD_2006ml.docx" {
@@ -212,14 +198,6 @@ fn docx_headings_tables_and_lines() {
 #[test]
 fn docx_notes_boxes_headers_and_title() {
     let all = extract_folder("docx");
-    if let Some(e) = ok(&all, "pandoc-notes.docx") {
-        assert!(e.text.contains("Test footnote.[^1]"), "{}", e.text);
-        assert!(e.text.contains("[^1] My note."), "{}", e.text);
-        assert!(
-            e.text
-                .contains("This is an endnote at the end of the document.")
-        );
-    }
     if let Some(e) = ok(&all, "poi-HeaderFooterUnicode.docx") {
         assert!(
             e.text
@@ -254,9 +232,6 @@ fn docx_notes_boxes_headers_and_title() {
         );
         assert!(e.text.contains("Header: This is the header text."));
     }
-    if let Some(e) = ok(&all, "pandoc-unicode.docx") {
-        assert_eq!(e.text, "Hello, 世界. This costs €10.");
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -264,35 +239,6 @@ fn docx_notes_boxes_headers_and_title() {
 
 /// MANIFEST: (file, slides, titled slides as (number, title)).
 const PPTX_FACTS: Facts = &[
-    (
-        "pandoc-reader-basic.pptx",
-        4,
-        &[
-            (1, "LLMs"),
-            (2, "Everworker venn  diagram"),
-            (3, "Table"),
-            (4, "Smart Art"),
-        ],
-    ),
-    ("pandoc-tables.pptx", 2, &[(1, "A Table, with a caption")]),
-    (
-        "poi-at.ecodesign.www_downloads_Vertiefungsvortrag_elektronik.pptx",
-        34,
-        &[
-            (4, "Lebenszyklus Elektronikprodukt"),
-            (5, "Ökologischer Rucksack"),
-            (7, "Rohstoffgewinnung"),
-            (8, "Rohstoffgewinnung"),
-            (9, "Kobaltminen in Südafrika"),
-            (11, "Produktion"),
-            (12, "Mobiltelefon-Manufaktur China"),
-            (13, "Probleme in den Manufakturen"),
-            (14, "Make IT fair!"),
-            (15, "„Die graue Stadt“ – Folgen des Wirtschaftswachstums"),
-            (17, "Konsum"),
-            (18, "Bsp. Energy Star - Gütesiegel"),
-        ],
-    ),
     ("python-pptx-tbl-cell.pptx", 3, &[]),
     (
         "textract-raw_text.pptx",
@@ -351,25 +297,6 @@ fn pptx_slides_titles_and_ranges() {
 #[test]
 fn pptx_text_tables_smartart_and_notes() {
     let all = extract_folder("pptx");
-    if let Some(e) = ok(&all, "pandoc-reader-basic.pptx") {
-        assert!(e.text.contains("| Name | Anton | Antich |"), "{}", e.text);
-        // SmartArt text, from the diagram data part.
-        assert!(e.text.contains("yet more"));
-        assert_eq!(e.title.as_deref(), Some("LLMs"));
-    }
-    if let Some(e) = ok(
-        &all,
-        "poi-at.ecodesign.www_downloads_Vertiefungsvortrag_elektronik.pptx",
-    ) {
-        // Speaker notes under their slide.
-        let slide9 = &e.outline[8];
-        let text_lines = lines(e);
-        let range = &text_lines[slide9.start_line as usize - 1..slide9.end_line as usize];
-        assert!(
-            range.contains(&"Notes: Quelle: makeITfair.org"),
-            "{range:?}"
-        );
-    }
     if let Some(e) = ok(&all, "tika-testPPT_groups.pptx") {
         for t in [
             "Text box1",
@@ -392,29 +319,9 @@ fn pptx_text_tables_smartart_and_notes() {
 /// MANIFEST: (file, sheet names, whole list?).
 const XLSX_FACTS: &[(&str, &[&str], bool)] = &[
     ("calamine-empty_sheet.xlsx", &["Sheet1"], true),
-    ("calamine-issue_174.xlsx", &["Sheet1"], true),
     ("csvkit-sheets.xlsx", &["not this one", "data", "ʤ"], true),
-    ("pandoc-reader-basic.xlsx", &["Main", "Secondary"], true),
     ("poi-unicodeSheetName.xlsx", &["Sheet・1"], true),
     ("textract-raw_text.xlsx", &["Sheet1", "Sheet2"], true),
-    (
-        "tika-CVLKRA-KYC_Download_File_Structure_V3.1.xlsx",
-        &[
-            "KYC HEADER",
-            "KYC",
-            "ADDL INFO",
-            "KYC TRAILER",
-            "KYC Update Type",
-            "Addtl KYC Update Type",
-            "Entity Type",
-            "Document & EXEMPTED &  PAN COPY",
-            "IPV Status",
-            "Identity Proof",
-            "Address Proof",
-            "Gender",
-        ],
-        false,
-    ),
     (
         "tika-testEXCEL.strict.xlsx",
         &["First Sheet", "Sheet Number 2", "Sheet3"],
@@ -476,15 +383,6 @@ fn xlsx_sheets_tables_and_previews() {
             }
         }
     }
-    if let Some(e) = ok(&all, "tika-CVLKRA-KYC_Download_File_Structure_V3.1.xlsx") {
-        assert_eq!(e.outline.len(), 30);
-        let hidden = e
-            .outline
-            .iter()
-            .find(|n| n.title.starts_with("Country Master (2) ("))
-            .expect("hidden sheet listed");
-        assert!(hidden.detail.iter().any(|d| d == "Hidden sheet"));
-    }
     if let Some(e) = ok(&all, "csvkit-sheets.xlsx") {
         // Cells are searchable text: dates as dates, numbers without float noise.
         assert!(
@@ -520,50 +418,6 @@ const EPUB_FACTS: &[(&str, &str, usize, &[&str], bool)] = &[
         false,
     ),
     (
-        "idpf-moby-dick.epub",
-        "Moby-Dick",
-        1,
-        &[
-            "Moby-Dick",
-            "Original Transcriber’s Notes:",
-            "ETYMOLOGY.",
-            "EXTRACTS (Supplied by a Sub-Sub-Librarian).",
-            "Chapter 1. Loomings.",
-            "Chapter 2. The Carpet-Bag.",
-            "Chapter 3. The Spouter-Inn.",
-            "Chapter 4. The Counterpane.",
-            "Chapter 5. Breakfast.",
-            "Chapter 6. The Street.",
-        ],
-        false,
-    ),
-    (
-        "idpf-regime-anticancer-arabic.epub",
-        "Le Vrai Régime anti-cancer",
-        1,
-        &["Couverture", "Page de titre", "Commencer la lecture"],
-        true,
-    ),
-    (
-        "pandoc-features.epub",
-        "EPUBTEST 0100 - Reflowable Content Tests",
-        3,
-        &[
-            "Front page",
-            "Table of Contents",
-            "XHTML Content Documents",
-            "Fallbacks",
-        ],
-        true,
-    ),
-    (
-        "pandoc-wasteland.epub",
-        "The Waste Land",
-        1,
-        &["I. THE BURIAL OF THE DEAD", "II. A GAME OF CHESS"],
-        true,
-    ),
-    (
         "textract-raw_text.epub",
         "Testing Epub",
         2,
@@ -582,21 +436,6 @@ const EPUB_FACTS: &[(&str, &str, usize, &[&str], bool)] = &[
         "An ePub  for Tika",
         1,
         &["Cover Page", "Table of Contents", "Chapter 1", "Chapter 2"],
-        true,
-    ),
-    (
-        "tika-testEPUB_multi-metadata-vals.epub",
-        "The Inheritors",
-        2,
-        &[
-            "Titlepage",
-            "Imprint",
-            "Epigraph",
-            "Dedication",
-            "The Inheritors",
-            "Colophon",
-            "Uncopyright",
-        ],
         true,
     ),
 ];
@@ -662,22 +501,6 @@ fn epub_titles_toc_and_line_ranges() {
         }
         lines(e)[node.unwrap().start_line as usize - 1].to_string()
     };
-    if all.contains_key("pandoc-features.epub") {
-        let path = [
-            "XHTML Content Documents",
-            "MathML",
-            "Elementary math: long division notation",
-        ];
-        let line = starts("pandoc-features.epub", &path);
-        assert!(line.starts_with("[REQUIRED] mathml-027"), "{line}");
-        assert!(
-            line.ends_with("Elementary math: long division notation"),
-            "{line}"
-        );
-    }
-    if all.contains_key("idpf-moby-dick.epub") {
-        assert!(starts("idpf-moby-dick.epub", &["Chapter 1. Loomings."]).contains("Loomings"));
-    }
     if all.contains_key("textract-raw_text.epub") {
         let line = starts("textract-raw_text.epub", &["Introduction"]);
         assert_eq!(line, "Introduction");

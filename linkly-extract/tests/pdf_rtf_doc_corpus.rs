@@ -1,12 +1,10 @@
-//! Runs extraction on every file of the shared corpus folders `pdf`, `rtf`, `doc` and `edge`
-//! and checks the facts the MANIFEST states; tests the worker-process isolation.
+//! Runs extraction on every file of the test corpus folders `pdf`, `rtf`, `doc` and `edge`
+//! (`testdata/corpus`) and checks the facts `testdata/MANIFEST.md` states; tests the
+//! worker-process isolation.
 //!
 //! PDFs go through [`extract_isolated`] with this test binary as the worker (the
 //! `worker_entry` test below turns into [`run_worker`] when `LINKLY_EXTRACT_TEST_WORKER` is
 //! set), so a PDF that aborts or hangs costs one file and never the test run.
-//!
-//! The corpus is found at `$LINKLY_SHARED_DIR/corpus` (or `$LINKLY_SHARED_DIR` itself when it is
-//! the corpus folder), else at `shared/corpus` next to the repository.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -82,7 +80,9 @@ fn all() -> &'static Results {
 }
 
 fn get(name: &str) -> Option<&'static Extracted> {
-    let (_, result) = all().get(name)?;
+    let (_, result) = all()
+        .get(name)
+        .unwrap_or_else(|| panic!("{name} is not in testdata/corpus"));
     match result {
         Ok(e) => Some(e),
         Err(skip) => panic!("{name} was skipped: {skip}"),
@@ -118,7 +118,7 @@ fn check_pdf_nodes(name: &str, e: &Extracted, nodes: &[OutlineNode]) {
 #[test]
 fn every_file_yields_text_or_the_right_skip_reason() {
     let all = all();
-    assert!(all.len() >= 30, "only {} corpus files found", all.len());
+    assert!(all.len() >= 20, "only {} corpus files found", all.len());
     let expected_skips: BTreeMap<&str, &str> = [
         ("tika-testUnicodePassword.pdf", SkipReason::ENCRYPTED),
         (
@@ -174,9 +174,6 @@ fn every_file_yields_text_or_the_right_skip_reason() {
 #[test]
 fn pdf_page_counts_and_texts() {
     for (name, pages) in [
-        ("pdfjs-freeculture.pdf", 352),
-        ("pdfminer-issue-625-identity-cmap-pl.pdf", 2),
-        ("pdfplumber-2023-06-20-PV-fr.pdf", 2),
         ("pypdf-latex-multicolumn.pdf", 3),
         ("tika-testPDF_bookmarks.pdf", 2),
         ("pypdf-minimal-document.pdf", 1),
@@ -185,17 +182,11 @@ fn pdf_page_counts_and_texts() {
         assert_eq!(page_markers(e).len(), pages, "{name}");
     }
     for (name, sample) in [
-        ("pdfplumber-2023-06-20-PV-fr.pdf", "PROCÈS-VERBAL"),
-        ("pdfjs-issue16063.pdf", "電線接続端子部"),
-        ("pdfjs-bug1627427_reduced.pdf", "눈이"),
         (
             "pypdf-google-doc-document.pdf",
             "Beautiful is better than ugly",
         ),
-        ("pdfminer-issue-625-identity-cmap-pl.pdf", "Faktura"),
         ("pypdf-minimal-document.pdf", "Lorem ipsum"),
-        ("pdfjs-issue12823.pdf", "知识库"),
-        ("pdfjs-freeculture.pdf", "Creative Commons"),
     ] {
         let Some(e) = get(name) else { continue };
         assert!(e.text.contains(sample), "{name}: no {sample:?}");
@@ -206,42 +197,10 @@ fn pdf_page_counts_and_texts() {
             "--- page 1 ---\nThis is a page about France\n--- page 2 ---\nThis is a page about Denmark"
         );
     }
-    if let Some(e) = get("pdfjs-freeculture.pdf") {
-        assert_eq!(e.title.as_deref(), Some("Free Culture"));
-    }
 }
 
 #[test]
 fn pdf_bookmarks() {
-    if let Some(e) = get("pdfjs-freeculture.pdf") {
-        let titles: Vec<&str> = e.outline.iter().map(|n| n.title.as_str()).collect();
-        assert_eq!(
-            titles,
-            [
-                "COVER",
-                "CONTENTS",
-                "PREFACE",
-                "INTRODUCTION",
-                "\"PIRACY\"",
-                "\"PROPERTY\"",
-                "PUZZLES",
-                "BALANCES",
-                "CONCLUSION",
-                "AFTERWORD",
-                "NOTES",
-                "ACKNOWLEDGMENTS",
-                "INDEX",
-                "*get it",
-                "*free-culture.cc",
-                "*lessig.org",
-                "*donate to creative commons"
-            ]
-        );
-        let with_children = e.outline.iter().filter(|n| !n.children.is_empty()).count();
-        assert_eq!(with_children, 6);
-        // COVER is page 1: its node starts at the first line.
-        assert_eq!(e.outline[0].start_line, 1);
-    }
     if let Some(e) = get("tika-testPDF_bookmarks.pdf") {
         assert_eq!(e.outline.len(), 1);
         let countries = &e.outline[0];
@@ -257,10 +216,6 @@ fn pdf_bookmarks() {
         // Denmark is on page 2: its node starts at the page 2 marker.
         assert_eq!(countries.children[1].start_line, 3);
         assert!(!children.iter().any(|t| t.contains('\r')));
-    }
-    if let Some(e) = get("pdfjs-issue16063.pdf") {
-        assert_eq!(e.outline.len(), 1);
-        assert_eq!(e.outline[0].title, "Page vierge");
     }
 }
 
@@ -293,7 +248,6 @@ fn doc_texts_in_several_languages() {
     for (name, sample) in [
         ("poi-HeaderFooterUnicode.doc", "Molière"),
         ("poi-HeaderFooterUnicode.doc", "EUR - €"),
-        ("poi-TestChineseProperties.doc", "世界雅虎"),
         (
             "tika-testWORD.doc",
             "This is a sample Microsoft Word Document.",
@@ -307,23 +261,12 @@ fn doc_texts_in_several_languages() {
             "tika-testWORD_various.doc",
             "Row 1 Col 1 | Row 1 Col 2 | Row 1 Col 3",
         ),
-        ("tika-test_TIKA-1251.doc", "Ansvarsvakt"),
-        ("tika-test_TIKA-1251.doc", "tjenesteytere"),
         ("word-extractor-test11.doc", "这是一个用来测试"),
-        ("word-extractor-bigfile-01.doc", "Welcome to BlogCFC"),
     ] {
         let Some(e) = get(name) else { continue };
         assert!(e.text.contains(sample), "{name}: no {sample:?}");
         // Field codes are dropped.
         assert!(!e.text.contains("HYPERLINK"), "{name}: field code in text");
-    }
-    if let Some(e) = get("word-extractor-bigfile-01.doc") {
-        assert_eq!(e.outline.len(), 1);
-        assert_eq!(e.outline[0].title, "BlogCFC");
-        assert!(e.outline[0].children.len() > 20);
-    }
-    if let Some(e) = get("tika-test_TIKA-1251.doc") {
-        assert!(e.outline.iter().any(|n| n.title == "Brannalarm"));
     }
     if let Some(e) = get("tika-testWORD.doc") {
         assert_eq!(e.outline[0].title, "Heading Level 1");

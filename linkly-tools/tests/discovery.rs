@@ -1,7 +1,7 @@
 //! Discovery end to end over a real index: libraries, `list_libraries`, `explore`,
 //! `find_paths`, `list` (folder and library scopes) and the `library` filter of `search`, on a
 //! generated tree (nested, CJK and accented folder names, glob metacharacters) and on the
-//! shared corpus.
+//! test corpus (`testdata/corpus`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -850,16 +850,15 @@ fn every_discovery_tool_answers_in_markdown_and_json_with_the_footer() {
     }
 }
 
-fn shared_corpus() -> PathBuf {
-    std::env::var_os("LINKLY_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
-        .join("corpus")
+/// The real test documents the repository carries (`testdata/corpus`, see
+/// `testdata/MANIFEST.md`).
+fn test_corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/corpus")
 }
 
 #[test]
-fn discovery_over_the_shared_corpus() {
-    let corpus = fs_err::canonicalize(shared_corpus()).unwrap();
+fn discovery_over_the_test_corpus() {
+    let corpus = fs_err::canonicalize(test_corpus()).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let mut config = Config::default();
     for d in ["md", "txt", "html", "csv"] {

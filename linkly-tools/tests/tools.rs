@@ -1,4 +1,4 @@
-//! The tools end to end over a real index of generated files and of the shared corpus.
+//! The tools end to end over a real index of generated files and of the test corpus (`testdata/corpus`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -448,16 +448,15 @@ fn every_tool_has_an_object_schema() {
     }
 }
 
-fn shared_corpus() -> PathBuf {
-    std::env::var_os("LINKLY_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
-        .join("corpus")
+/// The real test documents the repository carries (`testdata/corpus`, see
+/// `testdata/MANIFEST.md`).
+fn test_corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/corpus")
 }
 
 #[test]
-fn the_shared_text_corpus_is_indexed_and_searchable() {
-    let corpus = shared_corpus();
+fn the_text_corpus_is_indexed_and_searchable() {
+    let corpus = test_corpus();
     let tmp = tempfile::tempdir().unwrap();
     let roots: Vec<PathBuf> = ["md", "txt", "html", "csv"]
         .iter()
@@ -502,8 +501,10 @@ fn the_shared_text_corpus_is_indexed_and_searchable() {
     );
     // Encodings: GBK and CP932 CSV cells, EUC-JP text, Windows-1250 Czech.
     for (q, file) in [
-        ("中国宝安", "qx-stock-names-gbk.csv"),
-        ("消火栓", "sabae-fire-hydrants-cp932.csv"),
+        ("北京市", "linkly-gbk.csv"),
+        ("都道府県", "linkly-cp932.csv"),
+        ("プロジェクト", "linkly-euc-jp.txt"),
+        ("Řezníčková", "linkly-windows-1250-czech.txt"),
     ] {
         let v = json_call(&l, "search", json!({"query": q, "limit": 10}));
         let paths: Vec<&str> = v["results"]
@@ -518,9 +519,15 @@ fn the_shared_text_corpus_is_indexed_and_searchable() {
     let v = json_call(
         &l,
         "search",
-        json!({"query": "Pandoc Test Suite", "doc_types": ["html"], "limit": 1}),
+        json!({"query": "Linkly HTML fixture", "doc_types": ["html"], "limit": 1}),
     );
-    assert_eq!(v["results"][0]["title"], "Pandoc Test Suite");
+    assert_eq!(v["results"][0]["title"], "Linkly HTML fixture");
+    let v = json_call(
+        &l,
+        "search",
+        json!({"query": "scriptonlyword", "doc_types": ["html"], "limit": 5}),
+    );
+    assert_eq!(v["total"], 0, "script text is not indexed: {v}");
     // The zero-byte CSV is recorded with its skip reason and is unreadable.
     let v = json_call(
         &l,

@@ -1,29 +1,26 @@
-//! The test run: the MCP probe's Python client, then `cargo test`.
+//! The test run: the MCP interop client's Python environment, then `cargo test`. Everything it
+//! reads lies in the repository (`interop/`, `testdata/`); the test model comes from PyPI.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{Context as _, bail};
 
-/// Creates `target/mcp-harness/venv` with the probe's locked requirements (once).
+/// Creates `target/mcp-harness/venv` with the interop client's locked requirements
+/// (`interop/requirements.lock.txt`); again only when the lock file changes.
 pub(crate) fn probe_setup() -> anyhow::Result<PathBuf> {
     let home = crate::target_dir().join("mcp-harness");
     let python = home.join("venv/bin/python");
     let stamp = home.join("installed.stamp");
-    let lock = crate::shared_dir().join("tools/mcp-probe/requirements.lock.txt");
-    if !lock.exists() {
-        bail!(
-            "{} is missing: the shared folder must lie beside the repository (or set LINKLY_SHARED_DIR)",
-            lock.display()
-        );
-    }
-    if stamp.exists() && python.exists() {
+    let lock = crate::root().join("interop/requirements.lock.txt");
+    let pins = fs_err::read_to_string(&lock)?;
+    if python.exists() && fs_err::read_to_string(&stamp).is_ok_and(|s| s == pins) {
         return Ok(home);
     }
     fs_err::create_dir_all(&home)?;
     let py = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     eprintln!(
-        "xtask: creating the MCP probe environment in {}",
+        "xtask: creating the MCP interop client's environment in {}",
         home.display()
     );
     let ok = Command::new(&py)
@@ -48,9 +45,9 @@ pub(crate) fn probe_setup() -> anyhow::Result<PathBuf> {
         .status()?
         .success();
     if !ok {
-        bail!("installing the MCP probe's requirements failed");
+        bail!("installing the MCP interop client's requirements failed");
     }
-    fs_err::write(&stamp, "ok\n")?;
+    fs_err::write(&stamp, pins)?;
     Ok(home)
 }
 
@@ -65,7 +62,7 @@ pub(crate) fn test(extra: &[String]) -> anyhow::Result<()> {
         .args(extra)
         .env("MCP_HARNESS_HOME", &harness)
         .env(crate::test_model::TEST_MODEL_ENV, &model)
-        .env("LINKLY_SHARED_DIR", crate::shared_dir())
+        .env_remove("LINKLY_SHARED_DIR")
         .status()?;
     if !status.success() {
         bail!("cargo test failed");

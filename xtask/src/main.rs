@@ -1,7 +1,9 @@
 //! `cargo xtask`: Linkly's automation.
 //!
-//! - `cargo xtask test [ARGS]`: installs what the tests need (the MCP probe's Python client in
-//!   `target/mcp-harness`), then runs `cargo test --workspace [ARGS]`.
+//! - `cargo xtask test [ARGS]`: installs what the tests need (the Python environment of the MCP
+//!   interop client `interop/client.py` in `target/mcp-harness`, the test model in
+//!   `target/test-model`), then runs `cargo test --workspace [ARGS]`; it reads nothing outside
+//!   the repository.
 //! - `cargo xtask bench index|search|all`: indexing and search benchmarks on a generated
 //!   10,000-document corpus and on BEIR SciFact (release build).
 //! - `cargo xtask bench discovery [--docs N]`: explore, find_paths and list latency on a
@@ -59,7 +61,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP probe client only\n  test-model           unpack the test embedding model into target/test-model\n  dist [--debug]       binary, man page, completions and server.json in target/dist\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)"
             );
             std::process::exit(2);
         }
@@ -74,7 +76,8 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The folder of shared material beside the repository (or `LINKLY_SHARED_DIR`).
+/// The folder of shared material beside the repository (or `LINKLY_SHARED_DIR`): benchmark
+/// data sets only; the tests never read it.
 fn shared_dir() -> PathBuf {
     std::env::var_os("LINKLY_SHARED_DIR")
         .map(PathBuf::from)

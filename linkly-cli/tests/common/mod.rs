@@ -17,7 +17,7 @@ pub struct Env {
 pub const GUIDE: &str = "# Budget guide\n\nIntro line.\n\n## Planning\n\nThe budget for 2024 is set.\nMore planning text.\n\n## Spending\n\nSpending rules here.\nbudget again\n";
 
 impl Env {
-    /// The MCP probe's target for `linkly mcp` over stdio on this data directory.
+    /// The interop client's target for `linkly mcp` over stdio on this data directory.
     pub fn stdio_target(&self) -> Vec<String> {
         vec![
             "--stdio".into(),
@@ -27,14 +27,15 @@ impl Env {
         ]
     }
 
-    /// Runs the MCP probe (the official Python SDK client) on `scenario` against `target`
-    /// (`--stdio …` or `--http URL`), strict; asserts that it passed with 0 failures and
-    /// returns its output. `name` labels the scenario file and the failure messages.
+    /// Runs the repository's MCP interop client (`interop/client.py`, on the official Python
+    /// SDK) on `scenario` against `target` (`--stdio …` or `--http URL`), strict; asserts that
+    /// it passed with 0 failures and returns its output. `name` labels the scenario file and
+    /// the failure messages.
     pub fn probe(&self, name: &str, target: &[String], scenario: &Value) -> String {
         let file = self.tmp.path().join(format!("{name}.json"));
         fs_err::write(&file, scenario.to_string()).unwrap();
         let out = Command::new(probe_python())
-            .arg(shared_dir().join("tools/mcp-probe/probe.py"))
+            .arg(repo_dir().join("interop/client.py"))
             .args(target)
             .arg("--scenario")
             .arg(&file)
@@ -139,14 +140,18 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_linkly"))
 }
 
-/// The shared folder beside the repository (or `LINKLY_SHARED_DIR`).
-pub fn shared_dir() -> PathBuf {
-    std::env::var_os("LINKLY_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
+/// The repository's root.
+pub fn repo_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The Python that has the MCP probe's requirements (installed by `cargo xtask test`).
+/// The real test documents the repository carries (`testdata/corpus/<format>/`, sources and
+/// licences in `testdata/MANIFEST.md`).
+pub fn corpus_dir() -> PathBuf {
+    repo_dir().join("testdata/corpus")
+}
+
+/// The Python that has the interop client's requirements (installed by `cargo xtask test`).
 pub fn probe_python() -> PathBuf {
     if let Some(p) = std::env::var_os("LINKLY_PROBE_PYTHON") {
         return PathBuf::from(p);
@@ -157,7 +162,7 @@ pub fn probe_python() -> PathBuf {
     let py = home.join("venv/bin/python");
     assert!(
         py.exists(),
-        "the MCP probe's Python is missing at {}: run `cargo xtask test` (it installs it), or set LINKLY_PROBE_PYTHON",
+        "the MCP interop client's Python is missing at {}: run `cargo xtask test` (it installs it from interop/requirements.lock.txt), or set LINKLY_PROBE_PYTHON",
         py.display()
     );
     py
