@@ -145,12 +145,10 @@ fn report(state: &ServerState, announced: &AtomicBool, event: &FreshEvent) {
                 );
             }
         }
-        FreshEvent::Downloading { model, .. } => {
-            if !announced.swap(true, Ordering::SeqCst) {
-                eprintln!(
-                    "Fetching the embedding model {model} from the Hugging Face hub in the background (search is keyword-only until it is there; `--no-model-download` turns this off)"
-                );
-            }
+        FreshEvent::Downloading { model, .. } if !announced.swap(true, Ordering::SeqCst) => {
+            eprintln!(
+                "Fetching the embedding model {model} from the Hugging Face hub in the background (search is keyword-only until it is there; `--no-model-download` turns this off)"
+            );
         }
         FreshEvent::Embedded(r) if r.docs > 0 => eprintln!(
             "Embedded {} documents ({} chunks) in {:.1}s",

@@ -63,14 +63,20 @@ fn a_new_changed_or_deleted_file_is_synced_alone() {
     let f = fixture();
     let new = f.docs.join("sub/new.md");
     fs_err::write(&new, "# New\n\nnovel words\n").unwrap();
-    let r = f.index.sync_paths(&f.opts, &[new.clone()]).unwrap();
+    let r = f
+        .index
+        .sync_paths(&f.opts, std::slice::from_ref(&new))
+        .unwrap();
     assert_eq!((r.seen, r.added, r.removed), (1, 1, 0), "{r:?}");
     assert!(f.index.doc_by_path(&key(&new)).unwrap().is_some());
 
     // Changed: same id, new text.
     let id = f.index.doc_by_path(&key(&new)).unwrap().unwrap().id;
     fs_err::write(&new, "# New\n\nrewritten entirely, longer than before\n").unwrap();
-    let r = f.index.sync_paths(&f.opts, &[new.clone()]).unwrap();
+    let r = f
+        .index
+        .sync_paths(&f.opts, std::slice::from_ref(&new))
+        .unwrap();
     assert_eq!(r.updated, 1, "{r:?}");
     let rec = f.index.doc_by_path(&key(&new)).unwrap().unwrap();
     assert_eq!(rec.id, id);
@@ -78,7 +84,10 @@ fn a_new_changed_or_deleted_file_is_synced_alone() {
 
     // Deleted.
     fs_err::remove_file(&new).unwrap();
-    let r = f.index.sync_paths(&f.opts, &[new.clone()]).unwrap();
+    let r = f
+        .index
+        .sync_paths(&f.opts, std::slice::from_ref(&new))
+        .unwrap();
     assert_eq!(r.removed, 1, "{r:?}");
     assert!(f.index.doc_by_path(&key(&new)).unwrap().is_none());
 

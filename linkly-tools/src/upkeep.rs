@@ -338,7 +338,7 @@ impl Linkly {
             let r = self
                 .index()
                 .embed_pending(&mut |p| on_event(&FreshEvent::Embedding(*p)))?;
-            on_event(&FreshEvent::Embedded(r.clone()));
+            on_event(&FreshEvent::Embedded(r));
             Some(r)
         } else {
             None
