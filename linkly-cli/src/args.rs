@@ -73,7 +73,7 @@ pub(crate) enum Command {
     /// Show the server, index and model state.
     Status,
     /// Check the installation step by step, with advice for each failure.
-    Doctor,
+    Doctor(DoctorArgs),
     /// Internal: extracts one file for the indexer's isolated worker (request on stdin).
     #[command(name = "__extract-worker", hide = true)]
     ExtractWorker,
@@ -117,6 +117,19 @@ pub(crate) struct IndexArgs {
     /// Exclusion globs to add to the config (repeatable).
     #[arg(long = "exclude", value_name = "GLOB")]
     pub(crate) exclude: Vec<String>,
+    /// Rebuild the full-text index from the store first (no file is extracted again). A sync
+    /// does it by itself when it finds the two disagree.
+    #[arg(long)]
+    pub(crate) rebuild: bool,
+}
+
+/// `linkly doctor`.
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    /// Repair what can be repaired here: a full-text index that disagrees with the store is
+    /// rebuilt from it, an interrupted sync is finished.
+    #[arg(long)]
+    pub(crate) fix: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -51,7 +51,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Model(cmd) => crate::model::run(&data, cmd, printer),
         Command::NoteSave(args) => crate::notes::note_save(&data, args, printer),
         Command::Status => status::status(&data, printer),
-        Command::Doctor => status::doctor(&data, printer),
+        Command::Doctor(args) => status::doctor(&data, args.fix, printer),
         Command::ExtractWorker => Ok(ExitCode::from(
             u8::try_from(linkly_extract::run_worker()).unwrap_or(2),
         )),
@@ -150,6 +150,11 @@ fn index(data: &DataDir, args: IndexArgs, printer: Printer) -> anyhow::Result<Ex
         config,
     );
     let index = linkly.index().clone();
+    if args.rebuild {
+        let mut reporter = Reporter::new();
+        let n = index.rebuild_lexical(&mut |p| reporter.update(p))?;
+        eprintln!("Rebuilt the full-text index from the store: {n} documents.");
+    }
     let done = index_now(&linkly)?;
     let report = done.sync;
     let secs = report.elapsed_ms as f64 / 1000.0;

@@ -127,6 +127,7 @@ fn report(state: &ServerState, announced: &AtomicBool, event: &FreshEvent) {
             IndexState::Indexing => IndexStatus::Indexing,
             IndexState::Watching => IndexStatus::Watching,
             IndexState::Idle => IndexStatus::Idle,
+            IndexState::Rebuilding => IndexStatus::Rebuilding,
             IndexState::Error => IndexStatus::Error,
         }),
         FreshEvent::Synced { report: r, full } => {

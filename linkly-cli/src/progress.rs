@@ -44,6 +44,11 @@ impl Reporter {
                     bar.set_position(p.done);
                 }
                 Phase::Removing => bar.set_message(format!("removing {} deleted files", p.total)),
+                Phase::Rebuilding => {
+                    bar.set_message("rebuilding the full-text index from the store");
+                    bar.set_length(p.total);
+                    bar.set_position(p.done);
+                }
                 Phase::Done => bar.finish_and_clear(),
             }
             return;
@@ -67,6 +72,10 @@ impl Reporter {
                 ))
             }
             Phase::Removing => Some(format!("removing: {} deleted files", p.total)),
+            Phase::Rebuilding if due || p.done == p.total => Some(format!(
+                "rebuilding the full-text index from the store: {}/{} documents",
+                p.done, p.total
+            )),
             _ => None,
         };
         if let Some(line) = line {

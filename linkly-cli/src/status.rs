@@ -19,9 +19,34 @@ fn index_label(status: &str) -> &str {
         "scanning" => "Scanning...",
         "indexing" => "Indexing...",
         "idle" => "Idle",
+        "rebuilding" => "Rebuilding the full-text index from the store...",
         "error" => "Error",
         other => other,
     }
+}
+
+/// `doctor --fix`: rebuilds the full-text index from the store when the two disagree, then
+/// finishes any interrupted sync.
+fn repair(data: &DataDir, index: &Index) -> anyhow::Result<String> {
+    let mut done = Vec::new();
+    if !index.lexical_consistent()? {
+        let n = index.rebuild_lexical(&mut |_| {})?;
+        done.push(format!(
+            "rebuilt the full-text index from the store: {n} documents"
+        ));
+    }
+    if index.health()?.dirty > 0 {
+        let config = crate::commands::load_config(data)?;
+        let mut opts = linkly_tools::sync_options(&config, data);
+        opts.sandbox = linkly_tools::sandbox_for(&config);
+        index.sync(&opts, &mut |_| {})?;
+        done.push("finished the interrupted sync".into());
+    }
+    Ok(if done.is_empty() {
+        "nothing to repair".into()
+    } else {
+        done.join("; ")
+    })
 }
 
 /// `1234` → `1,234`; a million and more → `1.2M`.
@@ -246,7 +271,7 @@ fn server_checks(target: &Target, checks: &mut Vec<Check>) -> bool {
     }
 }
 
-pub(crate) fn doctor(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCode> {
+pub(crate) fn doctor(data: &DataDir, fix: bool, printer: Printer) -> anyhow::Result<ExitCode> {
     let conn = connection();
     let mut checks = Vec::new();
     let mut target = None;
@@ -291,18 +316,31 @@ pub(crate) fn doctor(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
     // The index (local mode only: it lives in this data directory).
     if conn.endpoint.is_none() {
         let index = Index::open(&data.index_dir());
+        let mut repaired = None;
+        if fix && let Ok(i) = &index {
+            repaired = Some(repair(data, i));
+        }
         match index.as_ref().map_err(|e| e.to_string()).and_then(|i| i.health().map_err(|e| e.to_string())) {
             Ok(h) if h.stored == h.lexical && h.dirty == 0 => checks.push(Check::ok(
                 "Index",
-                format!("{} documents, store and full-text index agree", h.stored),
+                match repaired {
+                    Some(Ok(what)) => format!("{} documents, store and full-text index agree ({what})", h.stored),
+                    _ => format!("{} documents, store and full-text index agree", h.stored),
+                },
             )),
             Ok(h) => checks.push(Check::fail(
                 "Index",
                 format!(
-                    "{} stored, {} in the full-text index, {} unfinished",
-                    h.stored, h.lexical, h.dirty
+                    "{} stored, {} in the full-text index, {} unfinished{}",
+                    h.stored,
+                    h.lexical,
+                    h.dirty,
+                    match &repaired {
+                        Some(Err(e)) => format!("; repair failed: {e}"),
+                        _ => String::new(),
+                    }
                 ),
-                "run `linkly index` (or let `linkly serve` catch up) to finish the interrupted sync",
+                "run `linkly doctor --fix` (rebuilds the full-text index from the store and finishes the interrupted sync) or `linkly index`; a running server repairs it when it restarts",
             )),
             Err(e) => checks.push(Check::fail(
                 "Index",

@@ -46,6 +46,8 @@ pub enum Phase {
     Indexing,
     /// Removing deleted files.
     Removing,
+    /// Rebuilding the full-text index from the store (it was lost or inconsistent).
+    Rebuilding,
     /// Finished.
     Done,
 }
@@ -446,6 +448,12 @@ impl Index {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<SyncReport> {
         let report = self.with_sync_lock(|| {
+            // A lost or damaged full-text index is rebuilt from the store first (no file is
+            // extracted again); then the walk catches up with the folders as usual.
+            if !self.lexical_consistent()? {
+                tracing::warn!("the full-text index disagrees with the store: rebuilding it");
+                self.rebuild_lexical_locked(progress)?;
+            }
             let (report, _) = self.sync_locked(opts, None, progress)?;
             self.forget_stale_vectors()?;
             Ok(report)

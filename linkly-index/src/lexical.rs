@@ -289,4 +289,17 @@ impl Lexical {
     pub(crate) fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
     }
+
+    /// The largest document id the index holds or held (deleted documents included), 0 when
+    /// empty.
+    pub(crate) fn max_id(&self) -> u64 {
+        self.reader
+            .searcher()
+            .segment_readers()
+            .iter()
+            .filter_map(|s| s.fast_fields().u64("id").ok())
+            .map(|c| c.max_value())
+            .max()
+            .unwrap_or(0)
+    }
 }

@@ -129,9 +129,16 @@ impl Index {
     /// cleared, to be rebuilt from the files by the next sync.
     pub fn open(dir: &Path) -> Result<Index> {
         fs_err::create_dir_all(dir)?;
-        let (store, mismatch) = Store::open(&dir.join("meta.sqlite"))?;
+        let (store, mismatch, fresh) = Store::open(&dir.join("meta.sqlite"))?;
         catalog::ensure_indexes(&store)?;
         let lexical = Lexical::open(&dir.join("lexical"))?;
+        if fresh && lexical.num_docs() > 0 {
+            // The store was lost while the full-text index survived: its ids must never come
+            // back for other files, and its documents are orphans (the next sync sweeps them
+            // and indexes every file again).
+            tracing::warn!(dir = %dir.display(), "the metadata store is new but the full-text index is not: old ids retired, the index is rebuilt");
+            store.raise_next_id(lexical.max_id() + 1)?;
+        }
         let vectors = vector::VectorSide::open(dir)?;
         let index = Index {
             dir: dir.to_path_buf(),
@@ -238,6 +245,83 @@ impl Index {
             lexical: self.lexical.num_docs(),
             dirty: self.store.dirty_ids()?.len() as u64,
         })
+    }
+
+    /// Rebuilds the full-text index from the store (the source of truth: it keeps every
+    /// document's extracted text), without extracting any file again. A full [`Index::sync`]
+    /// does it by itself when the two disagree (a lost or damaged `lexical` folder, orphans
+    /// after a lost store); `linkly index --rebuild` and `linkly doctor --fix` ask for it.
+    /// Takes the writer lock. Returns the number of documents indexed.
+    pub fn rebuild_lexical(&self, progress: &mut dyn FnMut(&Progress)) -> Result<u64> {
+        let _gate = self.sync_gate.lock().unwrap_or_else(|e| e.into_inner());
+        self.lexical.acquire_writer()?;
+        let result = self.rebuild_lexical_locked(progress);
+        let released = self.lexical.release_writer();
+        let n = result?;
+        released?;
+        Ok(n)
+    }
+
+    fn rebuild_lexical_locked(&self, progress: &mut dyn FnMut(&Progress)) -> Result<u64> {
+        let ids = self.store.ids()?;
+        let total = ids.len() as u64;
+        tracing::info!(
+            documents = total,
+            "rebuilding the full-text index from the store"
+        );
+        self.lexical.clear()?;
+        let mut done = 0u64;
+        progress(&Progress {
+            phase: Phase::Rebuilding,
+            done,
+            total,
+            bytes: 0,
+        });
+        for chunk in ids.chunks(1000) {
+            let records = self.store.get_many(chunk)?;
+            let mut texts = Vec::with_capacity(records.len());
+            for rec in &records {
+                let text = self.store.content(rec.id)?.unwrap_or_default();
+                let path = Path::new(&rec.path);
+                texts.push((
+                    path.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    path.parent()
+                        .map(|p| p.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    text,
+                ));
+            }
+            let docs: Vec<lexical::LexicalDoc<'_>> = records
+                .iter()
+                .zip(&texts)
+                .map(|(rec, (filename, dir, text))| lexical::LexicalDoc {
+                    id: rec.id.0,
+                    title: rec.title.as_deref().unwrap_or(""),
+                    filename,
+                    dir,
+                    content: text,
+                })
+                .collect();
+            self.lexical.stage(&docs, &[])?;
+            self.lexical.commit()?;
+            done += records.len() as u64;
+            progress(&Progress {
+                phase: Phase::Rebuilding,
+                done,
+                total,
+                bytes: 0,
+            });
+        }
+        Ok(done)
+    }
+
+    /// True when the full-text index holds what the store says it should: every clean row,
+    /// and nothing the store does not know (dirty rows may or may not be in it yet).
+    pub fn lexical_consistent(&self) -> Result<bool> {
+        let h = self.health()?;
+        Ok(h.lexical <= h.stored && h.lexical + h.dirty >= h.stored)
     }
 }
 

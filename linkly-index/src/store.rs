@@ -18,6 +18,9 @@ use crate::{Error, Result};
 /// rebuilt from the files.
 pub(crate) const INDEX_FORMAT_VERSION: &str = "2";
 
+/// `meta` key: the next document id to hand out.
+const NEXT_ID: &str = "next_id";
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (
@@ -138,9 +141,10 @@ const RECORD_COLUMNS: &str = "id, path, doc_type, size, modified_at, title, word
      total_lines, outline, keywords, abstract, skip_reason, encoding, indexed_at";
 
 impl Store {
-    /// Opens (creating if needed) the store at `path`. Returns the store and whether its
-    /// format version differed from ours (then the caller rebuilds).
-    pub(crate) fn open(path: &Path) -> Result<(Store, bool)> {
+    /// Opens (creating if needed) the store at `path`. Returns the store, whether its format
+    /// version differed from ours (then the caller rebuilds) and whether it was just created.
+    pub(crate) fn open(path: &Path) -> Result<(Store, bool, bool)> {
+        let fresh = !path.exists();
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -168,7 +172,33 @@ impl Store {
                 conn: Mutex::new(conn),
             },
             mismatch,
+            fresh,
         ))
+    }
+
+    /// Ids of every stored document, in order.
+    pub(crate) fn ids(&self) -> Result<Vec<u64>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT id FROM docs ORDER BY id")?;
+        let rows = stmt.query_map([], |r| r.get::<_, i64>(0))?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(r? as u64);
+        }
+        Ok(out)
+    }
+
+    /// Makes every id handed out from now on at least `floor` (ids are never recycled, even
+    /// across a lost store: see `Index::open`).
+    pub(crate) fn raise_next_id(&self, floor: u64) -> Result<()> {
+        let current: u64 = self
+            .meta(NEXT_ID)?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if floor > current {
+            self.set_meta(NEXT_ID, &floor.to_string())?;
+        }
+        Ok(())
     }
 
     /// Records that the store now holds the current format (after a rebuild cleared it).
@@ -282,12 +312,28 @@ impl Store {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let mut ids = Vec::with_capacity(docs.len());
+        // Ids are handed out from a counter that only grows: a deleted file's id is never given
+        // to another file, so an agent's stale id answers DOC_NOT_FOUND, never someone else's
+        // document.
+        let mut next: i64 = {
+            let recorded: i64 = tx
+                .query_row("SELECT value FROM meta WHERE key = ?1", [NEXT_ID], |r| {
+                    r.get::<_, String>(0)
+                })
+                .optional()?
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let max: i64 =
+                tx.query_row("SELECT COALESCE(MAX(id), 0) FROM docs", [], |r| r.get(0))?;
+            recorded.max(max + 1)
+        };
         {
+            let mut existing = tx.prepare_cached("SELECT id FROM docs WHERE path = ?1")?;
             let mut upsert = tx.prepare_cached(
                 "INSERT INTO docs (path, doc_type, size, modified_at, hash, title, word_count, \
                  char_count, total_lines, outline, keywords, abstract, skip_reason, encoding, \
-                 indexed_at, dirty) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
-                 ?13, ?14, ?15, 1) \
+                 indexed_at, dirty, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
+                 ?13, ?14, ?15, 1, ?16) \
                  ON CONFLICT(path) DO UPDATE SET doc_type = excluded.doc_type, size = excluded.size, \
                  modified_at = excluded.modified_at, hash = excluded.hash, title = excluded.title, \
                  word_count = excluded.word_count, char_count = excluded.char_count, \
@@ -302,6 +348,17 @@ impl Store {
             for d in docs {
                 let outline = serde_json::to_string(&d.outline)?;
                 let keywords = serde_json::to_string(&d.keywords)?;
+                // A known path keeps its id (NULL: the row's own); a new one takes the next.
+                let new_id: Option<i64> = match existing
+                    .query_row([&d.path], |r| r.get::<_, i64>(0))
+                    .optional()?
+                {
+                    Some(_) => None,
+                    None => {
+                        next += 1;
+                        Some(next - 1)
+                    }
+                };
                 let id: i64 = upsert.query_row(
                     params![
                         d.path,
@@ -319,6 +376,7 @@ impl Store {
                         d.skip_reason,
                         d.encoding,
                         now,
+                        new_id,
                     ],
                     |r| r.get(0),
                 )?;
@@ -326,6 +384,10 @@ impl Store {
                 ids.push(id as u64);
             }
         }
+        tx.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+            params![NEXT_ID, next.to_string()],
+        )?;
         tx.commit()?;
         Ok(ids)
     }

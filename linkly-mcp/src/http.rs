@@ -30,6 +30,8 @@ pub enum IndexStatus {
     Indexing,
     /// Up to date, not following changes.
     Idle,
+    /// Rebuilding the full-text index from the store (it was lost or inconsistent).
+    Rebuilding,
     /// The last sync failed.
     Error,
 }
@@ -42,6 +44,7 @@ impl IndexStatus {
             IndexStatus::Scanning => "scanning",
             IndexStatus::Indexing => "indexing",
             IndexStatus::Idle => "idle",
+            IndexStatus::Rebuilding => "rebuilding",
             IndexStatus::Error => "error",
         }
     }

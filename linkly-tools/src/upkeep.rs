@@ -26,7 +26,7 @@ use linkly_core::{DocId, format_rfc3339, now_millis};
 use linkly_extract::{ExtractOptions, Sandbox};
 use linkly_index::vector::ModelManager;
 use linkly_index::{
-    DocRecord, EmbedProgress, EmbedReport, ModelStatus, Progress, SyncOptions, SyncReport,
+    DocRecord, EmbedProgress, EmbedReport, ModelStatus, Phase, Progress, SyncOptions, SyncReport,
     WatchEvent, Watcher,
 };
 use serde::{Deserialize, Serialize};
@@ -86,6 +86,9 @@ pub enum IndexState {
     Watching,
     /// Up to date as of the last sync; nothing watches.
     Idle,
+    /// The full-text index is being rebuilt from the store (it was lost or inconsistent):
+    /// search answers from part of the documents until it is whole.
+    Rebuilding,
     /// The last sync failed.
     Error,
 }
@@ -98,6 +101,7 @@ impl IndexState {
             IndexState::Indexing => "indexing",
             IndexState::Watching => "watching",
             IndexState::Idle => "idle",
+            IndexState::Rebuilding => "rebuilding",
             IndexState::Error => "error",
         }
     }
@@ -448,10 +452,18 @@ impl Linkly {
         if stopped.load(Ordering::SeqCst) {
             return;
         }
-        match self
-            .index()
-            .sync(&sync_opts, &mut |p| on_event(&FreshEvent::Sync(*p)))
-        {
+        let mut rebuilding = false;
+        match self.index().sync(&sync_opts, &mut |p| {
+            if (p.phase == Phase::Rebuilding) != rebuilding {
+                rebuilding = p.phase == Phase::Rebuilding;
+                state(if rebuilding {
+                    IndexState::Rebuilding
+                } else {
+                    IndexState::Indexing
+                });
+            }
+            on_event(&FreshEvent::Sync(*p));
+        }) {
             Ok(report) => on_event(&FreshEvent::Synced { report, full: true }),
             Err(e) => {
                 state(IndexState::Error);
