@@ -40,6 +40,9 @@ impl SkipReason {
     pub const TIMEOUT: &'static str = "timeout";
     /// The extractor failed unexpectedly.
     pub const EXTRACTOR_FAILED: &'static str = "extractor_failed";
+    /// The file's name is not valid UTF-8: it is listed (under a lossy name, `\u{FFFD}` for
+    /// the bad bytes) but its content is not read, since no tool could name the file back.
+    pub const NON_UTF8_PATH: &'static str = "non_utf8_path";
 
     /// Every code above: what a worker process may send back, and what tools may show.
     pub const CODES: &'static [&'static str] = &[
@@ -55,6 +58,7 @@ impl SkipReason {
         SkipReason::OCR_FOUND_NOTHING,
         SkipReason::TIMEOUT,
         SkipReason::EXTRACTOR_FAILED,
+        SkipReason::NON_UTF8_PATH,
     ];
 
     /// Builds a reason.

@@ -314,6 +314,13 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
         .unwrap_or(DocType::Txt);
     let stat_hash = || format!("stat:{}:{}", c.size, c.modified_at);
     let (hash, result) = match extractor {
+        _ if c.path.to_str().is_none() => (
+            stat_hash(),
+            Err(linkly_core::SkipReason::new(
+                linkly_core::SkipReason::NON_UTF8_PATH,
+                "the file name is not valid UTF-8; rename the file to have it read",
+            )),
+        ),
         None => (stat_hash(), Err(linkly_extract::unsupported(&c.path))),
         Some(e) if c.size > e.max_bytes() => {
             (stat_hash(), Err(linkly_extract::too_large(e, c.size)))
@@ -520,44 +527,42 @@ impl Index {
         let mut candidates = Vec::new();
         let mut seen: HashSet<String> = HashSet::new();
         let mut states;
-        let mut consider = |states: &mut HashMap<String, FileState>,
-                            path: PathBuf,
-                            meta: std::fs::Metadata| {
-            let Some(key) = path.to_str().map(str::to_string) else {
-                tracing::warn!(path = %path.display(), "skipping a path that is not valid UTF-8");
-                return;
-            };
-            if !seen.insert(key.clone()) {
-                return;
-            }
-            let size = meta.len();
-            let modified_at = mtime_millis(&meta);
-            let previous = states.remove(&key);
-            if let Some(prev) = &previous
-                && !prev.dirty
-                && prev.size == size
-                && prev.modified_at == modified_at
-                && !(ocr_ready && prev.hash.ends_with(OCR_PENDING))
-            {
-                report.unchanged += 1;
-                return;
-            }
-            candidates.push(Candidate {
-                path,
-                key,
-                size,
-                modified_at,
-                previous,
-            });
-            if candidates.len() % 1000 == 0 {
-                progress(&Progress {
-                    phase: Phase::Scanning,
-                    done: seen.len() as u64,
-                    total: seen.len() as u64,
-                    bytes: 0,
+        let mut consider =
+            |states: &mut HashMap<String, FileState>, path: PathBuf, meta: std::fs::Metadata| {
+                // A name that is not UTF-8 is listed under a lossy key, by name only (see
+                // `SkipReason::NON_UTF8_PATH`).
+                let key = path.to_string_lossy().into_owned();
+                if !seen.insert(key.clone()) {
+                    return;
+                }
+                let size = meta.len();
+                let modified_at = mtime_millis(&meta);
+                let previous = states.remove(&key);
+                if let Some(prev) = &previous
+                    && !prev.dirty
+                    && prev.size == size
+                    && prev.modified_at == modified_at
+                    && !(ocr_ready && prev.hash.ends_with(OCR_PENDING))
+                {
+                    report.unchanged += 1;
+                    return;
+                }
+                candidates.push(Candidate {
+                    path,
+                    key,
+                    size,
+                    modified_at,
+                    previous,
                 });
-            }
-        };
+                if candidates.len() % 1000 == 0 {
+                    progress(&Progress {
+                        phase: Phase::Scanning,
+                        done: seen.len() as u64,
+                        total: seen.len() as u64,
+                        bytes: 0,
+                    });
+                }
+            };
         let deleted: Vec<u64> = match paths {
             None => {
                 states = self.store.file_states()?;

@@ -600,6 +600,14 @@ impl Linkly {
         let Some(rec) = self.index().doc(id)? else {
             return Ok(None);
         };
+        if rec
+            .skip_reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with(linkly_core::SkipReason::NON_UTF8_PATH))
+        {
+            // Listed under a lossy name that no file has: nothing to check it against.
+            return Ok(Some(rec));
+        }
         let path = PathBuf::from(&rec.path);
         let current = std::fs::metadata(&path).ok().map(|m| {
             let mtime = m

@@ -302,7 +302,7 @@ impl NotesList {
                 Some(d) => out.push_str(&format!("- doc_id: {d} (indexed)\n")),
                 None => out.push_str("- doc_id: none (not indexed yet)\n"),
             }
-            out.push_str(&format!("- path: {}\n", n.path));
+            out.push_str(&format!("- path: {}\n", crate::render::shown(&n.path)));
             out.push_str(&format!(
                 "- created: {} · modified: {}\n",
                 format_rfc3339(n.created_at),

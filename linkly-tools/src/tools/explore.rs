@@ -568,11 +568,11 @@ impl ExploreResponse {
         }
         for d in &self.directories {
             let indent = "  ".repeat(d.depth);
-            let name = if d.depth == 0 {
-                d.path.clone()
+            let name = crate::render::shown(if d.depth == 0 {
+                &d.path
             } else {
-                d.path.rsplit('/').next().unwrap_or(&d.path).to_string()
-            };
+                d.path.rsplit('/').next().unwrap_or(&d.path)
+            });
             out.push_str(&format!(
                 "{indent}- {name}/ — {} file{} · median {} words · last modified {}\n",
                 thousands(d.file_count),
@@ -637,7 +637,7 @@ impl ExploreResponse {
         for d in &r.directories {
             out.push_str(&format!(
                 "- {} — {} file{} changed, last {}\n",
-                d.path,
+                crate::render::shown(&d.path),
                 thousands(d.changed_files),
                 if d.changed_files == 1 { "" } else { "s" },
                 format_rfc3339(d.last_modified)

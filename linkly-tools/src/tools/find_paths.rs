@@ -184,7 +184,7 @@ impl FindPathsResponse {
             out.push_str(&format!(
                 "\n{}. {} — {} file{}\n   path_glob: `{}`\n",
                 i + 1,
-                d.path,
+                crate::render::shown(&d.path),
                 thousands(d.file_count),
                 if d.file_count == 1 { "" } else { "s" },
                 d.path_glob

@@ -305,7 +305,8 @@ impl FileList {
         if let Some(r) = &self.readme {
             out.push_str(&format!(
                 "README: {} ({}) — read it first for an overview of this folder\n",
-                r.doc_id, r.path
+                r.doc_id,
+                crate::render::shown(&r.path)
             ));
         }
         if self.items.is_empty() {
@@ -320,7 +321,7 @@ impl FileList {
                 "\n{}. **{}** — {}\n",
                 self.offset as usize + i + 1,
                 one_line(&f.title),
-                f.path
+                crate::render::shown(&f.path)
             ));
             out.push_str(&format!(
                 "   {} · {} · {} words · {} lines · outline: {} · modified {}\n",

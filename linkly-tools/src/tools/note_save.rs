@@ -74,12 +74,28 @@ pub struct NoteSaveResponse {
     pub doc_id: Option<String>,
 }
 
+/// Bodies longer than this are not echoed in the tool's answer: a client would receive the
+/// note it just sent as one large message (the official Python SDK refuses SSE events over
+/// 1 MiB, and a client that retries then creates the note twice).
+pub(crate) const ECHO_LIMIT: usize = 128 * 1024;
+
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let params: NoteSaveParams = parse_args(args)?;
     let response = linkly.note_save(params)?;
-    Ok(Rendered::Json(
-        serde_json::to_value(&response).map_err(ToolError::internal)?,
-    ))
+    let mut value = serde_json::to_value(&response).map_err(ToolError::internal)?;
+    if response.content.len() > ECHO_LIMIT {
+        // The version identifies the bytes written; `read` shows them when needed.
+        value["content"] = Value::Null;
+        value["content_omitted"] = serde_json::json!({
+            "bytes": response.content.len(),
+            "reason": format!(
+                "bodies over {} KiB are not echoed; the note holds exactly what was sent{}; base the next edit on `version`",
+                ECHO_LIMIT / 1024,
+                if response.tags.is_empty() { "" } else { " plus any missing #tag tokens at its end" }
+            ),
+        });
+    }
+    Ok(Rendered::Json(value))
 }
 
 fn invalid(message: impl Into<String>) -> ToolError {

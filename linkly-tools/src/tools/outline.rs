@@ -275,7 +275,7 @@ impl OutlineResponse {
                 "\n## {} ({})\n- path: {}\n- type: {} · words: {} · lines: {}\n\n",
                 one_line(d.title.as_deref().unwrap_or("")),
                 d.doc_id,
-                d.path.as_deref().unwrap_or(""),
+                crate::render::shown(d.path.as_deref().unwrap_or("")),
                 d.doc_type.as_deref().unwrap_or(""),
                 thousands(d.word_count),
                 thousands(d.total_lines as u64)

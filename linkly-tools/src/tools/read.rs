@@ -104,7 +104,8 @@ pub struct ReadResponse {
     pub shown_to: u32,
     /// Characters of the whole document's text, computed now.
     pub char_count: u64,
-    /// The shown lines, joined by `\n`, without numbers (`shown_from` is the first one's).
+    /// The shown lines, joined by `\n`, without numbers (`shown_from` is the first one's); a
+    /// line longer than 2,000 characters is cut there, as in Markdown.
     pub content: String,
     /// Images referenced in the shown lines.
     pub images: Vec<ImageRef>,
@@ -150,7 +151,9 @@ impl Linkly {
     /// Runs `read`.
     pub fn read(&self, p: ReadParams) -> Result<ReadResponse> {
         let id = parse_doc_id("doc_id", &p.doc_id)?;
-        let offset = check_range("offset", p.offset.unwrap_or(1), 1, u32::MAX as i64)? as u32;
+        // Any offset past the end is an empty range (with total_lines), however large.
+        let offset =
+            check_range("offset", p.offset.unwrap_or(1), 1, i64::MAX)?.min(u32::MAX as i64) as u32;
         let limit = check_range("limit", p.limit.unwrap_or(200), 1, 500)? as u32;
         let image_text = check_choice(
             "image_text",
@@ -176,6 +179,14 @@ impl Linkly {
             all[(from - 1) as usize..to as usize].to_vec()
         };
         let images = self.referenced_images(&doc.path, from, &shown, image_text)?;
+        // Markdown and JSON answers obey the same budget: a line is cut at LINE_CHARS.
+        let lines: Vec<String> = shown
+            .iter()
+            .map(|l| match l.char_indices().nth(LINE_CHARS) {
+                Some((i, _)) => format!("{}… (line cut at {LINE_CHARS} characters)", &l[..i]),
+                None => l.to_string(),
+            })
+            .collect();
         Ok(ReadResponse {
             doc_id: doc.id.to_string(),
             title: doc.display_title(),
@@ -184,15 +195,9 @@ impl Linkly {
             shown_from: from,
             shown_to: to,
             char_count: char_count(&text),
-            content: shown.join("\n"),
+            content: lines.join("\n"),
             images,
-            lines: shown
-                .iter()
-                .map(|l| match l.char_indices().nth(LINE_CHARS) {
-                    Some((i, _)) => format!("{}… (line cut at {LINE_CHARS} characters)", &l[..i]),
-                    None => l.to_string(),
-                })
-                .collect(),
+            lines,
             offset,
         })
     }
@@ -280,7 +285,7 @@ impl ReadResponse {
             "# {} ({})\npath: {}\n\n",
             one_line(&self.title),
             self.doc_id,
-            self.path
+            crate::render::shown(&self.path)
         );
         if self.shown_from == 0 {
             if self.total_lines == 0 {

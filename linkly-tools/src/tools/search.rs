@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{check_choice, check_range};
-use crate::render::{one_line, thousands};
+use crate::render::{one_line, shown, thousands};
 use crate::snippet::{query_words, snippet};
 use crate::tools::{Rendered, ToolSpec, parse_args, render, schema_of};
 use crate::{Linkly, OutputFormat, PathGlob, Result, ToolError};
@@ -365,7 +365,7 @@ impl SearchResponse {
         for (i, r) in self.results.iter().enumerate() {
             out.push_str(&format!("\n## {}. {}\n", i + 1, one_line(&r.title)));
             out.push_str(&format!("- doc_id: {}\n", r.doc_id));
-            out.push_str(&format!("- path: {}\n", r.path));
+            out.push_str(&format!("- path: {}\n", shown(&r.path)));
             out.push_str(&format!(
                 "- type: {} · relevance: {:.3}\n",
                 r.doc_type, r.relevance
