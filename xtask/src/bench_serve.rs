@@ -179,6 +179,24 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
         ready.as_secs_f64(),
         proc_kb(daemon.0.id(), "VmRSS:") as f64 / 1024.0
     ));
+    drop(daemon);
+
+    // A lost full-text index, rebuilt from the store (no file extracted again).
+    fs_err::remove_dir_all(home.join("index/lexical"))?;
+    let t = Instant::now();
+    let out = Command::new(&bin)
+        .arg("--home")
+        .arg(&home)
+        .args(["index", "--rebuild"])
+        .output()?;
+    if !out.status.success() {
+        bail!("index --rebuild failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    report.push_str(&format!(
+        "| serve | lost full-text index: `linkly index --rebuild` ({} docs) | {:.1} s |\n",
+        st["doc_count"],
+        t.elapsed().as_secs_f64()
+    ));
     Ok(report)
 }
 
