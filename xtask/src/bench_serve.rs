@@ -190,7 +190,10 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
         .args(["index", "--rebuild"])
         .output()?;
     if !out.status.success() {
-        bail!("index --rebuild failed: {}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "index --rebuild failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     report.push_str(&format!(
         "| serve | lost full-text index: `linkly index --rebuild` ({} docs) | {:.1} s |\n",
