@@ -27,6 +27,18 @@ const SLOW_BATCH_DOCS: usize = 16;
 /// Appended to the stored hash of a file skipped as `ocr_unavailable`, so that the first sync
 /// that can OCR extracts it again although its bytes did not change.
 const OCR_PENDING: &str = "+ocr_unavailable";
+/// Text of one document the full-text index holds: a document longer than this (a 60 MB log on
+/// one line) is searchable by its first 8 MiB, while `read` and `grep` see all of it. Keeps the
+/// indexing of one huge file within a memory budget.
+pub(crate) const LEXICAL_TEXT_BYTES: usize = 8 * 1024 * 1024;
+/// Text the keywords of one document are counted over.
+const KEYWORD_TEXT_BYTES: usize = 1024 * 1024;
+
+/// The start of a text, at most `max` bytes, cut at a character boundary.
+pub(crate) fn searchable(text: &str, max: usize) -> &str {
+    &text[..linkly_core::stdx::floor_char_boundary(text, max.min(text.len()))]
+}
+
 /// `meta` key: when the last full sync finished (Unix ms).
 const LAST_RECONCILE: &str = "last_reconcile_at";
 /// `meta` key: when the last sync of any kind finished (Unix ms).
@@ -378,7 +390,7 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
                 char_count: char_count(&ex.text),
                 total_lines,
                 outline: ex.outline,
-                keywords: keywords::keywords(&ex.text),
+                keywords: keywords::keywords(searchable(&ex.text, KEYWORD_TEXT_BYTES)),
                 abstract_text: keywords::abstract_of(&ex.text),
                 skip_reason: None,
                 encoding: ex.encoding.map(str::to_string),
@@ -726,7 +738,7 @@ impl Index {
                 title: p.doc.title.as_deref().unwrap_or(""),
                 filename: &p.filename,
                 dir: &p.dir,
-                content: &p.doc.text,
+                content: searchable(&p.doc.text, LEXICAL_TEXT_BYTES),
             })
             .collect();
         self.lexical.stage(&lexical, &[])?;

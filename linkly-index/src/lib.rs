@@ -301,7 +301,7 @@ impl Index {
                     title: rec.title.as_deref().unwrap_or(""),
                     filename,
                     dir,
-                    content: text,
+                    content: indexer::searchable(text, indexer::LEXICAL_TEXT_BYTES),
                 })
                 .collect();
             self.lexical.stage(&docs, &[])?;

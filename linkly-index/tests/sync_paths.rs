@@ -174,3 +174,38 @@ fn files_without_an_extension_are_indexed_by_their_content() {
     );
     assert!(f.index.doc_by_path(&key(&binary)).unwrap().is_none());
 }
+
+#[test]
+fn a_huge_document_is_searchable_by_its_start_and_kept_whole() {
+    let f = fixture();
+    let mut text = String::from("openingword ");
+    while text.len() < 9 * 1024 * 1024 {
+        text.push_str("filler words go on ");
+    }
+    text.push_str("closingword\n");
+    let big = f.docs.join("big.txt");
+    fs_err::write(&big, &text).unwrap();
+    f.index.sync(&f.opts, &mut |_| {}).unwrap();
+    let hits = |q: &str| {
+        f.index
+            .hybrid_search(q, 10, &Default::default(), &Default::default())
+            .unwrap()
+            .total
+    };
+    assert_eq!(hits("openingword"), 1);
+    assert_eq!(
+        hits("closingword"),
+        0,
+        "past the first 8 MiB: not in the full-text index"
+    );
+    let rec = f.index.doc_by_path(&key(&big)).unwrap().unwrap();
+    assert!(
+        f.index
+            .content(rec.id)
+            .unwrap()
+            .unwrap()
+            .trim_end()
+            .ends_with("closingword"),
+        "read and grep see it all"
+    );
+}
