@@ -765,13 +765,17 @@ mod tests {
         assert_eq!(err.code, SkipReason::CORRUPT);
     }
 
-    #[test]
-    fn fields_and_cells() {
-        let para = |s: &str| Para {
+    /// A paragraph of text alone, for the field and cell tests.
+    fn para(s: &str) -> Para {
+        Para {
             text: s.into(),
             cp_end: 0,
             mark_fc: None,
-        };
+        }
+    }
+
+    #[test]
+    fn fields_and_cells() {
         let out = assemble(
             vec![
                 para("See \u{13} HYPERLINK \"x\" \u{14}the link\u{15} here\r"),
@@ -784,11 +788,6 @@ mod tests {
 
     #[test]
     fn eq_ruby_fields_give_their_base_text() {
-        let para = |s: &str| Para {
-            text: s.into(),
-            cp_end: 0,
-            mark_fc: None,
-        };
         // Word's phonetic guide: an EQ field without a result, ruby in `\s\up n(...)`.
         let ruby = |reading: &str, base: &str| {
             format!(
@@ -811,11 +810,6 @@ mod tests {
 
     #[test]
     fn unclosed_fields_do_not_hide_the_text() {
-        let para = |s: &str| Para {
-            text: s.into(),
-            cp_end: 0,
-            mark_fc: None,
-        };
         // Text around an embedded object (0x01 in an EMBED field's result, 0x08 drawn object)
         // is kept.
         let out = assemble(
