@@ -257,3 +257,55 @@ fn discovery_errors_and_exit_codes() {
     let out = env.run(&["list", "--scope", "folder", "--snippet", "--no-snippet"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Keywords of Japanese and Chinese documents are words (`コンポーネント`, `组件`), not the
+/// bigram fragments the full-text index is made of (`ント`, `コン`), in `search` and `explore`;
+/// the bigram index still finds a part of a word.
+#[test]
+fn cjk_keywords_are_words_in_search_and_explore() {
+    let md = common::corpus_dir().join("md");
+    let read = |name: &str| fs_err::read_to_string(md.join(name)).unwrap();
+    let (ja1, ja2, zh) = (
+        read("vuedocs-ja-component-basics.md"),
+        read("vuedocs-ja-reactivity-fundamentals.md"),
+        read("vuedocs-zh-component-basics.md"),
+    );
+    let env = Env::new(&[
+        ("ja/component-basics.md", &ja1),
+        ("ja/reactivity-fundamentals.md", &ja2),
+        ("zh/component-basics.md", &zh),
+    ]);
+    env.index();
+    let v = env.json(&["search", "コンポーネント", "--limit", "5"]);
+    let keywords = |path: &str| -> Vec<String> {
+        let r = v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"].as_str().unwrap().ends_with(path))
+            .unwrap_or_else(|| panic!("{path} not found: {v}"));
+        serde_json::from_value(r["keywords"].clone()).unwrap()
+    };
+    let ja = keywords("ja/component-basics.md");
+    assert!(ja.contains(&"コンポーネント".to_string()), "{ja:?}");
+    for fragment in ["ント", "コン", "ポー", "ーネ", "ネン"] {
+        assert!(!ja.contains(&fragment.to_string()), "{fragment} in {ja:?}");
+    }
+    // A part of a word is still found: the bigram index is unchanged.
+    let v = env.json(&["search", "ポーネ"]);
+    assert!(v["total"].as_u64().unwrap() >= 1, "{v}");
+    let v = env.json(&["search", "组件"]);
+    let zh: Vec<String> = serde_json::from_value(v["results"][0]["keywords"].clone()).unwrap();
+    assert!(zh.contains(&"组件".to_string()), "{zh:?}");
+
+    // explore ranks the documents' keywords: no fragment reaches it either.
+    let v = env.json(&["explore"]);
+    let all = v["keywords"].to_string();
+    assert!(all.contains("\"vue\""), "{all}");
+    for fragment in ["ント", "コン", "ポー", "ーネ", "ネン", "オブ", "ブジ"] {
+        assert!(
+            !all.contains(&format!("\"{fragment}\"")),
+            "{fragment} in {all}"
+        );
+    }
+}

@@ -1,7 +1,13 @@
 //! Per-document keywords and abstracts, computed at index time.
 //!
 //! Keywords are the most frequent content terms of a document that are not stop words
-//! (English, French, Spanish), numbers or markup, with CJK bigrams counted like words.
+//! (English, French, Spanish), numbers or markup. CJK text has no spaces, and the bigrams the
+//! full-text index uses (see `tokenizer`) are fragments such as `ント` or `コン`; keywords are
+//! shown to people and agents, so CJK text is cut into words instead ([`cjk_words`]): runs of one
+//! script (katakana loanwords, kanji compounds, Hangul words), Chinese runs split again at
+//! function characters (的, 了, 是…), and long runs reduced to the repeated n-grams that are not
+//! always part of a longer repeated one. No dictionary: it costs nothing to load, and it finds
+//! the words a document repeats, which is what a keyword is.
 
 use std::collections::HashMap;
 
@@ -44,25 +50,179 @@ fn is_stop_word(term: &str) -> bool {
 /// The top keywords of a text.
 pub(crate) fn keywords(text: &str) -> Vec<String> {
     let scan = &text[..stdx::floor_char_boundary(text, SCAN_BYTES)];
+    // term → (count, first position in the text)
     let mut counts: HashMap<String, (u32, usize)> = HashMap::new();
-    for (order, term) in tokenizer::terms(scan).into_iter().enumerate() {
-        let cjk = term.chars().any(is_cjk);
-        let keep = if cjk {
-            term.chars().count() == 2
-        } else {
-            term.chars().count() >= 3
-                && term.chars().any(|c| c.is_alphabetic())
-                && !term.chars().all(|c| c.is_ascii_hexdigit())
-                && !is_stop_word(&term)
-        };
+    for (order, term) in tokenizer::terms_at(scan) {
+        let keep = !term.chars().any(is_cjk)
+            && term.chars().count() >= 3
+            && term.chars().any(|c| c.is_alphabetic())
+            && !term.chars().all(|c| c.is_ascii_hexdigit())
+            && !is_stop_word(&term);
         if keep {
             counts.entry(term).or_insert((0, order)).0 += 1;
         }
+    }
+    for (term, (n, order)) in cjk_words(scan) {
+        let entry = counts.entry(term).or_insert((0, order));
+        entry.0 += n;
+        entry.1 = entry.1.min(order);
     }
     let mut ranked: Vec<(String, (u32, usize))> =
         counts.into_iter().filter(|(_, (n, _))| *n >= 2).collect();
     ranked.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.1.1.cmp(&b.1.1)));
     ranked.into_iter().take(KEYWORDS).map(|(t, _)| t).collect()
+}
+
+/// The script of a CJK character, as far as word boundaries go.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Script {
+    Han,
+    Hiragana,
+    Katakana,
+    Hangul,
+    /// Not CJK, or CJK punctuation such as `・`: a boundary.
+    Other,
+}
+
+fn script(c: char) -> Script {
+    match c as u32 {
+        // 々 〆 〇 behave as kanji; ー (U+30FC) sits in the katakana block.
+        0x3005..=0x3007 | 0x2E80..=0x2FDF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF => {
+            Script::Han
+        }
+        0x20000..=0x3134F => Script::Han,
+        0x3040..=0x309F => Script::Hiragana,
+        // The middle dot between the parts of a foreign name separates words.
+        0x30FB => Script::Other,
+        0x30A0..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F => Script::Katakana,
+        0x1100..=0x11FF | 0x3130..=0x318F | 0xAC00..=0xD7AF => Script::Hangul,
+        _ => Script::Other,
+    }
+}
+
+/// Characters that are (almost) always grammar, never part of a Chinese word: a Chinese run is
+/// cut at them, as kana cut a Japanese one. Only applied to text without kana.
+const CHINESE_FUNCTION_CHARS: &[char] = &[
+    '的', '了', '是', '在', '和', '与', '及', '或', '也', '就', '都', '而', '被', '把', '这', '那',
+    '之', '其', '于', '着', '过', '吗', '呢', '吧', '啊', '我', '你', '他', '她', '它', '们',
+];
+
+/// The longest run treated as one word without looking inside it.
+const WHOLE_RUN_CHARS: usize = 4;
+/// The longest n-gram looked for inside a longer run.
+const MAX_GRAM: usize = 4;
+
+/// The CJK words of a text with their counts and first positions (byte offsets).
+///
+/// Katakana and Hangul runs are words as they stand (a katakana run is a loanword or a
+/// compound of them). Kanji runs of up to four characters are words; longer ones, common in
+/// Chinese, give the n-grams (two to four characters) that repeat and are not always inside
+/// the same longer repeated n-gram: `人工智能` repeated keeps `人工智能`, not `工智`. Hiragana
+/// is grammar (particles, endings) and gives no word.
+pub(crate) fn cjk_words(text: &str) -> HashMap<String, (u32, usize)> {
+    let japanese = text.chars().any(|c| script(c) == Script::Hiragana);
+    let mut words: HashMap<String, (u32, usize)> = HashMap::new();
+    let mut long_runs: Vec<(usize, Vec<char>)> = Vec::new();
+    let add = |words: &mut HashMap<String, (u32, usize)>, word: String, at: usize, n: u32| {
+        let entry = words.entry(word).or_insert((0, at));
+        entry.0 += n;
+        entry.1 = entry.1.min(at);
+    };
+    let mut run: Vec<char> = Vec::new();
+    let mut run_at = 0;
+    let mut run_script = Script::Other;
+    let mut flush = |run: &mut Vec<char>, at: usize, s: Script, words: &mut HashMap<_, _>| {
+        let len = run.len();
+        match s {
+            // A run of only prolonged-sound marks is not a word.
+            Script::Katakana | Script::Hangul
+                if len >= 2 && run.iter().any(|&c| c != 'ー' && c != 'ｰ') =>
+            {
+                add(words, run.iter().collect(), at, 1);
+            }
+            Script::Han if (2..=WHOLE_RUN_CHARS).contains(&len) => {
+                add(words, run.iter().collect(), at, 1);
+            }
+            Script::Han if len > WHOLE_RUN_CHARS => long_runs.push((at, std::mem::take(run))),
+            _ => {}
+        }
+        run.clear();
+    };
+    for (at, c) in text.char_indices() {
+        let mut s = script(c);
+        if s == Script::Han && !japanese && CHINESE_FUNCTION_CHARS.contains(&c) {
+            s = Script::Other;
+        }
+        // A prolonged-sound mark continues the katakana or hiragana before it.
+        if (c == 'ー' || c == 'ｰ') && run_script == Script::Hiragana {
+            s = Script::Hiragana;
+        }
+        if s != run_script {
+            flush(&mut run, run_at, run_script, &mut words);
+            run_at = at;
+            run_script = s;
+        }
+        if s != Script::Other {
+            run.push(c);
+        }
+    }
+    flush(&mut run, run_at, run_script, &mut words);
+    for (word, (n, at)) in repeated_grams(&long_runs) {
+        add(&mut words, word, at, n);
+    }
+    words
+}
+
+/// The n-grams (2 to [`MAX_GRAM`] characters) of long kanji runs that repeat and are complete:
+/// not always found inside one longer n-gram that repeats as often.
+fn repeated_grams(runs: &[(usize, Vec<char>)]) -> HashMap<String, (u32, usize)> {
+    let mut grams: HashMap<String, (u32, usize)> = HashMap::new();
+    for (at, run) in runs {
+        for n in 2..=MAX_GRAM.min(run.len()) {
+            for (i, window) in run.windows(n).enumerate() {
+                let entry = grams.entry(window.iter().collect()).or_insert((0, at + i));
+                entry.0 += 1;
+            }
+        }
+    }
+    let count = |g: &str| grams.get(g).map_or(0, |e| e.0);
+    let mut complete = HashMap::new();
+    for (gram, &(n, at)) in &grams {
+        if n < 2 {
+            continue;
+        }
+        let chars: Vec<char> = gram.chars().collect();
+        // Inside a longer repeated n-gram every time: a fragment of it.
+        let mut inside = false;
+        if chars.len() < MAX_GRAM {
+            for (_, run) in runs {
+                for w in run.windows(chars.len() + 1) {
+                    if (w[..chars.len()] == chars[..] || w[1..] == chars[..])
+                        && count(&w.iter().collect::<String>()) == n
+                    {
+                        inside = true;
+                        break;
+                    }
+                }
+                if inside {
+                    break;
+                }
+            }
+        }
+        // Made of a repeated shorter n-gram and one more character that does not belong to
+        // it as often: two words or a word and grammar, not one word.
+        if !inside && chars.len() > 2 {
+            let head: String = chars[..chars.len() - 1].iter().collect();
+            let tail: String = chars[1..].iter().collect();
+            if count(&head) > n && count(&tail) > n {
+                continue;
+            }
+        }
+        if !inside {
+            complete.insert(gram.clone(), (n, at));
+        }
+    }
+    complete
 }
 
 /// The start of a text, whitespace collapsed, without Markdown front matter.
@@ -106,6 +266,41 @@ mod tests {
         assert_eq!(kw, ["tantivy", "index"]);
         let kw = keywords("東京の天気。東京は晴れ。");
         assert_eq!(kw, ["東京"]);
+    }
+
+    #[test]
+    fn japanese_keywords_are_words_not_kana_fragments() {
+        let text = "コンポーネントの基礎。コンポーネントは部品です。\
+            ソフトウェアのコンポーネントを検索エンジンで探す。検索エンジンは速い。";
+        let kw = keywords(text);
+        assert_eq!(kw[0], "コンポーネント", "{kw:?}");
+        assert!(kw.contains(&"検索".to_string()), "{kw:?}");
+        assert!(kw.contains(&"エンジン".to_string()), "{kw:?}");
+        for fragment in ["ント", "コン", "ポー", "ーネ", "の基"] {
+            assert!(!kw.contains(&fragment.to_string()), "{fragment} in {kw:?}");
+        }
+        // Half-width katakana (legacy CSV files) are words too.
+        let kw = keywords("ｻｯﾎﾟﾛｼ,ｻｯﾎﾟﾛｼ,ﾎｯｶｲﾄﾞｳ");
+        assert_eq!(kw, ["ｻｯﾎﾟﾛｼ"]);
+    }
+
+    #[test]
+    fn chinese_keywords_are_words() {
+        let text = "人工智能正在改变世界。人工智能的研究需要数据。我们的数据来自医院。\
+            人工智能和数据科学。";
+        let kw = keywords(text);
+        assert_eq!(kw[0], "人工智能", "{kw:?}");
+        assert!(kw.contains(&"数据".to_string()), "{kw:?}");
+        for fragment in ["工智", "智能", "人工", "能正"] {
+            assert!(!kw.contains(&fragment.to_string()), "{fragment} in {kw:?}");
+        }
+    }
+
+    #[test]
+    fn cjk_words_keep_first_positions() {
+        let words = cjk_words("abc 東京 def 東京");
+        assert_eq!(words["東京"], (2, 4));
+        assert!(cjk_words("ーー ーー").is_empty());
     }
 
     #[test]

@@ -114,8 +114,22 @@ pub(crate) fn tokenize(text: &str) -> Vec<Token> {
 }
 
 /// The words of a text (lower-cased, folded, not stemmed), in order.
+#[cfg(test)]
 pub(crate) fn terms(text: &str) -> Vec<String> {
-    analyse(word_analyzer(), text)
+    terms_at(text).into_iter().map(|(_, t)| t).collect()
+}
+
+/// The words of a text (lower-cased, folded, not stemmed), in order, each with the byte offset
+/// where it starts.
+pub(crate) fn terms_at(text: &str) -> Vec<(usize, String)> {
+    let mut analyzer = word_analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while stream.advance() {
+        let token = stream.token();
+        out.push((token.offset_from, token.text.clone()));
+    }
+    out
 }
 
 /// The terms a text is indexed and searched under (stemmed), in order.
