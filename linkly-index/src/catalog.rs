@@ -158,7 +158,7 @@ fn count(conn: &Connection, f: &CatalogFilter) -> Result<u64> {
 impl Index {
     /// How many documents a filter covers.
     pub fn catalog_count(&self, filter: &CatalogFilter) -> Result<u64> {
-        count(&self.store.conn(), filter)
+        count(&self.store.reader(), filter)
     }
 
     /// One page of the documents a filter covers, in a stable order, with the total.
@@ -170,7 +170,7 @@ impl Index {
         offset: usize,
     ) -> Result<CatalogPage> {
         let (total, ids) = {
-            let conn = self.store.conn();
+            let conn = self.store.reader();
             let total = count(&conn, filter)?;
             if offset as u64 >= total || limit == 0 {
                 return Ok(CatalogPage {
@@ -216,7 +216,7 @@ impl Index {
 
     /// The light facts of every document a filter covers, ordered by path.
     pub fn catalog_summaries(&self, filter: &CatalogFilter) -> Result<Vec<DocSummary>> {
-        let conn = self.store.conn();
+        let conn = self.store.reader();
         let (clause, params) = where_clause(filter);
         let sql = format!(
             "SELECT id, path, doc_type, word_count, modified_at, outline != '[]', keywords, \
@@ -244,7 +244,7 @@ impl Index {
 
     /// The path of every document a filter covers, ordered by path.
     pub fn catalog_paths(&self, filter: &CatalogFilter) -> Result<Vec<String>> {
-        let conn = self.store.conn();
+        let conn = self.store.reader();
         let (clause, params) = where_clause(filter);
         let sql = format!("SELECT path FROM docs WHERE {clause} ORDER BY path");
         let mut stmt = conn.prepare(&sql)?;
@@ -258,7 +258,7 @@ impl Index {
 
     /// The indexed README directly in `dir` (README.md, readme.txt, …; any case), if any.
     pub fn readme_in(&self, dir: &str) -> Result<Option<(DocId, String)>> {
-        let conn = self.store.conn();
+        let conn = self.store.reader();
         let (lo, hi) = dir_range(dir);
         let mut stmt = conn.prepare_cached(
             "SELECT id, path FROM docs WHERE path >= ?1 AND path < ?2 \

@@ -134,7 +134,68 @@ pub(crate) struct FilterRow {
 }
 
 pub(crate) struct Store {
+    /// The one connection that writes (and the indexer's reads, which follow its writes).
     conn: Mutex<Connection>,
+    /// Connections that only read, for the tools: see [`Store::reader`].
+    readers: Readers,
+}
+
+/// Idle read-only connections, checked out one per call. SQLite in WAL mode lets any number
+/// of readers run beside the writer, so concurrent tool calls (a server with many agents) do
+/// not queue behind one connection's lock, nor behind a sync that is writing.
+pub(crate) struct Readers {
+    path: std::path::PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+/// How many idle read connections are kept (more are opened while more calls run at once).
+const IDLE_READERS: usize = 8;
+
+/// A connection to read with: a pooled one, or the writer's when none could be opened.
+pub(crate) enum Reader<'a> {
+    Pooled(Option<Connection>, &'a Readers),
+    Writer(std::sync::MutexGuard<'a, Connection>),
+}
+
+impl std::ops::Deref for Reader<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        match self {
+            Reader::Pooled(conn, _) => conn.as_ref().expect("present until dropped"),
+            Reader::Writer(guard) => guard,
+        }
+    }
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        if let Reader::Pooled(conn, readers) = self
+            && let Some(conn) = conn.take()
+        {
+            let mut idle = readers.idle.lock().unwrap_or_else(|e| e.into_inner());
+            if idle.len() < IDLE_READERS {
+                idle.push(conn);
+            }
+        }
+    }
+}
+
+impl Readers {
+    /// An idle connection, or a new one. Never creates the database: a store whose file
+    /// went away keeps answering through the writer's open handle.
+    fn open(&self) -> Option<Connection> {
+        if let Some(conn) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return Some(conn);
+        }
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(&self.path, flags).ok()?;
+        conn.busy_timeout(std::time::Duration::from_secs(10)).ok()?;
+        // It only reads: a bug that writes through it fails loudly.
+        conn.pragma_update(None, "query_only", true).ok()?;
+        Some(conn)
+    }
 }
 
 const RECORD_COLUMNS: &str = "id, path, doc_type, size, modified_at, title, word_count, char_count, \
@@ -170,6 +231,10 @@ impl Store {
         Ok((
             Store {
                 conn: Mutex::new(conn),
+                readers: Readers {
+                    path: path.to_path_buf(),
+                    idle: Mutex::new(Vec::new()),
+                },
             },
             mismatch,
             fresh,
@@ -212,6 +277,15 @@ impl Store {
 
     pub(crate) fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A connection for a read that does not follow a write of this process (what the tools
+    /// ask): it runs beside other reads and beside the writer.
+    pub(crate) fn reader(&self) -> Reader<'_> {
+        match self.readers.open() {
+            Some(conn) => Reader::Pooled(Some(conn), &self.readers),
+            None => Reader::Writer(self.conn()),
+        }
     }
 
     /// Every stored file, by path.
@@ -292,7 +366,7 @@ impl Store {
 
     /// Documents indexed by name only, counted by skip-reason code.
     pub(crate) fn skip_counts(&self) -> Result<Vec<(String, u64)>> {
-        let conn = self.conn();
+        let conn = self.reader();
         let mut stmt = conn.prepare(
             "SELECT skip_reason, COUNT(*) FROM docs WHERE skip_reason IS NOT NULL GROUP BY skip_reason",
         )?;
@@ -438,7 +512,7 @@ impl Store {
 
     /// One document's record.
     pub(crate) fn get(&self, id: DocId) -> Result<Option<DocRecord>> {
-        let conn = self.conn();
+        let conn = self.reader();
         let sql = format!("SELECT {RECORD_COLUMNS} FROM docs WHERE id = ?1");
         conn.query_row(&sql, [id.0 as i64], read_record)
             .optional()?
@@ -447,7 +521,7 @@ impl Store {
 
     /// The record of the document at a path.
     pub(crate) fn get_by_path(&self, path: &str) -> Result<Option<DocRecord>> {
-        let conn = self.conn();
+        let conn = self.reader();
         let sql = format!("SELECT {RECORD_COLUMNS} FROM docs WHERE path = ?1");
         conn.query_row(&sql, [path], read_record)
             .optional()?
@@ -456,7 +530,7 @@ impl Store {
 
     /// Records for several ids (missing ids are left out), in the order given.
     pub(crate) fn get_many(&self, ids: &[u64]) -> Result<Vec<DocRecord>> {
-        let conn = self.conn();
+        let conn = self.reader();
         let sql = format!("SELECT {RECORD_COLUMNS} FROM docs WHERE id = ?1");
         let mut stmt = conn.prepare_cached(&sql)?;
         let mut out = Vec::with_capacity(ids.len());
@@ -470,7 +544,7 @@ impl Store {
 
     /// Every record, ordered by path.
     pub(crate) fn all(&self) -> Result<Vec<DocRecord>> {
-        let conn = self.conn();
+        let conn = self.reader();
         let sql = format!("SELECT {RECORD_COLUMNS} FROM docs ORDER BY path");
         let mut stmt = conn.prepare(&sql)?;
         let rows = stmt.query_map([], read_record)?;
@@ -483,7 +557,7 @@ impl Store {
 
     /// The extracted text of a document.
     pub(crate) fn content(&self, id: DocId) -> Result<Option<String>> {
-        let conn = self.conn();
+        let conn = self.reader();
         Ok(conn
             .query_row(
                 "SELECT text FROM content WHERE id = ?1",
@@ -495,7 +569,7 @@ impl Store {
 
     /// The light columns of every document, for filtering.
     pub(crate) fn filter_rows(&self) -> Result<Vec<FilterRow>> {
-        let conn = self.conn();
+        let conn = self.reader();
         let mut stmt = conn.prepare_cached("SELECT id, path, doc_type, modified_at FROM docs")?;
         let rows = stmt.query_map([], |r| {
             Ok((
@@ -521,7 +595,7 @@ impl Store {
 
     /// The number of documents.
     pub(crate) fn count(&self) -> Result<u64> {
-        let conn = self.conn();
+        let conn = self.reader();
         Ok(conn.query_row("SELECT COUNT(*) FROM docs", [], |r| r.get::<_, i64>(0))? as u64)
     }
 
