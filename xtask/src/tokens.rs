@@ -150,7 +150,7 @@ fn typical_calls(linkly: &Linkly) -> anyhow::Result<Vec<(&'static str, &'static 
     Ok(vec![
         (
             "search",
-            "`composants props`, 20 results",
+            "`composants props`, default limit 20",
             json!({"query": "composants props"}),
         ),
         ("outline", "one Markdown page", json!({"doc_ids": [doc_id]})),
