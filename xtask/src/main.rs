@@ -17,6 +17,8 @@
 //!   MCP registry's `server.json`, in `target/dist/`.
 //! - `cargo xtask bench embed [--docs N] [--model DIR]`: embedding throughput and peak RSS of
 //!   Linkly's encoder against candle-transformers' on SciFact abstracts.
+//! - `cargo xtask tokens`: tokens (cl100k_base) of the MCP `tools/list` answer, of the server
+//!   instructions and of a typical answer per tool over `testdata/corpus`.
 
 // A command-line tool prints by design.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -32,6 +34,7 @@ mod corpus;
 mod dist;
 mod harness;
 mod test_model;
+mod tokens;
 
 use std::path::PathBuf;
 
@@ -52,6 +55,7 @@ fn main() -> anyhow::Result<()> {
         Some("probe-setup") => harness::probe_setup().map(|_| ()),
         Some("test-model") => test_model::ensure().map(|p| println!("{}", p.display())),
         Some("dist") => dist::run(&args[1..]),
+        Some("tokens") => tokens::run(&args[1..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "ocr") => bench_ocr::run(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "beir") => bench_beir::run(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "embed") => bench_embed::run(&args[2..]),
@@ -61,7 +65,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)\n  tokens               tokens of tools/list and of a typical answer per tool"
             );
             std::process::exit(2);
         }

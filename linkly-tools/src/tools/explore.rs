@@ -21,8 +21,9 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     description: "Get the map before searching: an overview of all indexed content (or of one \
         library) with a summary (documents, outlines, types), the directory tree with file \
         counts, median word counts and last modification, top keywords (global ones, and local \
-        ones concentrated in one directory) and the directories changed in the last 7 days. \
-        Then use search (with path_glob or library), list or find_paths.",
+        ones concentrated in one directory) and the directories changed in the last 7 days. Use \
+        it when the user asks what their documents hold or has no precise topic. Then use its \
+        keywords and directory names in search (query, path_glob or library), list or find_paths.",
     read_only: true,
     input_schema: schema_of::<ExploreParams>,
     run,

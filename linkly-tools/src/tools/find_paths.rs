@@ -16,11 +16,16 @@ use crate::{Linkly, OutputFormat, PathGlob, Result, ToolError};
 pub(crate) const SPEC: ToolSpec = ToolSpec {
     name: "find_paths",
     title: "Find folders by name",
-    description: "Find where a folder the user mentions lives (\"my Notion export\", \"the 2023 \
-        taxes folder\"). Patterns are OR-ed, case-insensitive (ASCII) substrings matched against \
-        the directory part of indexed paths only (file names are ignored). Each match is \
+    description: "Find where a folder the user names lives (\"my Notion export\", \"the 2023 \
+        taxes folder\") when you do not know its path: the real name often differs \
+        (Notion-Export-c58e430f), so do not guess a path_glob. Patterns are OR-ed, \
+        case-insensitive (ASCII) substrings matched against the directory part of indexed paths \
+        only: pass variants in one call (translations, casings, app names). Each match is \
         aggregated at the shallowest matching folder; folders come sorted by file count, each \
-        with a path_glob to pass to search (restricts search to that folder) or a path for list.",
+        with a path_glob to pass to search (restricts it to that folder) and a path for list. Not \
+        for topics (\"my CVs\": search already matches titles, file names, content and paths), \
+        file types (search doc_types) or file names (a file matching by name only is left out): \
+        call search.",
     read_only: true,
     input_schema: schema_of::<FindPathsParams>,
     run,

@@ -19,12 +19,14 @@ const LINE_CHARS: usize = 1000;
 pub(crate) const SPEC: ToolSpec = ToolSpec {
     name: "grep",
     title: "Grep a document",
-    description: "Find exact text or a regular expression (Rust regex syntax: no look-around or \
-        back-references) in one document's lines, with context. Use it when you know the words \
-        you are looking for; matching lines are marked with `>` after the line number, and the \
-        numbers are the ones read uses. Paginate with offset when more matches remain. \
-        fuzzy_whitespace (default on for PDF) tolerates stray spaces and line breaks inside the \
-        matched text.",
+    description: "Find the lines of one document matching a regular expression (Rust regex: no \
+        look-around or back-references), with context. Use it after search to locate exact names, \
+        dates, terms, ids or patterns (emails, numbers), and in documents with has_outline=false; \
+        then read with offset for the whole passage. Several documents: one call each. Matching \
+        lines are marked with `>` after the line number, the numbers read uses. output_mode=count \
+        previews how many match; paginate with offset. Nothing found: try case_insensitive=true, \
+        a shorter pattern, or fuzzy_whitespace=true (default on for PDF), which tolerates stray \
+        spaces and line breaks inside the matched text.",
     read_only: true,
     input_schema: schema_of::<GrepParams>,
     run,

@@ -18,11 +18,17 @@ use crate::{Linkly, OutputFormat, Result, ToolError};
 pub(crate) const SPEC: ToolSpec = ToolSpec {
     name: "list",
     title: "List files or notes",
-    description: "Enumerate a container without full-text matching: scope `folder` (indexed \
-        files under `path`, or all watched folders), `library` (a library's files) or `notes` \
-        (the user's notes, with tags and versions for note_save). Filters, sort (recent, oldest, \
-        name) and paging with total/has_more. File items with a non-null skip_reason cannot be \
-        read or grepped.",
+    description: "Enumerate a container without full-text matching (to find content by words or \
+        meaning, use search): scope `folder` (indexed files under `path`, or all watched folders; \
+        flat and recursive), `library` (a library's files) or `notes` (the user's notes, JSON by \
+        default). explore gives the overview, find_paths a directory, list the files of a known \
+        container, outline/read the content. Filters, sort (recent, oldest, name) and paging with \
+        total/has_more. With an explicit `path` whose folder holds a README, a `readme` pointer \
+        is returned: read it to learn what the folder is for. File items with a non-null \
+        skip_reason cannot be read or grepped; total_lines and has_outline tell outline from \
+        read. Notes carry note_id and version for note_save, and `available_tags` (the 50 most \
+        used) to pass as tags; a note just written is listed at once, its doc_id null until it is \
+        indexed.",
     read_only: true,
     input_schema: schema_of::<ListParams>,
     run,
@@ -38,8 +44,8 @@ pub struct ListParams {
     /// A library name or `local://<id>` (scope `library`).
     #[serde(default)]
     pub library: Option<String>,
-    /// An absolute directory inside the watched folders (or the library's folders); not a
-    /// pattern.
+    /// An absolute directory inside the watched folders (or the library's folders): an address,
+    /// not a pattern. From find_paths, copy `path`, not `path_glob`.
     #[serde(default)]
     pub path: Option<String>,
     /// Only these document types (folder and library scopes).

@@ -13,10 +13,11 @@ use crate::{Linkly, Result};
 pub(crate) const SPEC: ToolSpec = ToolSpec {
     name: "list_libraries",
     title: "List libraries",
-    description: "List the user's libraries: named collections of folders (and optionally \
-        note tags), each with its local://<id>, description, document count and folder count. \
-        Pass a library's name or id as `library` to search, explore, find_paths or list to \
-        stay inside it. Without a library every tool covers all indexed content.",
+    description: "List the user's libraries: named collections of folders (and optionally note \
+        tags), each with its local://<id>, description, document count and folders. Call it when \
+        the user asks what libraries they have, and before passing `library` to search, explore, \
+        find_paths or list, to get the name right. Without a library every tool covers all \
+        indexed content.",
     read_only: true,
     input_schema: schema_of::<ListLibrariesParams>,
     run,

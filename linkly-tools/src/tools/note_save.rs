@@ -17,16 +17,17 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     name: "note_save",
     title: "Save a note",
     description: "Create or edit one of the user's Markdown notes (the only tool that writes; it \
-        writes only in the notes folder and cannot delete). The body may contain only \
-        paragraphs, line breaks, **bold**, ~~strikethrough~~, ordered and bullet lists and \
-        plain text; headings, italics, quotes, code, links, images, tables, task lists, \
-        footnotes, rules and HTML are refused with NOTE_INVALID_INPUT. #tag tokens in the body \
-        are the note's tags; `tags` only adds (the server appends the missing tokens); to remove \
-        a tag delete its token. Edit loop: list scope=\"notes\" for note_id and version, read \
-        the full body, then note_save mode=\"edit\" with note_id, base_version=version and the \
-        full revised body. On NOTE_VERSION_CONFLICT the note changed meanwhile: re-read, merge, \
-        retry with the actual version; never overwrite blindly. Later edits start from the \
-        content and version this tool returns.",
+        writes only in the notes folder and cannot delete). Send the body only: the server writes \
+        the front matter. The body may contain only paragraphs, line breaks, **bold**, \
+        ~~strikethrough~~, ordered and bullet lists and plain text; headings, italics, quotes, \
+        code, links, images, tables, task lists, footnotes, rules and HTML are refused with \
+        NOTE_INVALID_INPUT. #tag tokens in the body are the note's tags; `tags` only adds (the \
+        server appends the missing tokens); to remove a tag delete its token. Edit loop: list \
+        scope=\"notes\" for note_id and version, read the full body, then note_save mode=\"edit\" \
+        with note_id, base_version=version and the full revised body (never rewrite a note from \
+        its snippet). On NOTE_VERSION_CONFLICT the note changed meanwhile: re-read, merge, retry \
+        with the actual version; never overwrite blindly. Later edits start from the content and \
+        version this tool returns, not from what you sent.",
     read_only: false,
     input_schema: schema_of::<NoteSaveParams>,
     run,

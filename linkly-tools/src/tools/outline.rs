@@ -17,11 +17,13 @@ const NODE_BUDGET: usize = 300;
 pub(crate) const SPEC: ToolSpec = ToolSpec {
     name: "outline",
     title: "Document outlines",
-    description: "Show the structure of up to 20 documents (from search results): headings, \
-        slides, sheets or chapters, one node per line as `[1.2] Title [L5-15, 11 lines]` with \
-        inclusive line ranges that match read. Use it before reading a long document with \
-        has_outline=true, then read the range you need. `expand` lists node ids to show fully \
-        while the others collapse to their first level.",
+    description: "Show the structure of 1-20 documents (ids from search or list): headings, \
+        slides, sheets or chapters, one node per line as `[1.2] Title [L5-15, 11 lines]`, \
+        inclusive line ranges that match read. A document over ~50 lines with has_outline=true: \
+        outline it, then read only the range you need. Under ~50 lines: read it whole. \
+        has_outline=false: grep for the words or read page by page. `expand` lists node ids to \
+        show fully while the others collapse to their first level; omitted, all levels within a \
+        size budget.",
     read_only: true,
     input_schema: schema_of::<OutlineParams>,
     run,
