@@ -175,7 +175,13 @@ pub(crate) fn best_passage(
     let lines: Vec<&str> = text.split('\n').collect();
     let (lo, hi) = bounds(&lines, within)?;
     let mut scanned: Vec<LineHits> = Vec::new();
-    for (i, line) in lines.iter().enumerate().take(hi + 1).skip(lo).take(SCAN_LINES) {
+    for (i, line) in lines
+        .iter()
+        .enumerate()
+        .take(hi + 1)
+        .skip(lo)
+        .take(SCAN_LINES)
+    {
         let head = &line[..stdx::floor_char_boundary(line, SCAN_LINE_BYTES)];
         let hits = terms.matches(head);
         if !hits.is_empty() {
@@ -229,7 +235,8 @@ fn build(lines: &[&str], centre: &LineHits, scanned: &[LineHits], lo: usize, hi:
     let (mut from, mut to) = (centre.number, centre.number);
     let room = |t: &str| SNIPPET_CHARS.saturating_sub(t.chars().count());
     // Lines after, then before (unless the centre line was cut at its start).
-    while to < hi && to - from + 1 < MAX_PASSAGE_LINES && room(&text) > 20 && !text.ends_with('…') {
+    while to < hi && to - from + 1 < MAX_PASSAGE_LINES && room(&text) > 20 && !text.ends_with('…')
+    {
         to += 1;
         if !lines[to].trim().is_empty() {
             let r = room(&text);
@@ -335,7 +342,13 @@ fn head(line: &str, room: usize) -> (&str, bool) {
     }
 }
 
-fn append(text: &mut String, marks: &mut Vec<(usize, usize)>, line: &str, hits: &[Hit], room: usize) {
+fn append(
+    text: &mut String,
+    marks: &mut Vec<(usize, usize)>,
+    line: &str,
+    hits: &[Hit],
+    room: usize,
+) {
     let lead = line.len() - line.trim_start().len();
     let (part, cut) = head(line, room.saturating_sub(1));
     text.push(' ');
@@ -346,7 +359,13 @@ fn append(text: &mut String, marks: &mut Vec<(usize, usize)>, line: &str, hits: 
 }
 
 /// Puts `line` before `text` when it fits in `room`; false when it does not.
-fn prepend(text: &mut String, marks: &mut Vec<(usize, usize)>, line: &str, hits: &[Hit], room: usize) -> bool {
+fn prepend(
+    text: &mut String,
+    marks: &mut Vec<(usize, usize)>,
+    line: &str,
+    hits: &[Hit],
+    room: usize,
+) -> bool {
     let lead = line.len() - line.trim_start().len();
     let body = line.trim();
     if body.chars().count() + 1 > room {

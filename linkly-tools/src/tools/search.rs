@@ -236,7 +236,12 @@ impl Linkly {
         };
         let modified_after = parse_bound("modified_after", p.modified_after.as_deref())?;
         let modified_before = parse_bound("modified_before", p.modified_before.as_deref())?;
-        check_window(&p.modified_after, modified_after, &p.modified_before, modified_before)?;
+        check_window(
+            &p.modified_after,
+            modified_after,
+            &p.modified_before,
+            modified_before,
+        )?;
         let time_sort = check_choice(
             "time_sort",
             p.time_sort.as_deref().unwrap_or("default"),
@@ -275,7 +280,11 @@ impl Linkly {
                 (SnippetKind::None, None)
             } else {
                 let text = self.index().content(rec.id)?.unwrap_or_default();
-                snippet_of(&text, &terms, hit.vector.map(|v| (v.start_line, v.end_line)))
+                snippet_of(
+                    &text,
+                    &terms,
+                    hit.vector.map(|v| (v.start_line, v.end_line)),
+                )
             };
             results.push(SearchHit {
                 doc_id: rec.id.to_string(),
@@ -290,11 +299,15 @@ impl Linkly {
                 modified_at: rec.modified_at,
                 indexed_at: format_rfc3339(rec.indexed_at),
                 keywords: rec.keywords.clone(),
-                snippet: passage.as_ref().map_or_else(String::new, |p| p.text.clone()),
+                snippet: passage
+                    .as_ref()
+                    .map_or_else(String::new, |p| p.text.clone()),
                 snippet_kind: kind,
                 snippet_from: passage.as_ref().map(|p| p.from),
                 snippet_to: passage.as_ref().map(|p| p.to),
-                matched_terms: passage.as_ref().map_or_else(Vec::new, Passage::matched_words),
+                matched_terms: passage
+                    .as_ref()
+                    .map_or_else(Vec::new, Passage::matched_words),
                 snippet_marked: passage.as_ref().map_or_else(String::new, Passage::marked),
                 skip_reason: rec.skip_reason.clone(),
                 explain: explain.then(|| explain_hit(hit)),
@@ -317,7 +330,10 @@ impl Linkly {
             } else {
                 Some(self.index().search(query, 1, &DocFilter::default())?.total)
             };
-            (unfiltered, Some(self.empty_search_hint(&p, scope, &filters, unfiltered)?))
+            (
+                unfiltered,
+                Some(self.empty_search_hint(&p, scope, &filters, unfiltered)?),
+            )
         } else {
             (None, None)
         };
@@ -374,13 +390,12 @@ impl Linkly {
             );
         } else if p.tags.is_none() && (p.library.is_some() || p.path_glob.is_some()) {
             out.push(
-                "Notes may lie outside this library or path: scope=\"notes\" searches them."
-                    .into(),
+                "Notes may lie outside this library or path: scope=\"notes\" searches them.".into(),
             );
         }
         if self.index().doc_count()? == 0 {
             out.push(
-                "The index holds no document yet: add a folder and index it (`linkly index`)."
+                "The index holds no document yet: `linkly index <folder>` adds a folder and indexes it."
                     .into(),
             );
         } else {
