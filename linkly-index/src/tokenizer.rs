@@ -126,14 +126,19 @@ pub(crate) fn index_terms(text: &str) -> Vec<String> {
 /// The indexed terms of a text (stemmed) with the byte range of the word or bigram each comes
 /// from, in order.
 pub(crate) fn term_spans(text: &str) -> Vec<(usize, usize, String)> {
-    let mut analyzer = analyzer();
-    let mut stream = analyzer.token_stream(text);
-    let mut out = Vec::new();
-    while stream.advance() {
-        let t = stream.token();
-        out.push((t.offset_from, t.offset_to, t.text.clone()));
+    thread_local! {
+        // Built once per thread: callers split many short lines.
+        static ANALYZER: std::cell::RefCell<TextAnalyzer> = std::cell::RefCell::new(analyzer());
     }
-    out
+    ANALYZER.with_borrow_mut(|analyzer| {
+        let mut stream = analyzer.token_stream(text);
+        let mut out = Vec::new();
+        while stream.advance() {
+            let t = stream.token();
+            out.push((t.offset_from, t.offset_to, t.text.clone()));
+        }
+        out
+    })
 }
 
 fn analyse(mut analyzer: TextAnalyzer, text: &str) -> Vec<String> {

@@ -5,6 +5,9 @@
 //! words and CJK bigrams, lower-cased, folded, stemmed), so a snippet finds exactly what BM25
 //! matched: `Cafés` for `cafe`, `quantified` for `quantify`, `機械学習` inside running text.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use linkly_core::{is_cjk, stdx};
 use linkly_index::Index;
 use serde::Serialize;
@@ -37,17 +40,20 @@ pub enum SnippetKind {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct QueryTerms {
     terms: Vec<String>,
-    /// Per term, a cheap test string: a Latin term's first characters (ASCII-lower-cased), or
-    /// a CJK term itself.
+    /// Per term, a cheap test: a Latin term's first characters, a CJK term itself, or none.
     probes: Vec<Probe>,
+    /// Non-ASCII characters folded so far.
+    folds: RefCell<HashMap<char, String>>,
 }
 
 #[derive(Debug, Clone)]
 enum Probe {
-    /// The line must contain this (ASCII case-insensitively) when it is ASCII.
+    /// The line, lower-cased and folded, must contain this.
     Latin(String),
     /// The line must contain this verbatim.
     Cjk(String),
+    /// Any line may hold the term.
+    Any,
 }
 
 impl QueryTerms {
@@ -64,15 +70,22 @@ impl QueryTerms {
             .map(|t| {
                 if t.chars().any(is_cjk) {
                     Probe::Cjk(t.clone())
+                } else if !t.is_ascii() {
+                    // Greek, Cyrillic, Devanagari…: no cheap test, analyse every line.
+                    Probe::Any
                 } else {
-                    // A stem is the word's folded start except for its last letter or so
-                    // (`happi` for `happy`): probe with at most three characters of it.
-                    let n = t.chars().count().saturating_sub(1).clamp(1, 3);
+                    // A stem is the word's folded start but for its last letter or so
+                    // (`happi` for `happy`): probe with all of it but that.
+                    let n = t.chars().count().saturating_sub(1).max(1);
                     Probe::Latin(t.chars().take(n).collect())
                 }
             })
             .collect();
-        QueryTerms { terms, probes }
+        QueryTerms {
+            terms,
+            probes,
+            folds: RefCell::default(),
+        }
     }
 
     /// Whether the query has any term.
@@ -82,11 +95,21 @@ impl QueryTerms {
 
     /// Whether `line` may hold a term (false means it surely holds none).
     fn may_match(&self, line: &str) -> bool {
-        let ascii = line.is_ascii();
+        let folded = if line.is_ascii() {
+            None
+        } else {
+            Some(fold(line, &self.folds))
+        };
         self.probes.iter().any(|p| match p {
             Probe::Cjk(s) => line.contains(s.as_str()),
-            // A non-ASCII line may fold to the probe (`Café` → `cafe`): analyse it.
-            Probe::Latin(s) => !ascii || contains_ascii_ci(line, s),
+            Probe::Latin(s) => match &folded {
+                None => line
+                    .as_bytes()
+                    .windows(s.len())
+                    .any(|w| w.eq_ignore_ascii_case(s.as_bytes())),
+                Some(f) => f.contains(s.as_str()),
+            },
+            Probe::Any => true,
         })
     }
 
@@ -105,9 +128,26 @@ impl QueryTerms {
     }
 }
 
-fn contains_ascii_ci(haystack: &str, needle: &str) -> bool {
-    let (h, n) = (haystack.as_bytes(), needle.as_bytes());
-    n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+/// `line` lower-cased and folded as the index folds words (`Café` → `cafe`), each distinct
+/// non-ASCII character folded once through the index's analyzer and remembered.
+fn fold(line: &str, cache: &RefCell<HashMap<char, String>>) -> String {
+    let mut cache = cache.borrow_mut();
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars() {
+        if c.is_ascii() {
+            out.push(c.to_ascii_lowercase());
+            continue;
+        }
+        let folded = cache.entry(c).or_insert_with(|| {
+            let mut spans = Index::term_spans(c.encode_utf8(&mut [0; 4]));
+            match (spans.pop(), spans.is_empty()) {
+                (Some(span), true) => span.term,
+                _ => " ".into(),
+            }
+        });
+        out.push_str(folded);
+    }
+    out
 }
 
 /// A snippet: one line of text (cut with `…`), the lines it comes from, and where the query's
@@ -185,18 +225,17 @@ pub(crate) fn best_passage(
         let head = &line[..stdx::floor_char_boundary(line, SCAN_LINE_BYTES)];
         let hits = terms.matches(head);
         if !hits.is_empty() {
+            let all = distinct(hits.iter().map(|h| h.2)) == terms.terms.len();
             scanned.push(LineHits { number: i, hits });
+            if all {
+                // No later line can score higher, and the earliest wins ties.
+                break;
+            }
         }
     }
     // A line's score: the distinct terms in it and in its neighbours (a phrase broken over two
     // lines still meets), then the distinct terms in the line itself; the earliest line wins
     // ties.
-    fn distinct(terms: impl Iterator<Item = usize>) -> usize {
-        let mut seen: Vec<usize> = terms.collect();
-        seen.sort_unstable();
-        seen.dedup();
-        seen.len()
-    }
     let mut best: Option<((usize, usize), usize)> = None;
     for (k, l) in scanned.iter().enumerate() {
         let near = scanned[k.saturating_sub(1)..(k + 2).min(scanned.len())]
@@ -209,7 +248,15 @@ pub(crate) fn best_passage(
         }
     }
     let (_, k) = best?;
-    Some(build(&lines, &scanned[k], &scanned, lo, hi))
+    Some(build(&lines, &scanned[k], Some(terms), lo, hi))
+}
+
+/// How many distinct term indexes there are.
+fn distinct(terms: impl Iterator<Item = usize>) -> usize {
+    let mut seen: Vec<usize> = terms.collect();
+    seen.sort_unstable();
+    seen.dedup();
+    seen.len()
 }
 
 /// The 0-based first and last line of `within` (1-based, inclusive), clamped to the text.
@@ -223,12 +270,18 @@ fn bounds(lines: &[&str], within: Option<(u32, u32)>) -> Option<(usize, usize)> 
 /// The passage around one line: the line windowed around its first match, then the following
 /// lines while the budget lasts (and the line before when it matches too), never past
 /// `lo..=hi`.
-fn build(lines: &[&str], centre: &LineHits, scanned: &[LineHits], lo: usize, hi: usize) -> Passage {
+fn build(
+    lines: &[&str],
+    centre: &LineHits,
+    terms: Option<&QueryTerms>,
+    lo: usize,
+    hi: usize,
+) -> Passage {
     let hits_of = |n: usize| {
-        scanned
-            .iter()
-            .find(|l| l.number == n)
-            .map_or(&[][..], |l| &l.hits[..])
+        let line = lines[n];
+        terms.map_or_else(Vec::new, |t| {
+            t.matches(&line[..stdx::floor_char_boundary(line, SCAN_LINE_BYTES)])
+        })
     };
     let at = centre.hits.first().map_or(0, |h| h.0);
     let (mut text, mut marks, start_cut) = window(lines[centre.number], at, &centre.hits);
@@ -240,13 +293,18 @@ fn build(lines: &[&str], centre: &LineHits, scanned: &[LineHits], lo: usize, hi:
         to += 1;
         if !lines[to].trim().is_empty() {
             let r = room(&text);
-            append(&mut text, &mut marks, lines[to], hits_of(to), r);
+            append(&mut text, &mut marks, lines[to], &hits_of(to), r);
         }
     }
     // The line before joins when it holds a query word too (a phrase broken over two lines).
-    if !start_cut && from > lo && !hits_of(from - 1).is_empty() {
+    let before = if !start_cut && from > lo {
+        hits_of(from - 1)
+    } else {
+        Vec::new()
+    };
+    if !before.is_empty() {
         let r = room(&text);
-        if prepend(&mut text, &mut marks, lines[from - 1], hits_of(from - 1), r) {
+        if prepend(&mut text, &mut marks, lines[from - 1], &before, r) {
             from -= 1;
         }
     }
@@ -405,7 +463,7 @@ pub(crate) fn opening(text: &str, within: Option<(u32, u32)>) -> Option<Passage>
         number: first,
         hits: Vec::new(),
     };
-    Some(build(&lines, &centre, &[], first, hi))
+    Some(build(&lines, &centre, None, first, hi))
 }
 
 #[cfg(test)]
@@ -442,6 +500,19 @@ mod tests {
         let text = "alpha only\nx\ny\nthe inter-\nnational budget\nbudget alone";
         let (s, from, _) = best(text, "inter budget").unwrap();
         assert_eq!(from, 4, "{s}");
+    }
+
+    #[test]
+    fn lines_fold_as_the_index_folds() {
+        let cache = RefCell::default();
+        assert_eq!(
+            fold("Les Cafés, ÉCOLE naïve", &cache),
+            "les cafes, ecole naive"
+        );
+        let q = QueryTerms::new("ecole");
+        assert!(q.may_match("L'ÉCOLE"));
+        assert!(!q.may_match("hacían"));
+        assert!(!QueryTerms::new("zanahoria").may_match("hacían"));
     }
 
     #[test]
