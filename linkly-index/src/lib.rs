@@ -44,6 +44,17 @@ use crate::store::{INDEX_FORMAT_VERSION, Store};
 /// A predicate over a document's absolute path.
 pub type PathPredicate = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
+/// One indexed term of a text and the byte range of the word (or CJK bigram) it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TermSpan {
+    /// Byte offset of the word's start.
+    pub start: usize,
+    /// Byte offset just past the word's end.
+    pub end: usize,
+    /// The term as indexed (lower-cased, folded, stemmed).
+    pub term: String,
+}
+
 /// Restrictions applied before the top-K cut.
 #[derive(Clone, Default)]
 pub struct DocFilter {
@@ -171,6 +182,16 @@ impl Index {
     /// The terms a text is indexed under (lower-cased, folded, stemmed, CJK bigrams), in order.
     pub fn query_terms(text: &str) -> Vec<String> {
         tokenizer::index_terms(text)
+    }
+
+    /// The indexed terms of a text with where each stands: the words and CJK bigrams the
+    /// full-text index splits it into, lower-cased, folded and stemmed as a query is, so a
+    /// caller can find where a query's terms occur in a document's text.
+    pub fn term_spans(text: &str) -> Vec<TermSpan> {
+        tokenizer::term_spans(text)
+            .into_iter()
+            .map(|(start, end, term)| TermSpan { start, end, term })
+            .collect()
     }
 
     /// Keyword (BM25) search. Terms are OR-ed; the filter applies before the top-`limit` cut.

@@ -137,6 +137,24 @@ pub(crate) fn index_terms(text: &str) -> Vec<String> {
     analyse(analyzer(), text)
 }
 
+/// The indexed terms of a text (stemmed) with the byte range of the word or bigram each comes
+/// from, in order.
+pub(crate) fn term_spans(text: &str) -> Vec<(usize, usize, String)> {
+    thread_local! {
+        // Built once per thread: callers split many short lines.
+        static ANALYZER: std::cell::RefCell<TextAnalyzer> = std::cell::RefCell::new(analyzer());
+    }
+    ANALYZER.with_borrow_mut(|analyzer| {
+        let mut stream = analyzer.token_stream(text);
+        let mut out = Vec::new();
+        while stream.advance() {
+            let t = stream.token();
+            out.push((t.offset_from, t.offset_to, t.text.clone()));
+        }
+        out
+    })
+}
+
 fn analyse(mut analyzer: TextAnalyzer, text: &str) -> Vec<String> {
     let mut stream = analyzer.token_stream(text);
     let mut out = Vec::new();
@@ -164,5 +182,26 @@ mod tests {
         assert_eq!(terms("abc東京def"), ["abc", "東京", "def"]);
         assert_eq!(index_terms("Sleeping cats"), ["sleep", "cat"]);
         assert_eq!(index_terms("機械学習"), ["機械", "械学", "学習"]);
+    }
+
+    #[test]
+    fn term_spans_point_at_the_words() {
+        let text = "Les Cafés quantified 機械学習";
+        let spans = term_spans(text);
+        let shown: Vec<(&str, &str)> = spans
+            .iter()
+            .map(|(a, b, t)| (&text[*a..*b], t.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("Les", "les"),
+                ("Cafés", "cafe"),
+                ("quantified", "quantifi"),
+                ("機械", "機械"),
+                ("械学", "械学"),
+                ("学習", "学習")
+            ]
+        );
     }
 }

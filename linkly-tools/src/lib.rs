@@ -49,6 +49,7 @@ pub use crate::error::{Result, ToolError};
 pub use crate::glob::PathGlob;
 pub use crate::notes::sync_options;
 pub use crate::render::{OutputFormat, meta_footer};
+pub use crate::snippet::SnippetKind;
 pub use crate::tools::explore::{ExploreParams, ExploreResponse};
 pub use crate::tools::find_paths::{FindPathsParams, FindPathsResponse, FoundDirectory};
 pub use crate::tools::grep::{GrepMatch, GrepParams, GrepResponse};

@@ -97,6 +97,16 @@ fn hybrid_search_finds_a_paraphrase_and_explains_it() {
     assert!(e["bm25"].is_null(), "no shared word, no BM25 rank: {e}");
     assert!(e["vector"]["chunk_lines"][0].as_u64().unwrap() >= 1);
     assert!(e["fused"].as_f64().unwrap() > 0.0);
+    // No query word is in it: the snippet says it is the passage closest in meaning, and its
+    // lines are the chunk's first ones.
+    assert_eq!(first["snippet_kind"], "semantic", "{first}");
+    assert_eq!(
+        first["snippet_from"], e["vector"]["chunk_lines"][0],
+        "{first}"
+    );
+    assert!(
+        first["snippet_to"].as_u64().unwrap() <= e["vector"]["chunk_lines"][1].as_u64().unwrap()
+    );
     // Without explain there is no explain field.
     let v = search(&l, json!({"query": "tyre", "output_format": "json"}));
     assert!(v["results"][0].get("explain").is_none());

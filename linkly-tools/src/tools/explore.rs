@@ -178,6 +178,9 @@ pub struct ExploreResponse {
     pub recent: ExploreRecent,
     /// How fresh the whole index is: coverage, embeddings waiting, last reconcile, watcher.
     pub freshness: crate::Coverage,
+    /// With no document: why, and what to do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
@@ -396,6 +399,10 @@ impl Linkly {
                 .then(a.path.cmp(&b.path))
         });
         let left: Vec<RecentDirectory> = recent.split_off(recent.len().min(RECENT_DIRS));
+        let freshness = self.coverage()?;
+        let hint = docs
+            .is_empty()
+            .then(|| self.empty_explore_hint(p.library.is_some(), &freshness));
 
         Ok(ExploreResponse {
             scope,
@@ -415,8 +422,37 @@ impl Linkly {
                 more_directories: left.len() as u64,
                 more_files: left.iter().map(|r| r.changed_files).sum(),
             },
-            freshness: self.coverage()?,
+            freshness,
+            hint,
         })
+    }
+
+    /// Why an overview holds no document, and what to do.
+    fn empty_explore_hint(&self, library: bool, freshness: &crate::Coverage) -> String {
+        let mut out = if library {
+            "No indexed document lies in this library's folders: they may be empty, excluded or \
+             not indexed yet; list_libraries shows its folders, explore without library shows \
+             everything indexed."
+                .to_string()
+        } else if self.config().folders.is_empty() && freshness.documents == 0 {
+            "No folder is watched and nothing is indexed: `linkly index <folder>` adds a folder \
+             and indexes it."
+                .to_string()
+        } else {
+            "Nothing is indexed yet in the watched folders: `linkly index` indexes them (or \
+             `linkly serve` keeps them indexed)."
+                .to_string()
+        };
+        if matches!(
+            freshness.state,
+            crate::IndexState::Scanning | crate::IndexState::Indexing
+        ) {
+            out.push_str(&format!(
+                " Indexing is under way ({}): explore again shortly.",
+                freshness.state.as_str()
+            ));
+        }
+        out
     }
 }
 
@@ -566,6 +602,9 @@ impl ExploreResponse {
         out.push_str("\n## Directories\n\n");
         if self.directories.is_empty() {
             out.push_str("No indexed documents.\n");
+            if let Some(h) = &self.hint {
+                out.push_str(&format!("Hint: {h}\n"));
+            }
         }
         for d in &self.directories {
             let indent = "  ".repeat(d.depth);

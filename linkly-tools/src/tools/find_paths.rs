@@ -78,6 +78,9 @@ pub struct FindPathsResponse {
     /// Every candidate folder, returned or not.
     #[serde(skip)]
     pub total_directories: usize,
+    /// With no folder: why, and what to call instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
@@ -148,6 +151,9 @@ impl Linkly {
                 *counts.entry(t).or_default() += 1;
             }
         }
+        let hint = counts
+            .is_empty()
+            .then(|| no_folder_hint(&paths, &patterns, p.library.as_deref()));
         let mut dirs: Vec<(String, u64)> = counts.into_iter().collect();
         dirs.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let total_files = dirs.iter().map(|d| d.1).sum();
@@ -165,7 +171,38 @@ impl Linkly {
                 })
                 .collect(),
             total_directories,
+            hint,
         })
+    }
+}
+
+/// Why no folder matched: the patterns occur only in file names (search matches those), or
+/// nowhere in the paths indexed.
+fn no_folder_hint(paths: &[String], patterns: &[String], library: Option<&str>) -> String {
+    let named = paths
+        .iter()
+        .filter(|p| {
+            let name = p.rsplit('/').next().unwrap_or(p).to_ascii_lowercase();
+            patterns.iter().any(|k| name.contains(k.as_str()))
+        })
+        .count();
+    let within = match library {
+        Some(l) => format!("the {} indexed paths of library {l:?}", paths.len()),
+        None => format!("the {} indexed paths", paths.len()),
+    };
+    if named > 0 {
+        format!(
+            "No folder name in {within} holds these keywords, but {named} file name{} do{}: \
+             this tool finds folders; call search with the keywords (it matches file names).",
+            if named == 1 { "" } else { "s" },
+            if named == 1 { "es" } else { "" }
+        )
+    } else {
+        format!(
+            "No folder or file name in {within} holds these keywords: try variants (other \
+             spellings, languages, the application's real folder name) in one call, or call \
+             search for the content."
+        )
     }
 }
 
@@ -174,10 +211,10 @@ impl FindPathsResponse {
     pub fn to_markdown(&self) -> String {
         let mut out = String::from("# Find Paths\n\n");
         if self.directories.is_empty() {
-            out.push_str(
-                "No folder candidates matched. The keywords may occur only in file names (this \
-                 tool matches folders): call `search` directly.\n",
-            );
+            out.push_str("No folder candidates matched.\n");
+            if let Some(h) = &self.hint {
+                out.push_str(&format!("Hint: {h}\n"));
+            }
             return out;
         }
         out.push_str(&format!(

@@ -103,6 +103,16 @@ pub struct GrepResponse {
     pub next_offset: Option<usize>,
     /// The page of matches (empty in count mode).
     pub matches: Vec<GrepMatch>,
+    /// With no match: what was searched (type, lines, the options in force).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub searched: Option<Value>,
+    /// With no match: arguments to add to the same call that do find matches, with how many
+    /// (`{"case_insensitive": true, "total_matches": 4}`), when some do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_with: Option<Value>,
+    /// With no match: why, and what to try next.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
     #[serde(skip)]
     count_only: bool,
     #[serde(skip)]
@@ -234,6 +244,18 @@ impl Linkly {
             })
             .collect::<Vec<_>>();
         let has_more = mode == "content" && offset + matches.len() < total;
+        let (searched, retry_with, hint) = if total == 0 {
+            let (retry, hint) = no_match_hint(&p.pattern, &lines, case_insensitive, fuzzy)?;
+            let searched = serde_json::json!({
+                "doc_type": doc.doc_type.as_str(),
+                "total_lines": lines.len(),
+                "case_insensitive": case_insensitive,
+                "fuzzy_whitespace": fuzzy,
+            });
+            (Some(searched), retry, Some(hint))
+        } else {
+            (None, None, None)
+        };
         Ok(GrepResponse {
             pattern: p.pattern,
             doc_id: doc.id.to_string(),
@@ -243,10 +265,87 @@ impl Linkly {
             has_more,
             next_offset: has_more.then_some(offset + matches.len()),
             matches,
+            searched,
+            retry_with,
+            hint,
             count_only: mode == "count",
             offset,
         })
     }
+}
+
+/// Why a pattern matched nothing in a document, and the options that would find it: each of
+/// `case_insensitive` and `fuzzy_whitespace` that was off is tried (alone, then together).
+fn no_match_hint(
+    pattern: &str,
+    lines: &[&str],
+    case_insensitive: bool,
+    fuzzy: bool,
+) -> Result<(Option<Value>, String)> {
+    let count = |ci: bool, fz: bool| -> Result<usize> {
+        let re = build_regex(pattern, ci)?;
+        let squeezed = if fz {
+            Some(build_regex(&squeeze_pattern(pattern), ci)?)
+        } else {
+            None
+        };
+        Ok(matching_lines(lines, &re, squeezed.as_ref()).len())
+    };
+    let mut tries: Vec<(bool, bool)> = Vec::new();
+    if !case_insensitive {
+        tries.push((true, fuzzy));
+    }
+    if !fuzzy {
+        tries.push((case_insensitive, true));
+    }
+    if !case_insensitive && !fuzzy {
+        tries.push((true, true));
+    }
+    for (ci, fz) in tries {
+        let n = count(ci, fz)?;
+        if n > 0 {
+            let mut args = serde_json::Map::new();
+            let mut words = Vec::new();
+            if ci != case_insensitive {
+                args.insert("case_insensitive".into(), Value::Bool(true));
+                words.push("case_insensitive=true");
+            }
+            if fz != fuzzy {
+                args.insert("fuzzy_whitespace".into(), Value::Bool(true));
+                words.push("fuzzy_whitespace=true");
+            }
+            args.insert("total_matches".into(), Value::from(n));
+            return Ok((
+                Some(Value::Object(args)),
+                format!(
+                    "With {} the same pattern matches {n} line{}: call grep again with it.",
+                    words.join(" and "),
+                    if n == 1 { "" } else { "s" }
+                ),
+            ));
+        }
+    }
+    let mut hint = String::from("No line of this document matches");
+    let off: Vec<&str> = [
+        (!case_insensitive).then_some("case_insensitive"),
+        (!fuzzy).then_some("fuzzy_whitespace"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if off.is_empty() {
+        hint.push_str(", even case-insensitively with fuzzy whitespace.");
+    } else {
+        hint.push_str(&format!(", not even with {} on.", off.join(" or ")));
+    }
+    if pattern.chars().any(|c| "\\.+*?()|[]{}^$".contains(c)) {
+        hint.push_str(" The pattern is a regular expression: escape `. ( ) [ ] ? * + |` to match them literally.");
+    }
+    hint.push_str(
+        " grep looks in this one document: search finds the documents that hold the words, and \
+         read shows the text as indexed.",
+    );
+    Ok((None, hint))
 }
 
 impl GrepResponse {
@@ -260,6 +359,18 @@ impl GrepResponse {
             self.doc_id,
             self.pattern
         );
+        if let Some(h) = &self.hint {
+            if let Some(s) = &self.searched {
+                out.push_str(&format!(
+                    "Searched {} lines ({}) with case_insensitive={}, fuzzy_whitespace={}.\n",
+                    thousands(s["total_lines"].as_u64().unwrap_or(0)),
+                    s["doc_type"].as_str().unwrap_or(""),
+                    s["case_insensitive"],
+                    s["fuzzy_whitespace"]
+                ));
+            }
+            out.push_str(&format!("Hint: {h}\n"));
+        }
         if self.count_only || self.matches.is_empty() {
             if !self.count_only && self.total_matches > 0 {
                 out.push_str(&format!(

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::error::{check_choice, check_range};
 use crate::library::{allowed_dir, library_dirs, resolve};
 use crate::render::{one_line, thousands};
-use crate::tools::search::{parse_bound, parse_doc_types};
+use crate::tools::search::{check_window, parse_bound, parse_doc_types};
 use crate::tools::{Rendered, ToolSpec, parse_args, render, schema_of};
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
@@ -82,10 +82,19 @@ pub struct ListParams {
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let params: ListParams = parse_args(args)?;
     let scope = check_choice("scope", &params.scope, &["folder", "library", "notes"])?;
+    check_dates(&params)?;
     match scope {
         "notes" => crate::notes::list_tool(linkly, &params),
         _ => list_files(linkly, &params),
     }
+}
+
+/// Parses the time bounds and refuses a reversed window, in every scope.
+fn check_dates(p: &ListParams) -> Result<(Option<i64>, Option<i64>)> {
+    let after = parse_bound("modified_after", p.modified_after.as_deref())?;
+    let before = parse_bound("modified_before", p.modified_before.as_deref())?;
+    check_window(&p.modified_after, after, &p.modified_before, before)?;
+    Ok((after, before))
 }
 
 /// A snippet's length in characters (files: from the indexed abstract).
@@ -151,6 +160,15 @@ pub struct FileList {
     /// The README directly in the listed `path`, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub readme: Option<ReadmePointer>,
+    /// The filters in force (as given), when the listing is empty.
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub filters: serde_json::Map<String, Value>,
+    /// With no file under filters: how many files the target holds without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unfiltered_total: Option<u64>,
+    /// With no file: why, and what to try next.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 /// The `folder` and `library` scopes.
@@ -232,8 +250,7 @@ impl Linkly {
             .as_deref()
             .map(|t| parse_doc_types("doc_types", t))
             .transpose()?;
-        let modified_after = parse_bound("modified_after", p.modified_after.as_deref())?;
-        let modified_before = parse_bound("modified_before", p.modified_before.as_deref())?;
+        let (modified_after, modified_before) = check_dates(p)?;
 
         let (dirs, target, listed_dir) = match (library, p.path.as_deref()) {
             (Some(lib), Some(path)) => {
@@ -268,6 +285,29 @@ impl Linkly {
         let page = self
             .index()
             .catalog_page(&filter, sort, limit as usize, offset as usize)?;
+        let mut filters = serde_json::Map::new();
+        let (mut unfiltered_total, mut hint) = (None, None);
+        if page.total == 0 {
+            if let Some(t) = &p.doc_types {
+                filters.insert("doc_types".into(), serde_json::json!(t));
+            }
+            for (k, v) in [
+                ("modified_after", &p.modified_after),
+                ("modified_before", &p.modified_before),
+            ] {
+                if let Some(v) = v {
+                    filters.insert(k.into(), Value::from(v.clone()));
+                }
+            }
+            if !filters.is_empty() {
+                let all = CatalogFilter {
+                    dirs: filter.dirs.clone(),
+                    ..CatalogFilter::default()
+                };
+                unfiltered_total = Some(self.index().catalog_page(&all, sort, 1, 0)?.total);
+            }
+            hint = Some(self.empty_list_hint(&target, &filters, unfiltered_total, library));
+        }
         let readme = match &listed_dir {
             Some(dir) => self
                 .index()
@@ -292,7 +332,54 @@ impl Linkly {
             sort: sort_name.to_string(),
             items,
             readme,
+            filters,
+            unfiltered_total,
+            hint,
         })
+    }
+
+    /// Why a `folder` or `library` listing is empty, and what to try next.
+    fn empty_list_hint(
+        &self,
+        target: &str,
+        filters: &serde_json::Map<String, Value>,
+        unfiltered: Option<u64>,
+        library: Option<&linkly_core::Library>,
+    ) -> String {
+        let mut out = Vec::new();
+        match unfiltered {
+            Some(n) if n > 0 => out.push(format!(
+                "{target} holds {n} indexed file{} without the filters ({}): widen or drop them \
+                 (dates are compared with each file's modification time; see [meta] now).",
+                if n == 1 { "" } else { "s" },
+                filters.keys().cloned().collect::<Vec<_>>().join(", ")
+            )),
+            _ if library.is_some() => out.push(format!(
+                "No indexed file lies in {target}: its folders may be empty, excluded or not \
+                 indexed yet; list_libraries shows its folders and document count."
+            )),
+            _ if self.config().folders.is_empty() => out.push(
+                "No folder is watched: `linkly index <folder>` adds one and indexes it.".into(),
+            ),
+            _ => out.push(format!(
+                "No indexed file lies under {target}: its files may be hidden, excluded by \
+                 .gitignore or the configuration, of a format Linkly does not read, or not \
+                 indexed yet. find_paths finds a folder by name; list scope=\"notes\" lists \
+                 the notes."
+            )),
+        }
+        let state = self.index_state();
+        if matches!(
+            state,
+            crate::IndexState::Scanning | crate::IndexState::Indexing
+        ) {
+            out.push(format!(
+                "Indexing is under way ({}): files not indexed yet are not listed; list again \
+                 shortly.",
+                state.as_str()
+            ));
+        }
+        out.join(" ")
     }
 }
 
@@ -321,6 +408,17 @@ impl FileList {
             } else {
                 "\nNo files at this offset.\n"
             });
+            if !self.filters.is_empty() {
+                let shown: Vec<String> = self
+                    .filters
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                out.push_str(&format!("Filters: {}\n", shown.join(" · ")));
+            }
+            if let Some(h) = &self.hint {
+                out.push_str(&format!("Hint: {h}\n"));
+            }
         }
         for (i, f) in self.items.iter().enumerate() {
             out.push_str(&format!(

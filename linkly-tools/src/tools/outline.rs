@@ -219,6 +219,7 @@ impl Linkly {
             )));
         }
         let mut documents = Vec::new();
+        let mut outlines: Vec<(String, Vec<OutlineNode>)> = Vec::new();
         let mut found = 0;
         for raw in &p.doc_ids {
             let id = parse_doc_id("doc_ids", raw)?;
@@ -239,6 +240,9 @@ impl Linkly {
             };
             found += 1;
             let reason = no_outline_reason(&rec);
+            if reason.is_none() {
+                outlines.push((rec.id.to_string(), rec.outline.clone()));
+            }
             documents.push(OutlineDoc {
                 doc_id: rec.id.to_string(),
                 title: Some(rec.display_title()),
@@ -260,8 +264,64 @@ impl Linkly {
             let ids = p.doc_ids.join(", ");
             return Err(ToolError::doc_not_found(&ids));
         }
+        if let Some(expand) = p.expand.as_deref().filter(|e| !e.is_empty()) {
+            check_expand(expand, &outlines)?;
+        }
         Ok(OutlineResponse { documents })
     }
+}
+
+/// Whether an outline holds a node of this id (`2`, `3.1`).
+fn has_node(nodes: &[OutlineNode], id: &str) -> bool {
+    let mut level = nodes;
+    for part in id.split('.') {
+        let Some(node) = part
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| n.checked_sub(1))
+            .and_then(|i| level.get(i))
+        else {
+            return false;
+        };
+        level = &node.children;
+    }
+    true
+}
+
+/// Refuses `expand` ids that name no node of any requested outline (silently collapsing
+/// everything would hide the mistake), listing the valid top-level ids.
+fn check_expand(expand: &[String], outlines: &[(String, Vec<OutlineNode>)]) -> Result<()> {
+    if outlines.is_empty() {
+        return Ok(());
+    }
+    let unknown: Vec<&str> = expand
+        .iter()
+        .map(|e| e.trim())
+        .filter(|e| !outlines.iter().any(|(_, nodes)| has_node(nodes, e)))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let valid: Vec<String> = outlines
+        .iter()
+        .map(|(id, nodes)| {
+            let top = match nodes.len() {
+                0 => "none".to_string(),
+                1 => "\"1\"".to_string(),
+                n => format!("\"1\"…\"{n}\""),
+            };
+            format!("{id}: {top}")
+        })
+        .collect();
+    Err(ToolError::invalid(format!(
+        "expand names node id(s) that no requested outline has: {}. Top-level ids are {} (deeper ids add .N, like \"2.1\"); call outline without expand to see them all",
+        unknown
+            .iter()
+            .map(|u| format!("{u:?}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        valid.join("; ")
+    )))
 }
 
 impl OutlineResponse {
@@ -324,5 +384,24 @@ mod tests {
         );
         let text = outline_text(&tree(), Some(&["1.1".into()]));
         assert!(text.contains("[1.1.1] A1x"), "{text}");
+    }
+
+    #[test]
+    fn unknown_expand_ids_are_refused() {
+        let outlines = vec![("local://1".to_string(), tree())];
+        for ok in ["1", "2", "1.1", "1.1.1", "1.2"] {
+            assert!(check_expand(&[ok.into()], &outlines).is_ok(), "{ok}");
+        }
+        let err = check_expand(
+            &["1".into(), "3".into(), "1.3".into(), "x".into()],
+            &outlines,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, linkly_core::ErrorCode::InvalidArgument);
+        assert!(
+            err.message.starts_with("expand names node id(s) that no requested outline has: \"3\", \"1.3\", \"x\". Top-level ids are local://1: \"1\"…\"2\""),
+            "{}",
+            err.message
+        );
     }
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::error::{check_choice, check_range};
 use crate::render::{one_line, shown, thousands};
-use crate::snippet::{query_words, snippet};
+use crate::snippet::{Passage, QueryTerms, SnippetKind, best_passage, opening};
 use crate::tools::{Rendered, ToolSpec, parse_args, render, schema_of};
 use crate::{Linkly, OutputFormat, PathGlob, Result, ToolError};
 
@@ -113,8 +113,24 @@ pub struct SearchHit {
     pub indexed_at: String,
     /// The document's top keywords.
     pub keywords: Vec<String>,
-    /// The passage where the query matched best.
+    /// The passage where the query matched best (plain text, on one line; `…` marks cuts).
+    /// What it is says `snippet_kind`.
     pub snippet: String,
+    /// `text` (the passage holding the query's words), `semantic` (the passage closest in
+    /// meaning, holding none of them), `title` (no passage holds them: the title, file name or
+    /// path matched, and the snippet is the document's opening) or `none` (unreadable content).
+    pub snippet_kind: SnippetKind,
+    /// The first line of the snippet (1-based, as `read` and `grep` number lines): `read` with
+    /// `offset=snippet_from` and `limit=snippet_to-snippet_from+1` shows exactly these lines.
+    pub snippet_from: Option<u32>,
+    /// The last line of the snippet (inclusive).
+    pub snippet_to: Option<u32>,
+    /// The document's words that matched the query, as written there (grep-ready).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub matched_terms: Vec<String>,
+    /// The snippet with its matched words in `**bold**` (Markdown only).
+    #[serde(skip)]
+    pub snippet_marked: String,
     /// Why the content is unreadable (indexed by name only), when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skip_reason: Option<String>,
@@ -139,6 +155,15 @@ pub struct SearchResponse {
     /// search; an index that nothing keeps fresh.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,
+    /// The filters in force (as given), when any: what an empty answer was restricted to.
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub filters: serde_json::Map<String, Value>,
+    /// With no result under filters: how many documents match the query without any of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unfiltered_total: Option<usize>,
+    /// With no result: why, and the next call to try.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
@@ -221,6 +246,12 @@ impl Linkly {
         };
         let modified_after = parse_bound("modified_after", p.modified_after.as_deref())?;
         let modified_before = parse_bound("modified_before", p.modified_before.as_deref())?;
+        check_window(
+            &p.modified_after,
+            modified_after,
+            &p.modified_before,
+            modified_before,
+        )?;
         let time_sort = check_choice(
             "time_sort",
             p.time_sort.as_deref().unwrap_or("default"),
@@ -249,25 +280,21 @@ impl Linkly {
             .hits
             .first()
             .map_or(1.0, |h| h.score.max(f32::EPSILON)) as f64;
-        let words = query_words(query);
+        let terms = QueryTerms::new(query);
         let mut results = Vec::with_capacity(records.len());
         for hit in &outcome.hits {
             let Some(rec) = records.iter().find(|r| r.id == hit.id) else {
                 continue;
             };
-            let mut text = if rec.skip_reason.is_none() {
-                self.index().content(rec.id)?.unwrap_or_default()
+            let (kind, passage) = if rec.skip_reason.is_some() {
+                (SnippetKind::None, None)
             } else {
-                String::new()
-            };
-            // A vector hit shows its best chunk: the snippet comes from the chunk's lines.
-            if let Some(v) = hit.vector {
-                text = chunk_lines(&text, v.start_line, v.end_line);
-            }
-            let fallback = if rec.abstract_text.is_empty() {
-                rec.skip_reason.clone().unwrap_or_default()
-            } else {
-                rec.abstract_text.clone()
+                let text = self.index().content(rec.id)?.unwrap_or_default();
+                snippet_of(
+                    &text,
+                    &terms,
+                    hit.vector.map(|v| (v.start_line, v.end_line)),
+                )
             };
             results.push(SearchHit {
                 doc_id: rec.id.to_string(),
@@ -282,14 +309,16 @@ impl Linkly {
                 modified_at: rec.modified_at,
                 indexed_at: format_rfc3339(rec.indexed_at),
                 keywords: rec.keywords.clone(),
-                snippet: match hit.vector {
-                    Some(_) => snippet(
-                        &text,
-                        &words,
-                        &text.split_whitespace().collect::<Vec<_>>().join(" "),
-                    ),
-                    None => snippet(&text, &words, &fallback),
-                },
+                snippet: passage
+                    .as_ref()
+                    .map_or_else(String::new, |p| p.text.clone()),
+                snippet_kind: kind,
+                snippet_from: passage.as_ref().map(|p| p.from),
+                snippet_to: passage.as_ref().map(|p| p.to),
+                matched_terms: passage
+                    .as_ref()
+                    .map_or_else(Vec::new, Passage::matched_words),
+                snippet_marked: passage.as_ref().map_or_else(String::new, Passage::marked),
                 skip_reason: rec.skip_reason.clone(),
                 explain: explain.then(|| explain_hit(hit)),
             });
@@ -304,14 +333,163 @@ impl Linkly {
             notices.push(keyword_only_notice(&self.index().model_status()));
         }
         notices.extend(self.staleness_note());
+        let filters = active_filters(&p, scope);
+        let (unfiltered_total, hint) = if results.is_empty() {
+            let unfiltered = if filters.is_empty() {
+                None
+            } else {
+                Some(self.index().search(query, 1, &DocFilter::default())?.total)
+            };
+            (
+                unfiltered,
+                Some(self.empty_search_hint(&p, scope, &filters, unfiltered)?),
+            )
+        } else {
+            (None, None)
+        };
         Ok(SearchResponse {
             query: p.query,
             mode: outcome.mode.as_str().into(),
             total: outcome.total.max(results.len()),
             results,
             notices,
+            filters,
+            unfiltered_total,
+            hint,
         })
     }
+
+    /// Why a search found nothing and what to call next: the filters that emptied it, the
+    /// index's state, and the tools that find what search does not.
+    fn empty_search_hint(
+        &self,
+        p: &SearchParams,
+        scope: &str,
+        filters: &serde_json::Map<String, Value>,
+        unfiltered: Option<usize>,
+    ) -> Result<String> {
+        let mut out = Vec::new();
+        match unfiltered {
+            Some(n) if n > 0 => out.push(format!(
+                "Without the filters ({}), {n} document{} match{} these words: drop or widen the \
+                 filter that excluded them (check path_glob with find_paths, dates against \
+                 [meta] now).",
+                filters.keys().cloned().collect::<Vec<_>>().join(", "),
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "es" } else { "" },
+            )),
+            Some(_) => out.push(
+                "Even without the filters no document contains these words (the embedding \
+                 search is not counted)."
+                    .into(),
+            ),
+            None => {}
+        }
+        if unfiltered.is_none_or(|n| n == 0) {
+            out.push(
+                "Try other words: synonyms, fewer words, the document's language; for a folder \
+                 or file the user names, find_paths finds where it lives and list enumerates it."
+                    .into(),
+            );
+        }
+        if scope == "notes" {
+            out.push(
+                "scope=\"notes\" searched the notes only: omit scope to search every indexed \
+                 document."
+                    .into(),
+            );
+        } else if p.tags.is_none() && (p.library.is_some() || p.path_glob.is_some()) {
+            out.push(
+                "Notes may lie outside this library or path: scope=\"notes\" searches them.".into(),
+            );
+        }
+        if self.index().doc_count()? == 0 {
+            out.push(
+                "The index holds no document yet: `linkly index <folder>` adds a folder and indexes it."
+                    .into(),
+            );
+        } else {
+            let state = self.index_state();
+            if matches!(
+                state,
+                crate::IndexState::Scanning | crate::IndexState::Indexing
+            ) {
+                out.push(format!(
+                    "Indexing is under way ({}): documents not indexed yet cannot be found; search \
+                     again shortly.",
+                    state.as_str()
+                ));
+            }
+        }
+        Ok(out.join(" "))
+    }
+}
+
+/// The snippet of one result's text: the passage holding the most query terms (in the vector
+/// arm's best chunk first, when there is one), else the chunk closest in meaning, else the
+/// opening (the title or path matched).
+fn snippet_of(
+    text: &str,
+    terms: &QueryTerms,
+    chunk: Option<(u32, u32)>,
+) -> (SnippetKind, Option<Passage>) {
+    if let Some(p) = chunk.and_then(|c| best_passage(text, terms, Some(c))) {
+        return (SnippetKind::Text, Some(p));
+    }
+    if let Some(p) = best_passage(text, terms, None) {
+        return (SnippetKind::Text, Some(p));
+    }
+    match chunk {
+        Some(c) => (SnippetKind::Semantic, opening(text, Some(c))),
+        None => (SnippetKind::Title, opening(text, None)),
+    }
+}
+
+/// Refuses a time window whose start is later than its end: nothing could match it.
+pub(crate) fn check_window(
+    raw_after: &Option<String>,
+    after: Option<i64>,
+    raw_before: &Option<String>,
+    before: Option<i64>,
+) -> Result<()> {
+    if let (Some(a), Some(b)) = (after, before)
+        && a > b
+    {
+        return Err(ToolError::invalid(format!(
+            "modified_after ({}) is later than modified_before ({}): no document can match; swap \
+             the two values or drop one",
+            raw_after.as_deref().unwrap_or_default(),
+            raw_before.as_deref().unwrap_or_default()
+        )));
+    }
+    Ok(())
+}
+
+/// The filters of a search as given, for an answer to name them.
+fn active_filters(p: &SearchParams, scope: &str) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    if let Some(t) = &p.doc_types {
+        m.insert("doc_types".into(), serde_json::json!(t));
+    }
+    if let Some(l) = &p.library {
+        m.insert("library".into(), Value::from(l.clone()));
+    }
+    if let Some(g) = &p.path_glob {
+        m.insert("path_glob".into(), Value::from(g.clone()));
+    }
+    if scope != "folder" {
+        m.insert("scope".into(), Value::from(scope));
+    }
+    if let Some(t) = &p.tags {
+        m.insert("tags".into(), serde_json::json!(t));
+    }
+    if let Some(a) = &p.modified_after {
+        m.insert("modified_after".into(), Value::from(a.clone()));
+    }
+    if let Some(b) = &p.modified_before {
+        m.insert("modified_before".into(), Value::from(b.clone()));
+    }
+    m
 }
 
 /// Why a search ran keyword-only, and what turns semantic search on.
@@ -328,15 +506,6 @@ fn keyword_only_notice(model: &linkly_index::ModelStatus) -> String {
         ),
         M::Ready { .. } => "Keyword-only search: no document is embedded yet; `linkly index` (or a running `linkly serve`) embeds them.".into(),
     }
-}
-
-/// Lines `start..=end` (1-based) of a text.
-fn chunk_lines(text: &str, start: u32, end: u32) -> String {
-    text.lines()
-        .skip(start.saturating_sub(1) as usize)
-        .take((end.saturating_sub(start) + 1) as usize)
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The `explain` object of one result.
@@ -363,6 +532,17 @@ impl SearchResponse {
             .collect();
         if self.results.is_empty() {
             out.push_str(&format!("No results found for \"{}\".\n", self.query));
+            if !self.filters.is_empty() {
+                let shown: Vec<String> = self
+                    .filters
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                out.push_str(&format!("Filters: {}\n", shown.join(" · ")));
+            }
+            if let Some(h) = &self.hint {
+                out.push_str(&format!("Hint: {h}\n"));
+            }
             out.push_str(&notices);
             return out;
         }
@@ -396,8 +576,22 @@ impl SearchResponse {
                     "- skip_reason: {reason} (content unreadable: do not read or grep)\n"
                 ));
             }
-            if !r.snippet.is_empty() {
-                out.push_str(&format!("> {}\n", one_line(&r.snippet)));
+            if let (Some(from), Some(to)) = (r.snippet_from, r.snippet_to) {
+                let lines = if from == to {
+                    format!("L{from}")
+                } else {
+                    format!("L{from}-{to}")
+                };
+                let label = match r.snippet_kind {
+                    SnippetKind::Semantic => {
+                        format!("{lines}, closest in meaning; none of the query's words is here")
+                    }
+                    SnippetKind::Title => format!(
+                        "{lines}, the opening: no passage holds the query's words; the title or path matched"
+                    ),
+                    _ => lines,
+                };
+                out.push_str(&format!("> ({label}) {}\n", one_line(&r.snippet_marked)));
             }
         }
         if !notices.is_empty() {
