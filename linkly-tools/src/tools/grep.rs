@@ -24,9 +24,10 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         dates, terms, ids or patterns (emails, numbers), and in documents with has_outline=false; \
         then read with offset for the whole passage. Several documents: one call each. Matching \
         lines are marked with `>` after the line number, the numbers read uses. output_mode=count \
-        previews how many match; paginate with offset. Nothing found: try case_insensitive=true, \
-        a shorter pattern, or fuzzy_whitespace=true (default on for PDF), which tolerates stray \
-        spaces and line breaks inside the matched text.",
+        previews how many match; paginate with offset. Nothing found: the answer's retry_with \
+        says whether case_insensitive=true or fuzzy_whitespace=true (default on for PDF: stray \
+        spaces and line breaks inside the matched text) would match; else try a shorter \
+        pattern.",
     read_only: true,
     input_schema: schema_of::<GrepParams>,
     run,

@@ -22,8 +22,8 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         inclusive line ranges that match read. A document over ~50 lines with has_outline=true: \
         outline it, then read only the range you need. Under ~50 lines: read it whole. \
         has_outline=false: grep for the words or read page by page. `expand` lists node ids to \
-        show fully while the others collapse to their first level; omitted, all levels within a \
-        size budget.",
+        show fully while the others collapse to their first level (ids no outline has are \
+        refused); omitted, all levels within a size budget.",
     read_only: true,
     input_schema: schema_of::<OutlineParams>,
     run,

@@ -22,7 +22,10 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         and when the embedding model is available documents close in meaning are found too (JSON \
         `mode`: keyword or hybrid). One entry per document: doc_id, title, path, type, relevance, \
         counts, has_outline, modified_at, keywords and a snippet of the best passage with its \
-        lines (`(L120-124)`; JSON snippet_from/snippet_to): read those lines next. Next: outline \
+        lines (`(L120-124)`; JSON snippet_from/snippet_to, matched_terms): read those lines next; \
+        snippet_kind semantic or title means no query word is in the text (a meaning or title \
+        match). Nothing found: the answer names the filters in force and a hint for the next \
+        call. Next: outline \
         a long document with has_outline=true, grep it for exact words, then read exact lines. \
         Filters apply before the top-K cut. Dates: for a window (\"last month\", \"in 2024\") use \
         modified_after/modified_before, computing relative dates from the `[meta] now=` time that \

@@ -1,0 +1,35 @@
+//! An agent's session as the issue tracker describes it, through `linkly mcp` over stdio
+//! driven by the official MCP Python SDK (`agent_scenario.py`): search → read exactly the
+//! snippet's lines → grep a word with a ligature in a real PDF → save a note, read it, edit it
+//! from what `read` returned → find it by its tag. Every step once, without retries.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{Env, bin, corpus_dir, probe_python};
+
+#[test]
+fn search_read_grep_edit_a_note_and_find_it_by_tag() {
+    let env = Env::new(&[("about.md", "# About\n\nA folder of readings.\n")]);
+    let pdf = "pdfjs-freeculture-p185-186.pdf";
+    fs_err::copy(corpus_dir().join("pdf").join(pdf), env.docs.join(pdf)).unwrap();
+    env.index();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agent_scenario.py");
+    let out = Command::new(probe_python())
+        .arg(&script)
+        .arg(bin())
+        .arg(&env.home)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let log = fs_err::read_to_string(env.home.join("serve.log")).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "agent_scenario.py failed:\n{stdout}\n{stderr}\nserver log:\n{log}"
+    );
+    let last = stdout.trim_end().lines().last().unwrap_or_default();
+    assert_eq!(last, "12 passed, 0 failed", "{stdout}");
+}
