@@ -109,7 +109,8 @@ fn markdown_headings_title_and_text() {
     let all = extract_all();
     let corpus = corpus_dir();
 
-    // Text is the file as is: grep and read line numbers match the file.
+    // Text is the file as is, but for the characters that break matching (the French file's
+    // non-breaking space): grep and read line numbers match the file.
     for (name, (path, result)) in &all {
         if path.extension().is_some_and(|x| x == "md") {
             let e = result.as_ref().unwrap_or_else(|s| panic!("{name}: {s}"));
@@ -117,9 +118,11 @@ fn markdown_headings_title_and_text() {
             assert_eq!(
                 e.text,
                 raw.replace("\r\n", "\n")
+                    .replace('\u{A0}', " ")
                     .trim_end_matches(['\n', ' ', '\t']),
                 "{name}"
             );
+            assert!(!e.text.contains('\u{A0}'), "{name}");
             assert_eq!(e.encoding, Some("UTF-8"));
         }
     }
