@@ -167,9 +167,9 @@ fn split_at(lines: &[&str], i: usize) -> Option<Split> {
     let tail_len = next.find(char::is_whitespace).unwrap_or(next.len());
     let tail = &next[..tail_len];
     let body = &line[..line.len() - hyphen.len_utf8()];
-    let head_start = body
-        .rfind(char::is_whitespace)
-        .map_or(0, |p| p + body[p..].chars().next().map_or(1, char::len_utf8));
+    let head_start = body.rfind(char::is_whitespace).map_or(0, |p| {
+        p + body[p..].chars().next().map_or(1, char::len_utf8)
+    });
     Some(Split {
         line: i,
         head: body[head_start..].to_string(),
@@ -259,7 +259,10 @@ mod tests {
 
     #[test]
     fn unicode_hyphens_become_ascii() {
-        assert_eq!(n("well\u{2010}known non\u{2011}breaking"), "well-known non-breaking");
+        assert_eq!(
+            n("well\u{2010}known non\u{2011}breaking"),
+            "well-known non-breaking"
+        );
     }
 
     #[test]

@@ -236,7 +236,11 @@ fn pdf_ligatures_and_line_end_hyphens_become_greppable() {
         assert_eq!(grep_word(e, "response"), [8]);
         assert!(lines[7].ends_with("In response"), "{:?}", lines[7]);
         assert_eq!(grep_word(e, "granting"), [2]);
-        assert!(lines[2].starts_with("archives and libraries"), "{:?}", lines[2]);
+        assert!(
+            lines[2].starts_with("archives and libraries"),
+            "{:?}",
+            lines[2]
+        );
         assert!(grep_word(e, "sponse").is_empty());
         // A real hyphen inside a line stays.
         assert_eq!(grep_word(e, "twentieth-century"), [10]);
