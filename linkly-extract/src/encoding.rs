@@ -408,6 +408,16 @@ mod tests {
     }
 
     #[test]
+    fn latin_1_capitals_stay_latin_1() {
+        // Bytes 0xC0-0xDF are capitals in Latin-1 and half-width katakana in Shift_JIS: a run of
+        // them must not turn a Western file into katakana.
+        let text = "RÉSUMÉ DE L'ÉTÉ À ORLÉANS: ÇA VA ÊTRE ÉNORME. GRÜßE AUS DÜSSELDORF, ÖSTERREICH UND ÅLAND.\n";
+        let (bytes, _, _) = encoding_rs::WINDOWS_1252.encode(text);
+        let d = decode(&bytes);
+        assert_eq!(d.text, text, "{}", d.name());
+    }
+
+    #[test]
     fn half_width_katakana_are_judged_by_their_neighbours() {
         assert_eq!(plausibility("ﾎｯｶｲﾄﾞｳ ｻｯﾎﾟﾛｼ"), 1.0);
         // A voicing mark after a letter that cannot take it, a lone kana among Latin letters:

@@ -109,7 +109,8 @@ struct Split {
 ///
 /// A hyphen that belongs to the word stays: when the hyphenated form (`free-software`) occurs
 /// inside a line of the same text more often than the joined one (`freesoftware`), or the first
-/// part already holds a hyphen (`state-of-the-` / `art`), the word moves up with its hyphen.
+/// part already holds a hyphen or a slash (`state-of-the-` / `art`, a URL), the word moves up
+/// with its hyphen.
 /// A next line starting with an uppercase letter, a digit or anything else is left alone.
 pub(crate) fn join_hyphenated(text: String) -> String {
     let lines: Vec<&str> = text.split('\n').collect();
@@ -195,12 +196,15 @@ fn hyphen_kept(text: &str, splits: &[Split]) -> Vec<bool> {
         counts.insert(hyphenated, 0);
         counts.insert(joined, 0);
     }
+    let mut lower = String::new();
     for token in text.split(|c: char| !(c.is_alphanumeric() || c == '-')) {
         let token = token.trim_matches('-');
         if token.is_empty() {
             continue;
         }
-        if let Some(n) = counts.get_mut(token.to_lowercase().as_str()) {
+        lower.clear();
+        lower.extend(token.chars().flat_map(char::to_lowercase));
+        if let Some(n) = counts.get_mut(lower.as_str()) {
             *n += 1;
         }
     }
@@ -208,7 +212,7 @@ fn hyphen_kept(text: &str, splits: &[Split]) -> Vec<bool> {
         .iter()
         .zip(&forms)
         .map(|(s, (hyphenated, joined))| {
-            s.head.contains('-') || counts[hyphenated.as_str()] > counts[joined.as_str()]
+            s.head.contains(['-', '/']) || counts[hyphenated.as_str()] > counts[joined.as_str()]
         })
         .collect()
 }
@@ -335,6 +339,10 @@ mod tests {
         );
         // A first part that is already a compound keeps it.
         assert_eq!(j("state-of-the-\nart work"), "state-of-the-art\nwork");
+        assert_eq!(
+            j("see https://example.org/some-\npath/index.html for more"),
+            "see https://example.org/some-path/index.html\nfor more"
+        );
     }
 
     #[test]
