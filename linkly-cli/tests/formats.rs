@@ -129,3 +129,105 @@ fn outline_of_real_documents_over_mcp() {
     ]});
     env.probe("formats", &env.stdio_target(), &scenario);
 }
+
+/// An environment holding these corpus files, indexed.
+fn env_with(files: &[&str]) -> Env {
+    let env = Env::new(&[]);
+    for f in files {
+        let src = common::corpus_dir().join(f);
+        fs_err::copy(&src, env.docs.join(src.file_name().unwrap())).unwrap();
+    }
+    env.index();
+    env
+}
+
+/// The id of the indexed file whose name is `file` (`list` of the documents folder).
+fn id_by_name(env: &Env, file: &str) -> String {
+    let v = env.json(&[
+        "list",
+        "--scope",
+        "folder",
+        "--path",
+        env.docs.to_str().unwrap(),
+    ]);
+    v["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .find(|e| e["path"].as_str().is_some_and(|p| p.ends_with(file)))
+        .unwrap_or_else(|| panic!("{file} not listed: {v}"))["doc_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{file} has no id: {v}"))
+        .to_string()
+}
+
+/// `grep` in JSON: the matching lines' numbers and texts.
+fn grep_lines(env: &Env, pattern: &str, id: &str) -> Vec<(u64, String)> {
+    let v = env.json(&["grep", "-C", "0", pattern, id]);
+    v["matches"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|m| {
+            (
+                m["line_number"].as_u64().unwrap(),
+                m["content"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn pdf_ligatures_and_line_end_hyphens_grep_on_the_line_read_shows() {
+    let env = env_with(&["pdf/pdfjs-freeculture-p185-186.pdf"]);
+    let id = id_by_name(&env, "pdfjs-freeculture-p185-186.pdf");
+    // `quanti\u{FB01}ed` in the font: grep finds the plain word on line 9, read shows it there.
+    // (Plain words: PDF grep's default fuzzy_whitespace matches the text with its whitespace
+    // removed, where `\b` finds no word boundary.)
+    let hits = grep_lines(&env, "quantified", &id);
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].0, 9);
+    assert!(
+        hits[0].1.contains("if not yet quantified, threat"),
+        "{hits:?}"
+    );
+    assert_eq!(line_at(&env, &id, 9), hits[0].1);
+    // `In re-` / `sponse`: one word on line 8, where the hyphenation began.
+    let hits = grep_lines(&env, "response", &id);
+    assert_eq!(
+        hits.iter().map(|h| h.0).collect::<Vec<_>>(),
+        [8],
+        "{hits:?}"
+    );
+    assert!(line_at(&env, &id, 8).ends_with("In response"));
+    // Search (BM25) finds both words too.
+    for word in ["quantified", "response"] {
+        let v = env.json(&["search", word, "--limit", "5"]);
+        assert_eq!(v["results"][0]["doc_id"], id.as_str(), "{word}: {v}");
+    }
+}
+
+#[test]
+fn cp932_postal_code_table_is_indexed_and_found_by_kanji_and_half_width_kana() {
+    let env = env_with(&[
+        "csv/linkly-ken-all-cp932.csv",
+        "txt/linkly-iso-2022-jp-vuedocs.txt",
+    ]);
+    let csv = id_by_name(&env, "linkly-ken-all-cp932.csv");
+    for query in ["札幌市中央区", "飯田橋", "ｻｯﾎﾟﾛｼﾁｭｳｵｳｸ", "ｲｲﾀﾞﾊﾞｼ"]
+    {
+        let v = env.json(&["search", query, "--limit", "5"]);
+        assert_eq!(v["results"][0]["doc_id"], csv.as_str(), "{query}: {v}");
+    }
+    let hits = grep_lines(&env, "ｲｲﾀﾞﾊﾞｼ", &csv);
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert!(
+        hits[0].1.contains("| 東京都 | 千代田区 | 飯田橋 |"),
+        "{hits:?}"
+    );
+    // ISO-2022-JP text reads as Japanese, not as escape sequences.
+    let txt = id_by_name(&env, "linkly-iso-2022-jp-vuedocs.txt");
+    assert!(line_at(&env, &txt, 1).starts_with("コンポーネントによって UI を"));
+    let v = env.json(&["search", "再利用可能なピース", "--limit", "5"]);
+    assert_eq!(v["results"][0]["doc_id"], txt.as_str(), "{v}");
+}

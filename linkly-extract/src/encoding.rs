@@ -1,12 +1,14 @@
 //! Text encoding detection and decoding, shared by the text formats.
 //!
 //! The order of evidence: a byte-order mark, then UTF-16 without a BOM (NUL bytes in alternate
-//! positions), then valid UTF-8, then `chardetng`'s guess decoded with `encoding_rs`. A guess is
+//! positions), then ISO-2022-JP (7-bit bytes with its escape sequences), then valid UTF-8, then
+//! `chardetng`'s guess decoded with `encoding_rs`. Its `Shift_JIS` is the WHATWG one, which is
+//! Microsoft's CP932 (windows-31j): NEC row 13 (`①`, `㈱`) and the IBM extensions (`髙`) decode. A guess is
 //! graded by how plausible its decoded text looks, so that callers that must not produce mojibake
 //! (CSV) can refuse a weak one.
 
 use chardetng::{EncodingDetector, Iso2022JpDetection, Utf8Detection};
-use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE};
+use encoding_rs::{Encoding, ISO_2022_JP, UTF_8, UTF_16BE, UTF_16LE};
 
 /// How sure the decoder is of the encoding it used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -15,7 +17,7 @@ pub(crate) enum Confidence {
     Weak,
     /// A detector guess that decodes cleanly to plausible text.
     Likely,
-    /// A BOM, UTF-16 NUL pattern, valid UTF-8 or pure ASCII: no doubt.
+    /// A BOM, UTF-16 NUL pattern, ISO-2022-JP escapes, valid UTF-8 or pure ASCII: no doubt.
     Certain,
 }
 
@@ -74,6 +76,24 @@ pub(crate) fn sniff_utf16_nobom(bytes: &[u8]) -> Option<&'static Encoding> {
     (!had_errors).then_some(candidate)
 }
 
+/// ISO-2022-JP (JIS), the 7-bit encoding of Japanese mail: ASCII bytes that switch to JIS X 0208
+/// with `ESC $ B` (or `ESC $ @`). Such bytes are valid UTF-8 too, which would show the escape
+/// sequences and shifted bytes as text, so they are recognised before UTF-8: pure 7-bit bytes
+/// that hold a switch to a Japanese character set and decode without an error.
+fn decode_iso_2022_jp(bytes: &[u8]) -> Option<String> {
+    if !bytes.is_ascii() || memchr::memchr(0x1B, bytes).is_none() {
+        return None;
+    }
+    let switches = bytes
+        .windows(3)
+        .any(|w| matches!(w, [0x1B, b'$', b'B' | b'@'] | [0x1B, b'(', b'I']));
+    if !switches {
+        return None;
+    }
+    let (text, had_errors) = decode_with(bytes, ISO_2022_JP);
+    (!had_errors).then_some(text)
+}
+
 /// What `chardetng` guesses for bytes that are neither BOM-marked, UTF-16 nor valid UTF-8.
 pub(crate) fn guess(bytes: &[u8]) -> &'static Encoding {
     let mut detector = EncodingDetector::new(Iso2022JpDetection::Deny);
@@ -87,7 +107,8 @@ pub(crate) fn decode_with(bytes: &[u8], encoding: &'static Encoding) -> (String,
     (text.into_owned(), had_errors)
 }
 
-/// Decodes bytes by the evidence they carry (BOM, UTF-16 NULs, UTF-8, detector).
+/// Decodes bytes by the evidence they carry (BOM, UTF-16 NULs, ISO-2022-JP escapes, UTF-8,
+/// detector).
 pub(crate) fn decode(bytes: &[u8]) -> Decoded {
     if let Some(d) = decode_certain(bytes) {
         return d;
@@ -96,7 +117,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Decoded {
     decode_graded(bytes, encoding)
 }
 
-/// Decodes when the bytes leave no doubt: a BOM, UTF-16 without a BOM, or valid UTF-8.
+/// Decodes when the bytes leave no doubt: a BOM, UTF-16 without a BOM, ISO-2022-JP or valid
+/// UTF-8.
 pub(crate) fn decode_certain(bytes: &[u8]) -> Option<Decoded> {
     if let Some((encoding, bom_len)) = sniff_bom(bytes) {
         let (text, _) = decode_with(&bytes[bom_len..], encoding);
@@ -111,6 +133,13 @@ pub(crate) fn decode_certain(bytes: &[u8]) -> Option<Decoded> {
         return Some(Decoded {
             text,
             encoding,
+            confidence: Confidence::Certain,
+        });
+    }
+    if let Some(text) = decode_iso_2022_jp(bytes) {
+        return Some(Decoded {
+            text,
+            encoding: ISO_2022_JP,
             confidence: Confidence::Certain,
         });
     }
@@ -141,16 +170,68 @@ pub(crate) fn decode_graded(bytes: &[u8], encoding: &'static Encoding) -> Decode
 
 /// The share (0.0–1.0) of non-ASCII characters in `text` that look like real text rather than
 /// mojibake: letters of living scripts, CJK, common punctuation score 1; C1 controls, U+FFFD and
-/// private-use characters score 0; half-width katakana, box drawing and other symbols score in
-/// between. Text without non-ASCII characters scores 1.
+/// private-use characters score 0; box drawing and other symbols score in between. Text without
+/// non-ASCII characters scores 1.
+///
+/// Half-width katakana are judged by their neighbours ([`half_width_kana_score`]): in runs, as
+/// in Japan Post's postal-code tables and bank transfer files (`ﾎｯｶｲﾄﾞｳ`), they are text; a
+/// voicing mark after a kana that cannot take one, or a lone half-width kana among Latin
+/// letters (what Latin-1 bytes read as Shift_JIS give: `Straße` → `Straﾟe`), is not.
 pub(crate) fn plausibility(text: &str) -> f64 {
     let mut total = 0.0f64;
     let mut good = 0.0f64;
-    for c in text.chars().filter(|c| !c.is_ascii()) {
-        total += 1.0;
-        good += char_score(c);
+    let mut prev: Option<char> = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if !c.is_ascii() {
+            total += 1.0;
+            good += if is_half_width_kana(c) {
+                half_width_kana_score(prev, c, chars.peek().copied())
+            } else {
+                char_score(c)
+            };
+        }
+        prev = Some(c);
     }
     if total == 0.0 { 1.0 } else { good / total }
+}
+
+/// Half-width katakana and their punctuation (U+FF61–U+FF9F).
+fn is_half_width_kana(c: char) -> bool {
+    matches!(c, '\u{FF61}'..='\u{FF9F}')
+}
+
+/// The score of a half-width katakana `c` between `prev` and `next`: a voicing mark (ﾞ, ﾟ)
+/// scores 1 after a kana that takes it, else 0; another half-width kana scores 1 next to
+/// another half-width kana (a run), else 0.5.
+fn half_width_kana_score(prev: Option<char>, c: char, next: Option<char>) -> f64 {
+    let after = |range: &[std::ops::RangeInclusive<char>]| {
+        prev.is_some_and(|p| range.iter().any(|r| r.contains(&p)))
+    };
+    match c {
+        // ﾞ after ｳ, ｶ–ｺ, ｻ–ｿ, ﾀ–ﾄ, ﾊ–ﾎ.
+        '\u{FF9E}' => {
+            if after(&[
+                '\u{FF73}'..='\u{FF73}',
+                '\u{FF76}'..='\u{FF84}',
+                '\u{FF8A}'..='\u{FF8E}',
+            ]) {
+                1.0
+            } else {
+                0.0
+            }
+        }
+        // ﾟ after ﾊ–ﾎ.
+        '\u{FF9F}' => {
+            if after(&['\u{FF8A}'..='\u{FF8E}']) {
+                1.0
+            } else {
+                0.0
+            }
+        }
+        _ if prev.is_some_and(is_half_width_kana) || next.is_some_and(is_half_width_kana) => 1.0,
+        _ => 0.5,
+    }
 }
 
 fn char_score(c: char) -> f64 {
@@ -187,7 +268,7 @@ fn char_score(c: char) -> f64 {
         0xFB00..=0xFDFF | 0xFE70..=0xFEFF => 0.8, // presentation forms
         0xFE30..=0xFE4F => 0.8,                   // CJK compatibility forms
         0xFF01..=0xFF60 | 0xFFE0..=0xFFEF => 1.0, // full-width forms
-        0xFF61..=0xFF9F => 0.5,                   // half-width katakana
+        0xFF61..=0xFF9F => 0.5,                   // half-width katakana (alone)
         0x1F300..=0x1FAFF => 0.8,                 // emoji
         0x20000..=0x3134F => 0.5,                 // CJK extensions B+
         _ => 0.3,
@@ -255,6 +336,95 @@ mod tests {
             encoding_rs::WINDOWS_1252.encode("Le café est très agréable à Noël, déjà vu.");
         let d = decode(&latin);
         assert!(d.text.contains("café"), "{}", d.text);
+    }
+
+    /// Rows in the layout of Japan Post's KEN_ALL.CSV: readings in half-width katakana.
+    const KEN_ALL: &str = "01101,\"060  \",\"0600000\",\"ﾎｯｶｲﾄﾞｳ\",\"ｻｯﾎﾟﾛｼﾁｭｳｵｳｸ\",\"ｲｶﾆｹｲｻｲｶﾞﾅｲﾊﾞｱｲ\",\"北海道\",\"札幌市中央区\",\"以下に掲載がない場合\",0,0,0,0,0,0\r\n\
+        01101,\"064  \",\"0640941\",\"ﾎｯｶｲﾄﾞｳ\",\"ｻｯﾎﾟﾛｼﾁｭｳｵｳｸ\",\"ｱｻﾋｶﾞｵｶ\",\"北海道\",\"札幌市中央区\",\"旭ケ丘\",0,0,1,0,0,0\r\n\
+        01101,\"060  \",\"0600041\",\"ﾎｯｶｲﾄﾞｳ\",\"ｻｯﾎﾟﾛｼﾁｭｳｵｳｸ\",\"ｵｵﾄﾞｵﾘﾋｶﾞｼ\",\"北海道\",\"札幌市中央区\",\"大通東\",0,0,1,0,0,0\r\n";
+
+    #[test]
+    fn cp932_dominated_by_half_width_katakana() {
+        let (bytes, _, unmappable) = encoding_rs::SHIFT_JIS.encode(KEN_ALL);
+        assert!(!unmappable);
+        let d = decode(&bytes);
+        assert_eq!(d.name(), "Shift_JIS");
+        assert_eq!(d.text, KEN_ALL);
+        assert_eq!(d.confidence, Confidence::Likely);
+        // Only the readings: half-width katakana and ASCII, no kanji at all.
+        let readings: String = KEN_ALL
+            .lines()
+            .map(|l| l.split(',').take(6).collect::<Vec<_>>().join(",") + "\n")
+            .collect();
+        let (bytes, _, _) = encoding_rs::SHIFT_JIS.encode(&readings);
+        let d = decode(&bytes);
+        assert_eq!((d.name(), d.confidence), ("Shift_JIS", Confidence::Likely));
+        assert_eq!(d.text, readings);
+    }
+
+    #[test]
+    fn cp932_extension_characters() {
+        // NEC row 13 (① ㈱ ㍻ Ⅳ) and an IBM extension kanji (髙) as Windows writes them (髙 in
+        // the NEC-selected row, 0xEEE0; Python's `cp932` codec wrote these bytes).
+        let bytes = b"\x87\x40\x81\x40\x87\x8A\xEE\xE0\x93\x87\x89\xAE\x82\xCC\x96\x7B\x8E\xD0\x82\xCD\x91\xE5\x8D\xE3\x8E\x73\x82\xC9\x82\xA0\x82\xE8\x82\xDC\x82\xB7\x81\x42\x87\x7E\x8E\x4F\x8F\x5C\x94\x4E\x81\x41\x91\xE6\x87\x57\x8A\xFA\x82\xCC\x95\xF1\x8D\x90\x8F\x91\x82\xC5\x82\xB7\x81\x42";
+        let d = decode(bytes);
+        assert_eq!(d.name(), "Shift_JIS");
+        assert_eq!(d.confidence, Confidence::Likely);
+        assert_eq!(
+            d.text,
+            "①\u{3000}㈱髙島屋の本社は大阪市にあります。㍻三十年、第Ⅳ期の報告書です。"
+        );
+        // The same kanji in the IBM row (0xFBFC).
+        assert_eq!(decode_with(b"\xFB\xFC", encoding_rs::SHIFT_JIS).0, "髙");
+    }
+
+    #[test]
+    fn euc_jp_with_half_width_katakana() {
+        let text =
+            "コンポーネントによって UI を独立した再利用可能なピースに分割します。\nｶﾀｶﾅ ﾓ ﾖﾒﾏｽ\n";
+        let (bytes, _, _) = encoding_rs::EUC_JP.encode(text);
+        let d = decode(&bytes);
+        assert_eq!((d.name(), d.confidence), ("EUC-JP", Confidence::Likely));
+        assert_eq!(d.text, text);
+    }
+
+    #[test]
+    fn iso_2022_jp_is_not_read_as_ascii() {
+        let text = "コンポーネントによって UI を独立した再利用可能なピースに分割します。\n";
+        let (bytes, _, _) = encoding_rs::ISO_2022_JP.encode(text);
+        assert!(bytes.is_ascii());
+        let d = decode(&bytes);
+        assert_eq!(
+            (d.name(), d.confidence),
+            ("ISO-2022-JP", Confidence::Certain)
+        );
+        assert_eq!(d.text, text);
+        // Half-width katakana switch in with `ESC ( I`.
+        let d = decode(b"\x1b(I=]N_0H\x1b(B\n");
+        assert_eq!((d.name(), d.text.as_str()), ("ISO-2022-JP", "ｽﾝﾎﾟｰﾈ\n"));
+        // An escape character alone in ASCII text stays UTF-8.
+        let d = decode(b"colour: \x1b[31mred\x1b[0m\n");
+        assert_eq!(d.name(), "UTF-8");
+    }
+
+    #[test]
+    fn latin_1_capitals_stay_latin_1() {
+        // Bytes 0xC0-0xDF are capitals in Latin-1 and half-width katakana in Shift_JIS: a run of
+        // them must not turn a Western file into katakana.
+        let text = "RÉSUMÉ DE L'ÉTÉ À ORLÉANS: ÇA VA ÊTRE ÉNORME. GRÜßE AUS DÜSSELDORF, ÖSTERREICH UND ÅLAND.\n";
+        let (bytes, _, _) = encoding_rs::WINDOWS_1252.encode(text);
+        let d = decode(&bytes);
+        assert_eq!(d.text, text, "{}", d.name());
+    }
+
+    #[test]
+    fn half_width_katakana_are_judged_by_their_neighbours() {
+        assert_eq!(plausibility("ﾎｯｶｲﾄﾞｳ ｻｯﾎﾟﾛｼ"), 1.0);
+        // A voicing mark after a letter that cannot take it, a lone kana among Latin letters:
+        // what Latin-1 text read as Shift_JIS looks like.
+        assert_eq!(plausibility("Straﾟe"), 0.0);
+        assert_eq!(plausibility("ｱﾞ"), 0.5);
+        assert_eq!(plausibility("caf ﾃ au lait"), 0.5);
     }
 
     #[test]

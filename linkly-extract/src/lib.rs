@@ -13,6 +13,7 @@ mod encoding;
 mod error;
 pub mod formats;
 mod isolate;
+mod normalize;
 pub mod ocr;
 mod options;
 mod registry;

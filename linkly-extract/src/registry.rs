@@ -7,6 +7,7 @@ use linkly_core::{DocType, OutlineNode, SkipReason};
 use crate::ExtractOptions;
 use crate::detect::detect;
 use crate::formats::FORMATS;
+use crate::normalize;
 
 /// What an extractor reads: the file's path (for its name, extension and folder) and its bytes.
 #[derive(Debug, Clone, Copy)]
@@ -55,16 +56,35 @@ impl Extracted {
         }
     }
 
-    /// Normalises line ends to `\n` and drops trailing blank lines.
+    /// Normalises line ends to `\n`, drops trailing blank lines and normalises the characters
+    /// that break matching ([`crate::normalize`]: ligatures, soft hyphens, odd spaces; in PDF
+    /// text, words hyphenated across line ends), in the text, the title and the outline alike.
     fn normalise(mut self) -> Extracted {
         if self.text.contains('\r') {
             self.text = self.text.replace("\r\n", "\n").replace('\r', "\n");
         }
+        let mut text = std::mem::take(&mut self.text);
+        if self.doc_type == DocType::Pdf {
+            text = normalize::join_hyphenated(text);
+        }
+        self.text = normalize::normalize_chars(text);
+        self.title = self.title.map(normalize::normalize_chars);
+        normalize_outline(&mut self.outline);
         let trimmed_len = self.text.trim_end_matches(['\n', ' ', '\t']).len();
         self.text.truncate(trimmed_len);
         let total = self.total_lines();
         clamp_outline(&mut self.outline, total);
         self
+    }
+}
+
+fn normalize_outline(nodes: &mut [OutlineNode]) {
+    for n in nodes {
+        n.title = normalize::normalize_chars(std::mem::take(&mut n.title));
+        for d in &mut n.detail {
+            *d = normalize::normalize_chars(std::mem::take(d));
+        }
+        normalize_outline(&mut n.children);
     }
 }
 

@@ -177,6 +177,7 @@ fn pdf_page_counts_and_texts() {
         ("pypdf-latex-multicolumn.pdf", 3),
         ("tika-testPDF_bookmarks.pdf", 2),
         ("pypdf-minimal-document.pdf", 1),
+        ("pdfjs-freeculture-p185-186.pdf", 2),
     ] {
         let Some(e) = get(name) else { continue };
         assert_eq!(page_markers(e).len(), pages, "{name}");
@@ -196,6 +197,77 @@ fn pdf_page_counts_and_texts() {
             e.text,
             "--- page 1 ---\nThis is a page about France\n--- page 2 ---\nThis is a page about Denmark"
         );
+    }
+}
+
+/// The 1-based numbers of the lines of `e` that match `pattern` as a whole word (what `grep`
+/// with `\bword\b` finds).
+fn grep_word(e: &Extracted, word: &str) -> Vec<usize> {
+    let is_word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    e.text
+        .split('\n')
+        .enumerate()
+        .filter(|(_, line)| {
+            line.match_indices(word).any(|(at, _)| {
+                !is_word(line[..at].chars().next_back())
+                    && !is_word(line[at + word.len()..].chars().next())
+            })
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+#[test]
+fn pdf_ligatures_and_line_end_hyphens_become_greppable() {
+    let ligature = |c: char| ('\u{FB00}'..='\u{FB06}').contains(&c);
+    // Free Culture (pages 185-186): `quanti\u{FB01}ed` in the font, `In re-` / `sponse` and
+    // `grant-` / `ing` hyphenated at line ends.
+    if let Some(e) = get("pdfjs-freeculture-p185-186.pdf") {
+        assert!(!e.text.contains(ligature), "{}", e.text);
+        let lines: Vec<&str> = e.text.split('\n').collect();
+        // The line numbers are those of the page as laid out: marker, then the page's lines.
+        assert_eq!(lines[0], "--- page 1 ---");
+        assert_eq!(grep_word(e, "quantified"), [9]);
+        assert!(
+            lines[8].starts_with("to a real, if not yet quantified, threat"),
+            "{:?}",
+            lines[8]
+        );
+        assert_eq!(grep_word(e, "response"), [8]);
+        assert!(lines[7].ends_with("In response"), "{:?}", lines[7]);
+        assert_eq!(grep_word(e, "granting"), [2]);
+        assert!(
+            lines[2].starts_with("archives and libraries"),
+            "{:?}",
+            lines[2]
+        );
+        assert!(grep_word(e, "sponse").is_empty());
+        // A real hyphen inside a line stays.
+        assert_eq!(grep_word(e, "twentieth-century"), [10]);
+    }
+    // LaTeX (Computer Modern): `\u{FB01}lled`, `O\u{FB03}cial`, 30 hyphenated line ends.
+    if let Some(e) = get("pypdf-latex-multicolumn.pdf") {
+        assert!(!e.text.contains(ligature));
+        assert!(!grep_word(e, "filled").is_empty());
+        assert!(!grep_word(e, "Official").is_empty());
+        let lines: Vec<&str> = e.text.split('\n').collect();
+        let split = lines.windows(2).filter(|w| {
+            let end = w[0].trim_end();
+            end.ends_with('-')
+                && end[..end.len() - 1]
+                    .chars()
+                    .next_back()
+                    .is_some_and(char::is_lowercase)
+                && w[1]
+                    .trim_start()
+                    .chars()
+                    .next()
+                    .is_some_and(char::is_lowercase)
+        });
+        assert_eq!(split.count(), 0);
+        for word in ["adipiscing", "consectetuer", "tristique", "sollicitudin"] {
+            assert!(!grep_word(e, word).is_empty(), "{word}");
+        }
     }
 }
 
