@@ -134,8 +134,10 @@ fn matching_lines(lines: &[&str], re: &Regex, fuzzy: Option<&Regex>) -> Vec<usiz
             .filter(|&i| re.is_match(lines[i]))
             .collect(),
         Some(squeezed) => {
-            // Match against the text with all whitespace removed; map each match back to the
-            // line where it starts.
+            // A line the pattern matches as written matches (so `\b` and spaces in the
+            // pattern keep their meaning); so does the line where a match starts in the text
+            // with all whitespace removed, which catches words split by stray spaces and
+            // line breaks.
             let mut text = String::new();
             let mut line_of = Vec::new();
             for (i, line) in lines.iter().enumerate() {
@@ -148,7 +150,9 @@ fn matching_lines(lines: &[&str], re: &Regex, fuzzy: Option<&Regex>) -> Vec<usiz
                 .find_iter(&text)
                 .filter(|m| !m.as_str().is_empty())
                 .map(|m| line_of[m.start()])
+                .chain((0..lines.len()).filter(|&i| re.is_match(lines[i])))
                 .collect();
+            out.sort_unstable();
             out.dedup();
             out
         }
@@ -444,6 +448,16 @@ impl GrepResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fuzzy_whitespace_keeps_word_boundaries() {
+        let lines = ["if not yet quantified, threat", "a quanti fied word", "unquantifiedness"];
+        let re = build_regex(r"\bquantified\b", false).unwrap();
+        let squeezed = build_regex(&squeeze_pattern(r"\bquantified\b"), false).unwrap();
+        assert_eq!(matching_lines(&lines, &re, Some(&squeezed)), [0]);
+        let re = build_regex("quantified", false).unwrap();
+        assert_eq!(matching_lines(&lines, &re, Some(&re)), [0, 1, 2]);
+    }
 
     #[test]
     fn fuzzy_whitespace_spans_lines() {
