@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{check_choice, check_range};
-use crate::library::{allowed_dir, library_dirs, resolve};
+use crate::library::{allowed_dir, resolve};
 use crate::render::{one_line, thousands};
 use crate::tools::search::{parse_bound, parse_doc_types};
 use crate::tools::{Rendered, ToolSpec, parse_args, render, schema_of};
@@ -229,32 +229,37 @@ impl Linkly {
         let modified_after = parse_bound("modified_after", p.modified_after.as_deref())?;
         let modified_before = parse_bound("modified_before", p.modified_before.as_deref())?;
 
-        let (dirs, target, listed_dir) = match (library, p.path.as_deref()) {
+        let (dirs, paths, target, listed_dir) = match (library, p.path.as_deref()) {
             (Some(lib), Some(path)) => {
-                let name = format!("the folders of library {:?}", lib.name);
-                let dir = allowed_dir(path, &lib.folders, &name)?;
-                (Some(vec![dir.clone()]), dir.clone(), Some(dir))
+                let (dirs, notes, dir) = crate::library::dir_in_library(self, lib, path)?;
+                (Some(dirs), notes, dir.clone(), Some(dir))
             }
-            (Some(lib), None) => (
-                Some(library_dirs(lib)),
-                format!("library {} ({})", lib.name, lib.address()),
-                None,
-            ),
+            (Some(lib), None) => {
+                let scope = crate::library::LibraryScope::of(self, lib)?;
+                (
+                    Some(scope.dirs),
+                    scope.notes,
+                    format!("library {} ({})", lib.name, lib.address()),
+                    None,
+                )
+            }
             (None, Some(path)) => {
                 let dir = allowed_dir(path, &self.config().folders, "watched folders")?;
-                (Some(vec![dir.clone()]), dir.clone(), Some(dir))
+                (Some(vec![dir.clone()]), Vec::new(), dir.clone(), Some(dir))
             }
             (None, None) if self.config().folders.is_empty() => {
-                (None, "all indexed folders".to_string(), None)
+                (None, Vec::new(), "all indexed folders".to_string(), None)
             }
             (None, None) => (
                 Some(crate::library::top_level_dirs(&self.config().folders)),
+                Vec::new(),
                 "all watched folders".to_string(),
                 None,
             ),
         };
         let filter = CatalogFilter {
             dirs,
+            paths,
             doc_types,
             modified_after,
             modified_before,
