@@ -167,8 +167,11 @@ fn markdown_headings_title_and_text() {
                 "¿A dónde ir a partir de aquí?",
             ]
         );
-        // Front matter: the title, never a heading.
+        // Front matter: the title, never a heading, and never text: line 1 is the first line
+        // after it (the blank line before `<Intro>`).
         assert_eq!(e.title.as_deref(), Some("Pensar en React"));
+        assert!(!e.text.contains("title: Pensar en React"));
+        assert_eq!(&lines(e)[..2], ["", "<Intro>"]);
         assert!(
             e.outline[0].start_line > 3,
             "front matter lines in the outline"

@@ -88,13 +88,12 @@ pub fn split_front_matter(text: &str) -> Option<FrontMatterBlock<'_>> {
     };
     let inner_start = start + open;
     let mut offset = inner_start;
-    let mut lines = 1u32;
     let mut has_key = false;
-    for raw in text[inner_start..].split_inclusive('\n') {
+    // `lines`: the lines taken so far, the opening one and this one included.
+    for (lines, raw) in (2u32..).zip(text[inner_start..].split_inclusive('\n')) {
         let line = raw.trim_end_matches(['\n', '\r']);
         let first = offset == inner_start;
         offset += raw.len();
-        lines += 1;
         let closing = line.trim_end() == "---" || line.trim_end() == "...";
         if first && (line.trim().is_empty() || closing) {
             return None;
