@@ -38,8 +38,8 @@ pub struct ListParams {
     /// A library name or `local://<id>` (scope `library`).
     #[serde(default)]
     pub library: Option<String>,
-    /// An absolute directory inside the watched folders (or the library's folders); not a
-    /// pattern.
+    /// An absolute directory inside the watched folders (or the library's folders, and the
+    /// notes folder for a library with a note-tag filter); not a pattern.
     #[serde(default)]
     pub path: Option<String>,
     /// Only these document types (folder and library scopes).
