@@ -161,3 +161,90 @@ fn the_edit_loop_through_the_python_sdk_client() {
     }
     assert!(!final_body.contains("overwrite"));
 }
+
+/// An agent's loop through the Python SDK client: read a note (its body, with the front
+/// matter as metadata), send back the text read with one span edited and the version read,
+/// find it by tag. Nothing of the front matter is text, keywords or counts.
+#[test]
+fn what_read_returns_is_what_note_save_takes_back() {
+    let env = Env::new(&[("doc.md", "# Doc\n\nSome text about herons.\n")]);
+    let body =
+        "Herons fish at dawn\nThey stand still in **shallow water** #Wildlife\n- frogs\n- fish\n";
+    let created = env.json(&[
+        "note-save",
+        "--mode",
+        "create",
+        "--content",
+        body,
+        "--tags",
+        "birds",
+        "--app-name",
+        "Tester",
+    ]);
+    let id = created["note_id"].as_str().unwrap().to_string();
+    let path = PathBuf::from(created["path"].as_str().unwrap());
+    env.index();
+    let doc_id = env.json(&["search", "herons", "--scope", "notes"])["results"][0]["doc_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let version = sha(&path);
+    let effective = created["content"].as_str().unwrap().trim_end().to_string();
+    // What the agent sends back: the text read, one span replaced.
+    let revised = effective.replace("- frogs", "- frogs and eels");
+    run_phase(
+        &env,
+        "read-edit-loop",
+        json!({
+            "require_tools": ["read", "note_save", "search"],
+            "steps": [
+                {"name": "read shows the body and the note's metadata", "tool": "read",
+                 "arguments": {"doc_id": doc_id, "output_format": "json"},
+                 "expect": {"is_error": false, "json_paths": {
+                    "$._json.content": effective,
+                    "$._json.title": "Herons fish at dawn",
+                    "$._json.total_lines": effective.lines().count(),
+                    "$._json.note.note_id": id,
+                    "$._json.note.version": version,
+                    "$._json.note.tags": ["wildlife", "birds"],
+                    "$._json.front_matter.title": "Herons fish at dawn",
+                    "$._json.front_matter.source": "Tester",
+                    "$._json.front_matter_lines": 7}}},
+                {"name": "read in Markdown: line 1 is the body's first line", "tool": "read",
+                 "arguments": {"doc_id": doc_id},
+                 "expect": {"is_error": false,
+                            "contains": ["note: note_id", version, "     1\tHerons fish at dawn"],
+                            "not_contains": ["\tnote_id:", "\t---"]}},
+                {"name": "send back the text read, one span edited", "tool": "note_save",
+                 "arguments": {"mode": "edit", "note_id": id, "base_version": version, "content": revised},
+                 "expect": {"is_error": false, "json_paths": {"$._json.content": revised}}},
+                {"name": "search by tag finds it under its title", "tool": "search",
+                 "arguments": {"query": "eels", "tags": ["wildlife"], "output_format": "json"},
+                 "expect": {"is_error": false, "json_paths": {
+                    "$._json.total": 1,
+                    "$._json.results[0].doc_id": doc_id,
+                    "$._json.results[0].title": "Herons fish at dawn"}}},
+                {"name": "the note id is not text", "tool": "search",
+                 "arguments": {"query": id[..8].to_string(), "output_format": "json"},
+                 "expect": {"is_error": false, "json_paths": {"$._json.total": 0}}}
+            ]
+        }),
+    );
+    assert_eq!(body_of(&path), revised);
+    // Keywords come from the body: no fragments of timestamps or ids.
+    let hit = &env.json(&["search", "herons", "--scope", "notes"])["results"][0];
+    let keywords: Vec<&str> = hit["keywords"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    assert!(!keywords.is_empty(), "{hit}");
+    assert!(
+        keywords
+            .iter()
+            .all(|k| !k.chars().any(|c| c.is_ascii_digit())),
+        "{keywords:?}"
+    );
+    assert_eq!(hit["title"], "Herons fish at dawn");
+}

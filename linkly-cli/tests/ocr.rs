@@ -122,13 +122,14 @@ fn scanned_pdf() -> Vec<u8> {
 
 const PAGE: &str = "# Field notes\n\nThe alert:\n\n![EAS](images/textract-raw_text.jpg)\n\nAnd the bears <img src=\"images/ocrs-polar-bears.png\" alt=\"bears\">\n\nThe end.\n";
 
-/// The corpus images under `docs/images`, a page referencing two of them, a long screenshot,
-/// a page referencing it eleven times, and a scanned PDF.
+/// The corpus images under `docs/images`, a page referencing two of them, one referencing one
+/// of them twice, a long screenshot, a page referencing it eleven times, and a scanned PDF.
 fn ocr_env() -> Env {
     let many: String = (1..=11)
         .map(|i| format!("shot {i}: ![](long.png)\n"))
         .collect();
-    let env = Env::new(&[("page.md", PAGE), ("many.md", &many)]);
+    let twice = "twice: ![](images/textract-raw_text.jpg)\n\nthe bears ![](images/ocrs-polar-bears.png)\n\nagain ![alert](images/textract-raw_text.jpg)\n";
+    let env = Env::new(&[("page.md", PAGE), ("many.md", &many), ("twice.md", twice)]);
     let images = env.docs.join("images");
     fs_err::create_dir_all(&images).unwrap();
     for name in IMAGES {
@@ -265,8 +266,9 @@ fn images_are_searched_grepped_and_read() {
         "{md}"
     );
 
-    // Budgets: at most 2,000 characters per image and 20,000 per call; the rest is abstract
-    // with a note saying how to read the image alone.
+    // Budgets: at most 2,000 characters per image (a longer one is never cut: it stays an
+    // abstract with a note saying how to read it alone) and 20,000 per call; each image's
+    // text once per answer, later references pointing back to the first.
     let many = id_of(&env, "shot", "many.md");
     let v = read(&env, &many, "full");
     let imgs = v["images"].as_array().unwrap();
@@ -276,26 +278,40 @@ fn images_are_searched_grepped_and_read() {
         long_count > 2000,
         "the long screenshot has {long_count} chars"
     );
-    let mut shown = 0;
-    for (n, i) in imgs.iter().enumerate() {
-        match i.get("text").and_then(Value::as_str) {
-            Some(t) => {
-                assert!(t.chars().count() <= 2000, "image {n}");
-                shown += t.chars().count();
-                // Cut at 2,000 characters, with a note saying how to see the rest.
-                let note = i["note"].as_str().unwrap();
-                assert!(note.contains(i["doc_id"].as_str().unwrap()), "{note}");
-                assert!(note.starts_with("first 2,000 of"), "{note}");
-            }
-            None => {
-                assert!(i["excerpt"].is_string() && i["char_count"].is_u64(), "{i}");
-                let note = i["note"].as_str().unwrap();
-                assert!(note.contains(i["doc_id"].as_str().unwrap()), "{note}");
-            }
-        }
+    assert!(imgs[0].get("text").is_none(), "{}", imgs[0]);
+    assert!(imgs[0]["excerpt"].is_string(), "{}", imgs[0]);
+    let note = imgs[0]["note"].as_str().unwrap();
+    assert!(
+        note.contains("over the 2,000 inlined per image")
+            && note.contains(&format!("read {}", imgs[0]["doc_id"].as_str().unwrap())),
+        "{note}"
+    );
+    for (n, i) in imgs.iter().enumerate().skip(1) {
+        assert_eq!(i["doc_id"], imgs[0]["doc_id"], "image {n}");
+        assert!(i.get("text").is_none() && i.get("excerpt").is_none(), "{i}");
+        assert_eq!(i["note"], "same image as line 1, shown there", "{i}");
     }
-    assert!(shown <= 20_000, "{shown}");
-    assert_eq!(imgs.iter().filter(|i| i.get("text").is_some()).count(), 10);
+    let twice = id_of(&env, "twice", "twice.md");
+    let v = read(&env, &twice, "full");
+    let imgs = v["images"].as_array().unwrap();
+    assert_eq!(imgs.len(), 3, "{v}");
+    assert!(
+        imgs[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("EMERGENCY ALERT SYSTEM"),
+        "{v}"
+    );
+    assert!(
+        imgs[1]["text"].as_str().unwrap().contains("Mitochondrial"),
+        "{v}"
+    );
+    assert_eq!(imgs[2]["line"], 5);
+    assert_eq!(imgs[2]["note"], "same image as line 1, shown there", "{v}");
+    assert!(imgs[2].get("text").is_none(), "{v}");
+    let out = env.run(&["read", &twice, "--image-text", "full"]);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(md.matches("  > EAS TEST").count(), 1, "{md}");
     let long = search(&env, "ledger invoices receipts");
     assert!(
         long.iter()

@@ -109,16 +109,19 @@ fn markdown_headings_title_and_text() {
     let all = extract_all();
     let corpus = corpus_dir();
 
-    // Text is the file as is, but for the characters that break matching (the French file's
-    // non-breaking space): grep and read line numbers match the file.
+    // Text is the file after its front matter (metadata, not text), but for the characters
+    // that break matching (the French file's non-breaking space): grep and read line numbers
+    // are the file's, minus the front matter's lines.
     for (name, (path, result)) in &all {
         if path.extension().is_some_and(|x| x == "md") {
             let e = result.as_ref().unwrap_or_else(|s| panic!("{name}: {s}"));
             let raw = std::fs::read_to_string(corpus.join("md").join(name)).unwrap();
+            let raw = raw.replace("\r\n", "\n");
+            let body = linkly_extract::formats::split_front_matter(&raw)
+                .map_or(raw.as_str(), |fm| &raw[fm.body_offset..]);
             assert_eq!(
                 e.text,
-                raw.replace("\r\n", "\n")
-                    .replace('\u{A0}', " ")
+                body.replace('\u{A0}', " ")
                     .trim_end_matches(['\n', ' ', '\t']),
                 "{name}"
             );
@@ -170,8 +173,11 @@ fn markdown_headings_title_and_text() {
                 "¿A dónde ir a partir de aquí?",
             ]
         );
-        // Front matter: the title, never a heading.
+        // Front matter: the title, never a heading, and never text: line 1 is the first line
+        // after it (the blank line before `<Intro>`).
         assert_eq!(e.title.as_deref(), Some("Pensar en React"));
+        assert!(!e.text.contains("title: Pensar en React"));
+        assert_eq!(&lines(e)[..2], ["", "<Intro>"]);
         assert!(
             e.outline[0].start_line > 3,
             "front matter lines in the outline"

@@ -38,6 +38,9 @@ pub struct CatalogFilter {
     /// Absolute directories whose subtrees are covered, OR-ed. `None` covers every document;
     /// an empty list covers none.
     pub dirs: Option<Vec<String>>,
+    /// Exact paths covered besides the subtrees of `dirs` (OR-ed with them), when `dirs` is
+    /// given: the notes a library's tag filter takes in. Default: none.
+    pub paths: Vec<String>,
     /// Only these types.
     pub doc_types: Option<Vec<DocType>>,
     /// Modified at or after (Unix ms).
@@ -104,20 +107,30 @@ fn where_clause(f: &CatalogFilter) -> (String, Vec<SqlValue>) {
     let mut parts = Vec::new();
     let mut params = Vec::new();
     if let Some(dirs) = &f.dirs {
-        if dirs.is_empty() {
+        let mut ors = Vec::new();
+        for d in dirs {
+            let (lo, hi) = dir_range(d);
+            params.push(SqlValue::Text(lo));
+            params.push(SqlValue::Text(hi));
+            ors.push(format!(
+                "(path >= ?{} AND path < ?{})",
+                params.len() - 1,
+                params.len()
+            ));
+        }
+        if !f.paths.is_empty() {
+            // One parameter however many paths (SQLite limits the parameters of a statement).
+            params.push(SqlValue::Text(
+                serde_json::to_string(&f.paths).unwrap_or_else(|_| "[]".to_string()),
+            ));
+            ors.push(format!(
+                "path IN (SELECT value FROM json_each(?{}))",
+                params.len()
+            ));
+        }
+        if ors.is_empty() {
             parts.push("0".to_string());
         } else {
-            let mut ors = Vec::new();
-            for d in dirs {
-                let (lo, hi) = dir_range(d);
-                params.push(SqlValue::Text(lo));
-                params.push(SqlValue::Text(hi));
-                ors.push(format!(
-                    "(path >= ?{} AND path < ?{})",
-                    params.len() - 1,
-                    params.len()
-                ));
-            }
             parts.push(format!("({})", ors.join(" OR ")));
         }
     }

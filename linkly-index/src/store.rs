@@ -16,7 +16,7 @@ use crate::{Error, Result};
 
 /// The on-disk format version of the whole index (store + lexical). A different version is
 /// rebuilt from the files.
-pub(crate) const INDEX_FORMAT_VERSION: &str = "2";
+pub(crate) const INDEX_FORMAT_VERSION: &str = "3";
 
 /// `meta` key: the next document id to hand out.
 const NEXT_ID: &str = "next_id";

@@ -1,6 +1,7 @@
 //! What the `library` and `path` parameters resolve to: a library of the config, the
 //! directories a tool covers, and the check that keeps `path` inside the watched folders.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -59,36 +60,131 @@ pub(crate) fn top_level_dirs(folders: &[PathBuf]) -> Vec<String> {
         .collect()
 }
 
-/// The catalog filter of an optional library: every document, or the library's folders.
-pub(crate) fn scope_filter(linkly: &Linkly, library: Option<&str>) -> Result<CatalogFilter> {
-    Ok(CatalogFilter {
-        dirs: library
-            .map(|l| resolve(linkly, l).map(library_dirs))
-            .transpose()?,
-        ..Default::default()
-    })
+/// What a library covers: the documents of its folders, plus exactly the notes that carry all
+/// the tags of its note-tag filter (`list_libraries`: "+ notes tagged #wildlife"). `search`,
+/// `list`, `explore`, `find_paths` and the counts of `list_libraries` all apply it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LibraryScope {
+    /// Its folders as index paths, without those inside another of them.
+    pub(crate) dirs: Vec<String>,
+    /// The paths of the notes its tag filter takes in (none without a filter).
+    pub(crate) notes: Vec<String>,
 }
 
-/// The path predicate of `search`: inside the library's folders (when given) and matching
-/// `path_glob` (when given).
+impl LibraryScope {
+    /// The scope of a library, its tagged notes read from the notes folder now.
+    pub(crate) fn of(linkly: &Linkly, lib: &Library) -> Result<LibraryScope> {
+        let notes = if lib.tags.is_empty() {
+            Vec::new()
+        } else {
+            crate::notes::tagged_paths(linkly, &lib.tags)?
+        };
+        Ok(LibraryScope {
+            dirs: library_dirs(lib),
+            notes,
+        })
+    }
+
+    /// The catalog filter of the scope (other criteria left open).
+    pub(crate) fn catalog_filter(&self) -> CatalogFilter {
+        CatalogFilter {
+            dirs: Some(self.dirs.clone()),
+            paths: self.notes.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+/// The scope of an optional `library` argument: `None` (everything) without one; a cloud or
+/// unknown library is refused.
+pub(crate) fn scope_of(linkly: &Linkly, library: Option<&str>) -> Result<Option<LibraryScope>> {
+    library
+        .map(|l| LibraryScope::of(linkly, resolve(linkly, l)?))
+        .transpose()
+}
+
+/// The catalog filter of an optional library: every document, or the library's folders and
+/// tagged notes.
+pub(crate) fn scope_filter(linkly: &Linkly, library: Option<&str>) -> Result<CatalogFilter> {
+    Ok(scope_of(linkly, library)?
+        .map(|s| s.catalog_filter())
+        .unwrap_or_default())
+}
+
+/// The path predicate of `search`: inside the library (its folders or its tagged notes, when
+/// given) and matching `path_glob` (when given).
 pub(crate) fn path_predicate(
     glob: Option<PathGlob>,
-    library_dirs: Option<Vec<String>>,
+    library: Option<LibraryScope>,
 ) -> Option<PathPredicate> {
-    if glob.is_none() && library_dirs.is_none() {
+    if glob.is_none() && library.is_none() {
         return None;
     }
-    let prefixes: Option<Vec<String>> = library_dirs.map(|dirs| {
-        dirs.into_iter()
+    let library: Option<(Vec<String>, HashSet<String>)> = library.map(|scope| {
+        let prefixes = scope
+            .dirs
+            .into_iter()
             .map(|d| if d.ends_with('/') { d } else { d + "/" })
-            .collect()
+            .collect();
+        (prefixes, scope.notes.into_iter().collect())
     });
     Some(Arc::new(move |path: &str| {
-        prefixes
-            .as_ref()
-            .is_none_or(|p| p.iter().any(|d| path.starts_with(d.as_str())))
-            && glob.as_ref().is_none_or(|g| g.matches(path))
+        library.as_ref().is_none_or(|(prefixes, notes)| {
+            prefixes.iter().any(|d| path.starts_with(d.as_str())) || notes.contains(path)
+        }) && glob.as_ref().is_none_or(|g| g.matches(path))
     }))
+}
+
+/// Resolves `list`'s `path` inside a library: a directory in its folders, or — when the library
+/// has a note-tag filter — in the notes folder. Returns the subtrees to list (the directory
+/// when it lies in the library's folders), the tagged notes under it, and the directory.
+pub(crate) fn dir_in_library(
+    linkly: &Linkly,
+    lib: &Library,
+    raw: &str,
+) -> Result<(Vec<String>, Vec<String>, String)> {
+    let scope = LibraryScope::of(linkly, lib)?;
+    let notes_dir = linkly.notes_dir();
+    let notes_real = fs_err::canonicalize(&notes_dir).ok();
+    let mut roots = lib.folders.clone();
+    let mut name = format!("folders of library {:?}", lib.name);
+    if !lib.tags.is_empty()
+        && let Some(real) = &notes_real
+    {
+        roots.push(real.clone());
+        name.push_str(" and the notes folder (its notes tagged ");
+        name.push_str(
+            &lib.tags
+                .iter()
+                .map(|t| format!("#{t}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        name.push(')');
+    }
+    let dir = allowed_dir(raw, &roots, &name)?;
+    let dir_path = Path::new(&dir);
+    let dirs = if lib.folders.iter().any(|f| dir_path.starts_with(f)) {
+        vec![dir.clone()]
+    } else {
+        Vec::new()
+    };
+    // The tagged notes under the directory, with paths spelt as the index spells them.
+    let notes = match notes_real
+        .as_ref()
+        .and_then(|r| dir_path.strip_prefix(r).ok())
+    {
+        Some(rel) => {
+            let under = notes_dir.join(rel);
+            scope
+                .notes
+                .into_iter()
+                .filter(|p| Path::new(p).starts_with(&under))
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    Ok((dirs, notes, dir))
 }
 
 /// Checks a `path` argument: absolute, existing, a directory, and — once `..` and symlinks are

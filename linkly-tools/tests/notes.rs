@@ -116,7 +116,9 @@ fn create_list_index_edit_and_conflict() {
     assert_eq!(uuid_version(&id), 4);
     let text = fs_err::read_to_string(&path).unwrap();
     assert!(
-        text.starts_with(&format!("---\nnote_id: {id}\ncreated_at: ")),
+        text.starts_with(&format!(
+            "---\nnote_id: {id}\ntitle: \"Meeting with Bob\"\ncreated_at: "
+        )),
         "{text}"
     );
     assert!(
@@ -197,7 +199,7 @@ fn create_list_index_edit_and_conflict() {
     assert_eq!(v2, sha(&path));
     assert_eq!(edited["path"], created["path"], "an edit keeps the file");
     let text2 = fs_err::read_to_string(&path).unwrap();
-    let created_line = text.lines().nth(2).unwrap();
+    let created_line = text.lines().nth(3).unwrap();
     assert!(created_line.starts_with("created_at: "));
     assert!(text2.contains(created_line), "created_at is kept");
     assert!(text2.contains("source: \"Cursor\""), "source is kept");
@@ -697,4 +699,336 @@ fn the_notes_folder_is_a_sync_root_unless_a_watched_folder_covers_it() {
         linkly_tools::sync_options(&config, &data).roots,
         [docs, hidden]
     );
+}
+
+/// What an agent does: save a note with tags, read it, send back the edited text it read,
+/// find it by tag. The front matter is metadata: not text, not counted, not in keywords.
+#[test]
+fn a_note_read_is_the_body_note_save_takes_back() {
+    let f = Fixture::new();
+    let body = "Barn owls hunt at night\nThey nest in **old barns** and church towers #Wildlife\n- voles\n- shrews\n";
+    let created =
+        f.save(json!({"mode": "create", "content": body, "tags": ["birds"], "app_name": "Cursor"}));
+    let doc_id = created["doc_id"].as_str().unwrap().to_string();
+    let path = PathBuf::from(created["path"].as_str().unwrap());
+    let file = fs_err::read_to_string(&path).unwrap();
+    assert!(
+        file.contains("title: \"Barn owls hunt at night\"\n"),
+        "{file}"
+    );
+
+    let read = f.ok("read", json!({"doc_id": doc_id, "output_format": "json"}));
+    let effective = created["content"].as_str().unwrap();
+    assert_eq!(read["content"], effective.trim_end(), "{read}");
+    assert_eq!(read["shown_from"], 1);
+    assert_eq!(read["total_lines"], effective.trim_end().lines().count());
+    assert_eq!(read["char_count"], effective.trim_end().chars().count());
+    assert_eq!(read["title"], "Barn owls hunt at night");
+    assert_eq!(read["note"]["note_id"], created["note_id"]);
+    assert_eq!(read["note"]["version"], created["version"]);
+    assert_eq!(read["note"]["tags"], json!(["wildlife", "birds"]));
+    let fm = &read["front_matter"];
+    assert_eq!(fm["note_id"], created["note_id"]);
+    assert_eq!(fm["title"], "Barn owls hunt at night");
+    assert_eq!(fm["source"], "Cursor");
+    assert!(fm["created_at"].as_str().unwrap().ends_with('Z'), "{fm}");
+    assert_eq!(read["front_matter_lines"], 7);
+    let md = f
+        .linkly
+        .call("read", json!({"doc_id": doc_id}))
+        .unwrap()
+        .text;
+    assert!(md.contains("note: note_id "), "{md}");
+    assert!(
+        md.contains("front matter (metadata, not text; line 1 is file line 8)"),
+        "{md}"
+    );
+    assert!(md.contains("     1\tBarn owls hunt at night\n"), "{md}");
+    assert!(!md.contains("\t---"), "{md}");
+
+    // The counts, keywords and search index hold the body only.
+    let rec = f
+        .linkly
+        .index()
+        .doc_by_path(path.to_str().unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        rec.word_count,
+        linkly_core::word_count(effective.trim_end())
+    );
+    assert_eq!(rec.title.as_deref(), Some("Barn owls hunt at night"));
+    assert!(
+        rec.keywords
+            .iter()
+            .all(|k| !k.chars().any(|c| c.is_ascii_digit())),
+        "timestamps and ids leak into keywords: {:?}",
+        rec.keywords
+    );
+    let id_fragment = &created["note_id"].as_str().unwrap()[..8];
+    let hits = f.ok(
+        "search",
+        json!({"query": id_fragment, "output_format": "json"}),
+    );
+    assert_eq!(hits["total"], 0, "the note id is not text: {hits}");
+
+    // The agent edits a span of what it read and sends it back with the version read.
+    let revised = read["content"]
+        .as_str()
+        .unwrap()
+        .replace("church towers", "hollow trees");
+    let edited = f.save(json!({
+        "mode": "edit",
+        "note_id": read["note"]["note_id"],
+        "base_version": read["note"]["version"],
+        "content": revised,
+    }));
+    assert_eq!(edited["content"], revised.as_str());
+    // The same loop again from a fresh read, this time of the Markdown answer's lines.
+    let md = f
+        .linkly
+        .call("read", json!({"doc_id": doc_id}))
+        .unwrap()
+        .text;
+    let version = md
+        .split("version ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let lines: Vec<&str> = md
+        .lines()
+        .filter_map(|l| l.trim_start().split_once('\t'))
+        .filter(|(n, _)| n.parse::<u32>().is_ok())
+        .map(|(_, t)| t)
+        .collect();
+    let again = f.save(json!({
+        "mode": "edit",
+        "note_id": created["note_id"],
+        "base_version": version,
+        "content": lines.join("\n").replace("voles", "voles and mice"),
+    }));
+    assert!(
+        again["content"]
+            .as_str()
+            .unwrap()
+            .contains("voles and mice")
+    );
+
+    // Found by tag, under one title everywhere.
+    let by_tag = f.ok(
+        "search",
+        json!({"query": "owls", "tags": ["wildlife"], "output_format": "json"}),
+    );
+    assert_eq!(by_tag["results"][0]["doc_id"], doc_id.as_str(), "{by_tag}");
+    assert_eq!(by_tag["results"][0]["title"], "Barn owls hunt at night");
+    assert_eq!(f.notes()["items"][0]["title"], "Barn owls hunt at night");
+    let read = f.ok("read", json!({"doc_id": doc_id, "output_format": "json"}));
+    assert_eq!(read["title"], "Barn owls hunt at night");
+}
+
+/// A note written before titles were kept gets its title on the next edit; one with a
+/// generated name has none, and a person's own `title:` wins.
+#[test]
+fn one_title_for_a_note() {
+    let f = Fixture::new();
+    fs_err::create_dir_all(f.notes_dir()).unwrap();
+    let legacy = f.notes_dir().join("Old plans.md");
+    fs_err::write(
+        &legacy,
+        "---\nnote_id: 3f2c8e1a-5b6d-4c7e-9f80-123456789abc\ncreated_at: 2025-01-01T00:00:00.000Z\n---\nOld plans for the garden\n",
+    )
+    .unwrap();
+    let own = f.notes_dir().join("x.md");
+    fs_err::write(&own, "---\ntitle: \"My own title\"\n---\nSome words\n").unwrap();
+    f.sync();
+    let list = f.notes();
+    let titles: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["title"].as_str().unwrap())
+        .collect();
+    assert!(
+        titles.contains(&"Old plans") && titles.contains(&"My own title"),
+        "{list}"
+    );
+    let hit = f.ok(
+        "search",
+        json!({"query": "own words", "scope": "notes", "output_format": "json"}),
+    );
+    assert_eq!(hit["results"][0]["title"], "My own title", "{hit}");
+    let note = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["title"] == "Old plans")
+        .unwrap();
+    f.save(json!({"mode": "edit", "note_id": note["note_id"], "base_version": note["version"], "content": "Old plans for the garden, revised"}));
+    assert!(
+        fs_err::read_to_string(&legacy)
+            .unwrap()
+            .contains("\ntitle: \"Old plans\"\n")
+    );
+    let hit = f.ok(
+        "search",
+        json!({"query": "garden revised", "scope": "notes", "output_format": "json"}),
+    );
+    assert_eq!(hit["results"][0]["title"], "Old plans", "{hit}");
+    let generated = f.save(json!({"mode": "create", "content": "#ideas"}));
+    assert!(
+        !fs_err::read_to_string(generated["path"].as_str().unwrap())
+            .unwrap()
+            .contains("title:")
+    );
+}
+
+/// A library with a note-tag filter holds its folders' documents plus exactly the notes that
+/// carry its tags, in list_libraries, search, list, explore and find_paths.
+#[test]
+fn a_library_with_a_note_tag_filter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fs_err::canonicalize(tmp.path()).unwrap();
+    let nature = root.join("docs/nature");
+    fs_err::create_dir_all(&nature).unwrap();
+    fs_err::write(
+        nature.join("fox.md"),
+        "# Fox\n\nThe red fox hunts voles at dusk.\n",
+    )
+    .unwrap();
+    fs_err::write(
+        root.join("docs/tax.md"),
+        "# Tax\n\nThe tax office hunts receipts.\n",
+    )
+    .unwrap();
+    let data = DataDir::new(root.join(".linkly"));
+    let index = Index::open(&data.index_dir()).unwrap();
+    let config = Config {
+        folders: vec![root.join("docs")],
+        libraries: vec![linkly_core::Library {
+            id: 7,
+            name: "nature".into(),
+            description: "Wildlife".into(),
+            folders: vec![nature.clone()],
+            tags: vec!["wildlife".into()],
+        }],
+        ..Config::default()
+    };
+    let linkly = Linkly::new(Arc::new(index), data, config);
+    let ok = |tool: &str, args: Value| -> Value {
+        let out = linkly.call(tool, args.clone()).unwrap();
+        assert!(!out.is_error, "{tool} {args}: {}", out.text);
+        serde_json::from_str(&out.text).unwrap_or(Value::String(out.text))
+    };
+    let owl = ok(
+        "note_save",
+        json!({"mode": "create", "content": "Owls hunt voles at night #wildlife"}),
+    );
+    ok(
+        "note_save",
+        json!({"mode": "create", "content": "Boss hunts for the budget #work"}),
+    );
+    linkly
+        .index()
+        .sync(&linkly.sync_options(), &mut |_| {})
+        .unwrap();
+    let owl_path = owl["path"].as_str().unwrap();
+
+    let libs = linkly.list_libraries().unwrap();
+    assert_eq!(
+        libs.libraries[0].doc_count, 2,
+        "fox.md and the #wildlife note"
+    );
+    assert!(
+        libs.to_markdown()
+            .contains("(2 docs, 1 folder) + notes tagged #wildlife")
+    );
+
+    let hits = ok(
+        "search",
+        json!({"query": "hunts", "library": "nature", "output_format": "json"}),
+    );
+    let paths: Vec<&str> = hits["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths.len(), 2, "{hits}");
+    assert!(
+        paths.contains(&owl_path) && paths.iter().any(|p| p.ends_with("/fox.md")),
+        "{paths:?}"
+    );
+
+    let listed = ok(
+        "list",
+        json!({"scope": "library", "library": "nature", "output_format": "json"}),
+    );
+    assert_eq!(listed["total"], 2, "{listed}");
+    // The notes folder is a path of the library: only its tagged notes are listed.
+    let notes_dir = linkly.notes_dir();
+    let in_notes = ok(
+        "list",
+        json!({"scope": "library", "library": "local://7", "path": notes_dir.to_str().unwrap(), "output_format": "json"}),
+    );
+    assert_eq!(in_notes["total"], 1, "{in_notes}");
+    assert_eq!(in_notes["items"][0]["path"], owl_path);
+    let in_folder = ok(
+        "list",
+        json!({"scope": "library", "library": "nature", "path": nature.to_str().unwrap(), "output_format": "json"}),
+    );
+    assert_eq!(in_folder["total"], 1, "{in_folder}");
+    let outside = linkly
+        .call("list", json!({"scope": "library", "library": "nature", "path": root.join("docs").to_str().unwrap()}))
+        .unwrap();
+    assert!(
+        outside.is_error && outside.text.contains("PATH_NOT_ALLOWED"),
+        "{}",
+        outside.text
+    );
+
+    let explored = ok(
+        "explore",
+        json!({"library": "nature", "output_format": "json"}),
+    );
+    assert_eq!(explored["summary"]["documents"], 2, "{explored}");
+    let text = explored.to_string();
+    assert!(text.contains(notes_dir.to_str().unwrap()), "{text}");
+    assert!(!text.contains("/docs\""), "{text}");
+    let dirs = ok(
+        "find_paths",
+        json!({"patterns": ["notes", "docs"], "library": "nature", "output_format": "json"}),
+    );
+    assert!(!dirs.to_string().contains("tax"), "{dirs}");
+}
+
+/// The index holds a note's text normalised (ligatures, non-breaking spaces) so that search
+/// finds it, but `read` shows the note's own characters: sending back what was read changes
+/// nothing the agent did not change.
+#[test]
+fn a_note_read_keeps_its_own_characters() {
+    let f = Fixture::new();
+    let body = "Eﬃcient ﬁeld notes\u{A0}today\nSecond line #misc\n";
+    let created = f.save(json!({"mode": "create", "content": body}));
+    let doc_id = created["doc_id"].as_str().unwrap().to_string();
+    let read = f.ok("read", json!({"doc_id": doc_id, "output_format": "json"}));
+    let effective = created["content"].as_str().unwrap();
+    assert_eq!(read["content"], effective.trim_end(), "{read}");
+    assert!(read["content"].as_str().unwrap().contains("ﬁeld notes\u{A0}today"));
+    let found = f.ok(
+        "search",
+        json!({"query": "efficient field", "scope": "notes", "output_format": "json"}),
+    );
+    assert_eq!(found["results"][0]["doc_id"], doc_id, "{found}");
+    // Sent back as read: accepted, and the file keeps its characters.
+    let edited = format!("{}\nThird line\n", read["content"].as_str().unwrap());
+    let saved = f.save(json!({
+        "mode": "edit",
+        "note_id": created["note_id"],
+        "base_version": read["note"]["version"],
+        "content": edited,
+    }));
+    let file = fs_err::read_to_string(saved["path"].as_str().unwrap()).unwrap();
+    assert!(file.contains("Eﬃcient ﬁeld notes\u{A0}today\n"), "{file}");
 }

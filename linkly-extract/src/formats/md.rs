@@ -1,4 +1,11 @@
 //! Markdown and MDX: the file's own text, an outline from its ATX and setext headings.
+//!
+//! **Front matter is metadata, never text.** A leading YAML block (`---` on the first line, a
+//! `key: value` line, up to a closing `---` or `...`; [`split_front_matter`]) is taken out of
+//! the text: it is not indexed, not counted and not shown by `read` as body lines. Line 1 is
+//! the first line after the block, so `read`, `grep` and the outline number the body as an
+//! agent sees it (and as `note_save` takes a note's body back). Its `title:` is the document's
+//! title; the tools read its other fields from the file when they show them.
 
 use linkly_core::{DocType, Heading, OutlineNode, SkipReason};
 use pulldown_cmark::{Event, MetadataBlockKind, Options, Parser, Tag, TagEnd};
@@ -23,16 +30,25 @@ impl Extractor for Markdown {
     fn extract(&self, input: &Input<'_>) -> Result<Extracted, SkipReason> {
         let decoded = encoding::decode(input.bytes);
         let encoding = decoded.name();
-        let text = normalize_newlines(decoded.text);
+        let whole = normalize_newlines(decoded.text);
+        let (front_matter_title, text) = match split_front_matter(&whole) {
+            Some(fm) => (
+                front_matter_field(fm.block, "title"),
+                whole[fm.body_offset..].to_string(),
+            ),
+            None => (None, whole),
+        };
         let parsed = parse(&text);
         let total_lines = text.split('\n').count() as u32;
-        let title = parsed.front_matter_title.or_else(|| {
-            parsed
-                .headings
-                .iter()
-                .find(|h| h.level == 1)
-                .map(|h| h.title.clone())
-        });
+        let title = front_matter_title
+            .or(parsed.front_matter_title)
+            .or_else(|| {
+                parsed
+                    .headings
+                    .iter()
+                    .find(|h| h.level == 1)
+                    .map(|h| h.title.clone())
+            });
         let outline = OutlineNode::from_headings(&parsed.headings, total_lines);
         Ok(Extracted {
             doc_type: DocType::Md,
@@ -42,6 +58,58 @@ impl Extractor for Markdown {
             encoding: Some(encoding),
         })
     }
+}
+
+/// A leading YAML front-matter block of a Markdown text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrontMatterBlock<'a> {
+    /// The lines between the opening and the closing line, each ending in a line break.
+    pub block: &'a str,
+    /// The byte offset of the body: the first byte after the closing line.
+    pub body_offset: usize,
+    /// The lines the block takes in the file, both delimiters included: file line
+    /// `lines + n` is body line `n`.
+    pub lines: u32,
+}
+
+/// The leading YAML front matter of a Markdown text, if it has one: an optional BOM, `---`
+/// alone on the first line, a first line after it that is not blank, at least one
+/// `key: value` line, and a closing `---` or `...` line. Anything else (a thematic break, a
+/// block never closed) is body. Line ends may be `\n` or `\r\n`.
+pub fn split_front_matter(text: &str) -> Option<FrontMatterBlock<'_>> {
+    let start = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    let rest = &text[start..];
+    let open = if rest.starts_with("---\n") {
+        4
+    } else if rest.starts_with("---\r\n") {
+        5
+    } else {
+        return None;
+    };
+    let inner_start = start + open;
+    let mut offset = inner_start;
+    let mut has_key = false;
+    // `lines`: the lines taken so far, the opening one and this one included.
+    for (lines, raw) in (2u32..).zip(text[inner_start..].split_inclusive('\n')) {
+        let line = raw.trim_end_matches(['\n', '\r']);
+        let first = offset == inner_start;
+        offset += raw.len();
+        let closing = line.trim_end() == "---" || line.trim_end() == "...";
+        if first && (line.trim().is_empty() || closing) {
+            return None;
+        }
+        if closing {
+            return has_key.then_some(FrontMatterBlock {
+                block: &text[inner_start..offset - raw.len()],
+                body_offset: offset,
+                lines,
+            });
+        }
+        if !line.starts_with([' ', '\t', '#', '-']) && line.contains(':') {
+            has_key = true;
+        }
+    }
+    None
 }
 
 struct Parsed {
@@ -198,7 +266,46 @@ mod tests {
         let out = run(src);
         assert_eq!(out.title.as_deref(), Some("Front Title"));
         assert_eq!(titles(&out.outline), ["Real"]);
-        assert_eq!(out.outline[0].start_line, 10);
+        // Line 1 is the first line after the front matter.
+        assert_eq!(out.outline[0].start_line, 6);
+        assert!(out.text.starts_with("\n```sh\n"), "{:?}", out.text);
+        assert!(!out.text.contains("Front Title"));
+    }
+
+    #[test]
+    fn front_matter_is_metadata_not_text() {
+        let src = "---\nnote_id: 1b4e28ba-2fa1-11d2-883f-0016d3cca427\ncreated_at: 2026-04-30T19:45:00.450Z\ntitle: 'Owls'\n---\nBarn owls hunt at night #wildlife\n";
+        let out = run(src);
+        assert_eq!(out.text.trim_end(), "Barn owls hunt at night #wildlife");
+        assert_eq!(out.title.as_deref(), Some("Owls"));
+        let fm = split_front_matter(src).unwrap();
+        assert_eq!(fm.lines, 5);
+        assert_eq!(
+            &src[fm.body_offset..],
+            "Barn owls hunt at night #wildlife\n"
+        );
+        assert!(fm.block.starts_with("note_id:") && fm.block.ends_with(".450Z\ntitle: 'Owls'\n"));
+        // CRLF, a BOM and a `...` closing line.
+        let crlf = "\u{feff}---\r\ntitle: x\r\n...\r\nBody";
+        assert_eq!(
+            &crlf[split_front_matter(crlf).unwrap().body_offset..],
+            "Body"
+        );
+    }
+
+    #[test]
+    fn what_is_not_front_matter_stays_text() {
+        for src in [
+            "---\n\ntitle: x\n---\nbody",        // blank line after the opening
+            "---\nJust a rule above\n---\nbody", // no key: a rule and a setext heading
+            "---\ntitle: never closed\n",
+            "---\n---\nbody",
+            "text\n---\ntitle: x\n---\n",
+            " ---\ntitle: x\n---\n",
+        ] {
+            assert!(split_front_matter(src).is_none(), "{src:?}");
+            assert_eq!(run(src).text, src, "{src:?}");
+        }
     }
 
     #[test]

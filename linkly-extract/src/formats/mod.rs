@@ -22,7 +22,7 @@ pub use self::docx::Docx;
 pub use self::epub::Epub;
 pub use self::html::Html;
 pub use self::image::Image;
-pub use self::md::Markdown;
+pub use self::md::{FrontMatterBlock, Markdown, split_front_matter};
 pub use self::pdf::{Pdf, page_marker};
 pub use self::pptx::Pptx;
 pub use self::rtf::Rtf;

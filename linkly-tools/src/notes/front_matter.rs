@@ -26,27 +26,17 @@ pub(crate) enum Value {
     List(Vec<String>),
 }
 
-/// Splits a note file into its front matter (when it starts with one) and its body.
+/// Splits a note file into its front matter (when it starts with one) and its body. The rule
+/// is the Markdown extractor's ([`linkly_extract::formats::split_front_matter`]), so the body
+/// `note_save` works on is exactly the text the index holds and `read` shows.
 pub(crate) fn split(text: &str) -> (Option<FrontMatter>, &str) {
-    let text_nobom = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let Some(after_open) = text_nobom
-        .strip_prefix("---\n")
-        .or_else(|| text_nobom.strip_prefix("---\r\n"))
-    else {
-        return (None, text);
-    };
-    let mut offset = 0;
-    let mut lines = Vec::new();
-    for raw in after_open.split_inclusive('\n') {
-        let line = raw.trim_end_matches(['\n', '\r']);
-        offset += raw.len();
-        if line.trim_end() == "---" || line.trim_end() == "..." {
-            return (Some(parse(&lines)), &after_open[offset..]);
+    match linkly_extract::formats::split_front_matter(text) {
+        Some(block) => {
+            let lines: Vec<String> = block.block.lines().map(str::to_string).collect();
+            (Some(parse(&lines)), &text[block.body_offset..])
         }
-        lines.push(line.to_string());
+        None => (None, text),
     }
-    // No closing line: not front matter.
-    (None, text)
 }
 
 fn parse(lines: &[String]) -> FrontMatter {
@@ -193,6 +183,15 @@ impl FrontMatter {
             });
         }
         Some(Value::Scalar(unquote(rest)))
+    }
+
+    /// Every top-level key with its value, in the block's order (comment lines left out).
+    pub(crate) fn fields(&self) -> Vec<(String, Value)> {
+        self.entries
+            .iter()
+            .filter(|e| !e.key.is_empty() && !e.key.starts_with('#'))
+            .filter_map(|e| Some((e.key.clone(), self.get(&e.key)?)))
+            .collect()
     }
 
     /// The value of a key as one string (`None` when absent, empty or a list).

@@ -10,7 +10,7 @@
 //! This module also serves `list scope="notes"` (file system first: a note written a moment
 //! ago is listed before it is indexed) and the notes restriction of `search`.
 
-mod front_matter;
+pub(crate) mod front_matter;
 pub(crate) mod store;
 pub(crate) mod tags;
 pub(crate) mod versions;
@@ -84,6 +84,54 @@ impl Linkly {
     }
 }
 
+/// What `read` shows of a Markdown file's front matter and, for a note, what `note_save`
+/// needs to edit it.
+pub(crate) struct MarkdownMeta {
+    /// Every top-level key of the front matter, in the block's order.
+    pub(crate) fields: Vec<(String, front_matter::Value)>,
+    /// Lines the block takes in the file (0 without one).
+    pub(crate) lines: u32,
+    /// The note, when the file is one (a Markdown file in the notes folder).
+    pub(crate) note: Option<NoteFile>,
+}
+
+/// The most bytes `read` looks at for the front matter of a Markdown file that is not a note.
+const FRONT_MATTER_PEEK: u64 = 256 * 1024;
+
+impl Linkly {
+    /// The front matter of a Markdown file read from disk (for a note: the whole note, whose
+    /// version is that of the bytes read). `None` when the file cannot be read.
+    pub(crate) fn markdown_meta(&self, path: &str) -> Option<MarkdownMeta> {
+        use std::io::Read as _;
+        let path = Path::new(path);
+        let in_notes = path.starts_with(self.notes_dir());
+        let bytes = if in_notes {
+            fs_err::read(path).ok()?
+        } else {
+            let mut head = Vec::new();
+            fs_err::File::open(path)
+                .ok()?
+                .take(FRONT_MATTER_PEEK)
+                .read_to_end(&mut head)
+                .ok()?;
+            head
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let lines = linkly_extract::formats::split_front_matter(&text).map_or(0, |b| b.lines);
+        let (fm, _) = front_matter::split(&text);
+        let note = if in_notes {
+            store::note_from_bytes(path, &bytes).ok()
+        } else {
+            None
+        };
+        Some(MarkdownMeta {
+            fields: fm.map(|fm| fm.fields()).unwrap_or_default(),
+            lines,
+            note,
+        })
+    }
+}
+
 /// Normalises a `tags` filter: empties dropped; given but with nothing usable is an error.
 pub(crate) fn tag_filter(tags: Option<&[String]>) -> Result<Option<Vec<String>>> {
     let Some(raw) = tags else { return Ok(None) };
@@ -129,6 +177,21 @@ pub(crate) fn search_restriction(
         .filter_map(|n| n.path.to_str().map(str::to_string))
         .collect();
     Ok(Some(paths))
+}
+
+/// The paths of the notes that carry every tag of `tags` (normalised here), as the index
+/// stores them: the notes of a library's note-tag filter.
+pub(crate) fn tagged_paths(linkly: &Linkly, tags: &[String]) -> Result<Vec<String>> {
+    let wanted = tags::normalise_all(tags);
+    let mut paths: Vec<String> = linkly
+        .note_store()
+        .scan()?
+        .into_iter()
+        .filter(|n| has_all(n, &wanted))
+        .filter_map(|n| n.path.to_str().map(str::to_string))
+        .collect();
+    paths.sort();
+    Ok(paths)
 }
 
 /// Narrows a search filter to a set of note paths.

@@ -57,7 +57,8 @@ pub(crate) struct NoteFile {
     pub(crate) note_id: Option<String>,
     /// SHA-256 of the bytes.
     pub(crate) version: String,
-    /// The title (the file stem), `None` when the name was generated.
+    /// The title: the front matter's `title`, else the file stem; `None` when neither (the
+    /// name was generated).
     pub(crate) title: Option<String>,
     /// Creation time, Unix ms (front matter, else the file's modification time).
     pub(crate) created_at: i64,
@@ -350,6 +351,11 @@ impl NoteStore {
         let path = self.new_path(&body, &note_id, now);
         let mut fm = FrontMatter::default();
         fm.set("note_id", &note_id);
+        // The note's one title (search, list and read show it): the file's stem, unless the
+        // name was generated (then there is none).
+        if let Some(title) = title_of_stem(&path) {
+            fm.set("title", &quote(&title));
+        }
         fm.set("created_at", &format_time(now));
         fm.set("updated_at", &format_time(now));
         if let Some(source) = &req.source {
@@ -435,6 +441,11 @@ impl NoteStore {
         if fm.scalar("note_id").is_none() {
             fm.set("note_id", note_id);
         }
+        if fm.scalar("title").is_none()
+            && let Some(title) = &note.title
+        {
+            fm.set("title", &quote(title));
+        }
         if fm.scalar("created_at").is_none() {
             fm.set("created_at", &format_time(note.created_at));
         }
@@ -481,11 +492,20 @@ impl NoteStore {
 /// Reads one note file.
 pub(crate) fn read_note(path: &Path) -> std::io::Result<NoteFile> {
     let bytes = fs_err::read(path)?;
+    note_from_bytes(path, &bytes)
+}
+
+/// A note from the bytes just read from `path` (its version is theirs).
+pub(crate) fn note_from_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<NoteFile> {
     let meta = fs_err::metadata(path)?;
-    let version = versions::version_of(&bytes);
-    let text = String::from_utf8_lossy(&bytes);
+    let version = versions::version_of(bytes);
+    let text = String::from_utf8_lossy(bytes);
     let (fm, body) = front_matter::split(&text);
     let modified_at = millis_of(meta.modified());
+    let title = fm
+        .as_ref()
+        .and_then(|fm| fm.scalar("title"))
+        .or_else(|| title_of_stem(path));
     let (note_id, created_at, source, legacy) = match &fm {
         Some(fm) => (
             fm.scalar("note_id")
@@ -505,12 +525,11 @@ pub(crate) fn read_note(path: &Path) -> std::io::Result<NoteFile> {
             note_tags.push(t);
         }
     }
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     Ok(NoteFile {
         path: path.to_path_buf(),
         note_id,
         version,
-        title: (!stem.is_empty() && !is_generated_stem(stem)).then(|| stem.to_string()),
+        title,
         created_at,
         modified_at,
         size: meta.len(),
@@ -518,6 +537,12 @@ pub(crate) fn read_note(path: &Path) -> std::io::Result<NoteFile> {
         tags: note_tags,
         body: body.to_string(),
     })
+}
+
+/// The title a note's file name gives: its stem, unless the name was generated.
+fn title_of_stem(path: &Path) -> Option<String> {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    (!stem.is_empty() && !is_generated_stem(stem)).then(|| stem.to_string())
 }
 
 /// Writes a file atomically: a hidden temporary file in the same folder, fsync, rename, then

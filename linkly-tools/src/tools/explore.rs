@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::library::{library_dirs, path_key, resolve, top_level_dirs};
+use crate::library::{path_key, resolve, top_level_dirs};
 use crate::render::thousands;
 use crate::tools::{Rendered, ToolSpec, parse_args, render, schema_of};
 use crate::{Linkly, OutputFormat, Result};
@@ -299,15 +299,16 @@ impl Linkly {
         let (scope, description, mut roots, filter) = match p.library.as_deref() {
             Some(l) => {
                 let lib = resolve(self, l)?;
-                let dirs = library_dirs(lib);
+                let scope = crate::library::LibraryScope::of(self, lib)?;
+                let mut roots = scope.dirs.clone();
+                if !scope.notes.is_empty() {
+                    roots.push(path_key(&self.notes_dir()));
+                }
                 (
                     format!("library {} ({})", lib.name, lib.address()),
                     Some(lib.description.clone()),
-                    dirs.clone(),
-                    CatalogFilter {
-                        dirs: Some(dirs),
-                        ..Default::default()
-                    },
+                    roots,
+                    scope.catalog_filter(),
                 )
             }
             None => {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{check_choice, check_range};
-use crate::library::{allowed_dir, library_dirs, resolve};
+use crate::library::{allowed_dir, resolve};
 use crate::render::{one_line, thousands};
 use crate::tools::search::{check_window, parse_bound, parse_doc_types};
 use crate::tools::{Rendered, ToolSpec, parse_args, render, schema_of};
@@ -44,8 +44,9 @@ pub struct ListParams {
     /// A library name or `local://<id>` (scope `library`).
     #[serde(default)]
     pub library: Option<String>,
-    /// An absolute directory inside the watched folders (or the library's folders): an address,
-    /// not a pattern. From find_paths, copy `path`, not `path_glob`.
+    /// An absolute directory inside the watched folders (or the library's folders, and the
+    /// notes folder for a library with a note-tag filter): an address, not a pattern. From
+    /// find_paths, copy `path`, not `path_glob`.
     #[serde(default)]
     pub path: Option<String>,
     /// Only these document types (folder and library scopes).
@@ -252,32 +253,37 @@ impl Linkly {
             .transpose()?;
         let (modified_after, modified_before) = check_dates(p)?;
 
-        let (dirs, target, listed_dir) = match (library, p.path.as_deref()) {
+        let (dirs, paths, target, listed_dir) = match (library, p.path.as_deref()) {
             (Some(lib), Some(path)) => {
-                let name = format!("the folders of library {:?}", lib.name);
-                let dir = allowed_dir(path, &lib.folders, &name)?;
-                (Some(vec![dir.clone()]), dir.clone(), Some(dir))
+                let (dirs, notes, dir) = crate::library::dir_in_library(self, lib, path)?;
+                (Some(dirs), notes, dir.clone(), Some(dir))
             }
-            (Some(lib), None) => (
-                Some(library_dirs(lib)),
-                format!("library {} ({})", lib.name, lib.address()),
-                None,
-            ),
+            (Some(lib), None) => {
+                let scope = crate::library::LibraryScope::of(self, lib)?;
+                (
+                    Some(scope.dirs),
+                    scope.notes,
+                    format!("library {} ({})", lib.name, lib.address()),
+                    None,
+                )
+            }
             (None, Some(path)) => {
                 let dir = allowed_dir(path, &self.config().folders, "watched folders")?;
-                (Some(vec![dir.clone()]), dir.clone(), Some(dir))
+                (Some(vec![dir.clone()]), Vec::new(), dir.clone(), Some(dir))
             }
             (None, None) if self.config().folders.is_empty() => {
-                (None, "all indexed folders".to_string(), None)
+                (None, Vec::new(), "all indexed folders".to_string(), None)
             }
             (None, None) => (
                 Some(crate::library::top_level_dirs(&self.config().folders)),
+                Vec::new(),
                 "all watched folders".to_string(),
                 None,
             ),
         };
         let filter = CatalogFilter {
             dirs,
+            paths,
             doc_types,
             modified_after,
             modified_before,

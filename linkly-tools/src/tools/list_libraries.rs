@@ -1,11 +1,10 @@
 //! `list_libraries`: the libraries the user defined, with their ids and sizes. No parameters.
 
-use linkly_index::CatalogFilter;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::library::library_dirs;
+use crate::library::LibraryScope;
 use crate::render::{one_line, thousands};
 use crate::tools::{Rendered, ToolSpec, parse_args, schema_of};
 use crate::{Linkly, Result};
@@ -37,7 +36,7 @@ pub struct LibraryInfo {
     pub id: String,
     /// What it holds.
     pub description: String,
-    /// Indexed documents in its folders.
+    /// Indexed documents in its folders, plus the indexed notes its tag filter takes in.
     pub doc_count: u64,
     /// Its folders.
     pub folder_count: usize,
@@ -64,10 +63,9 @@ impl Linkly {
     pub fn list_libraries(&self) -> Result<LibrariesResponse> {
         let mut libraries = Vec::new();
         for lib in &self.config().libraries {
-            let doc_count = self.index().catalog_count(&CatalogFilter {
-                dirs: Some(library_dirs(lib)),
-                ..Default::default()
-            })?;
+            let doc_count = self
+                .index()
+                .catalog_count(&LibraryScope::of(self, lib)?.catalog_filter())?;
             libraries.push(LibraryInfo {
                 name: lib.name.clone(),
                 id: lib.address(),

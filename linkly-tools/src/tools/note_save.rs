@@ -22,10 +22,11 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         ~~strikethrough~~, ordered and bullet lists and plain text; headings, italics, quotes, \
         code, links, images, tables, task lists, footnotes, rules and HTML are refused with \
         NOTE_INVALID_INPUT. #tag tokens in the body are the note's tags; `tags` only adds (the \
-        server appends the missing tokens); to remove a tag delete its token. Edit loop: list \
-        scope=\"notes\" for note_id and version, read the full body, then note_save mode=\"edit\" \
-        with note_id, base_version=version and the full revised body (never rewrite a note from \
-        its snippet). On NOTE_VERSION_CONFLICT the note changed meanwhile: re-read, merge, retry \
+        server appends the missing tokens); to remove a tag delete its token. Edit loop: read the \
+        note (its header gives note_id and version; its lines without their numbers are the full \
+        body, front matter excluded) or list scope=\"notes\", then note_save mode=\"edit\" with \
+        note_id, base_version=version and the full revised body (never rewrite a note from its \
+        snippet). On NOTE_VERSION_CONFLICT the note changed meanwhile: re-read, merge, retry \
         with the actual version; never overwrite blindly. Later edits start from the content and \
         version this tool returns, not from what you sent.",
     read_only: false,
@@ -42,11 +43,12 @@ pub struct NoteSaveParams {
     /// The Markdown body without front matter; on edit, the full revised body. At most 10 MiB;
     /// blank is refused.
     pub content: String,
-    /// The note's UUID: required for edit (from list scope="notes"); optional on create (an id
-    /// that exists already is NOTE_DUPLICATE_ID).
+    /// The note's UUID: required for edit (from read or list scope="notes"); optional on create
+    /// (an id that exists already is NOTE_DUPLICATE_ID).
     #[serde(default)]
     pub note_id: Option<String>,
-    /// Required for edit: the `version` last read (list scope="notes" or the last note_save).
+    /// Required for edit: the `version` last read (read, list scope="notes" or the last
+    /// note_save).
     #[serde(default)]
     pub base_version: Option<String>,
     /// Tags to add; the server appends the missing `#tag` tokens to the body. Cannot remove.

@@ -209,14 +209,6 @@ pub(crate) fn parse_bound(name: &str, value: Option<&str>) -> Result<Option<i64>
         .transpose()
 }
 
-/// The directories a `library` argument restricts `search` to; a cloud or unknown library is
-/// refused.
-pub(crate) fn library_dirs(linkly: &Linkly, library: Option<&str>) -> Result<Option<Vec<String>>> {
-    library
-        .map(|l| crate::library::resolve(linkly, l).map(crate::library::library_dirs))
-        .transpose()
-}
-
 impl Linkly {
     /// Runs `search`.
     pub fn search(&self, p: SearchParams) -> Result<SearchResponse> {
@@ -239,9 +231,9 @@ impl Linkly {
         // Scope "notes" ignores path_glob and a local library.
         let notes =
             crate::notes::search_restriction(self, scope, p.library.as_deref(), p.tags.as_deref())?;
-        let library_dirs = match scope {
+        let library = match scope {
             "notes" => None,
-            _ => library_dirs(self, p.library.as_deref())?,
+            _ => crate::library::scope_of(self, p.library.as_deref())?,
         };
         let glob = match scope {
             "notes" => None,
@@ -265,7 +257,7 @@ impl Linkly {
             doc_types,
             modified_after,
             modified_before,
-            path: crate::library::path_predicate(glob, library_dirs),
+            path: crate::library::path_predicate(glob, library),
         };
         if let Some(notes) = notes {
             crate::notes::restrict(&mut filter, notes);
