@@ -1,7 +1,8 @@
 //! An agent's session as the issue tracker describes it, through `linkly mcp` over stdio
 //! driven by the official MCP Python SDK (`agent_scenario.py`): search → read exactly the
-//! snippet's lines → grep a word with a ligature in a real PDF → save a note, read it, edit it
-//! from what `read` returned → find it by its tag. Every step once, without retries.
+//! snippet's lines → grep a word with a ligature in a real PDF → find a CP932 table by kanji
+//! and half-width kana, and a Japanese page by keywords that are words → save a note, read it,
+//! edit it from what `read` returned → find it by its tag. Every step once, without retries.
 
 mod common;
 
@@ -14,7 +15,13 @@ use common::{Env, bin, corpus_dir, probe_python};
 fn search_read_grep_edit_a_note_and_find_it_by_tag() {
     let env = Env::new(&[("about.md", "# About\n\nA folder of readings.\n")]);
     let pdf = "pdfjs-freeculture-p185-186.pdf";
-    fs_err::copy(corpus_dir().join("pdf").join(pdf), env.docs.join(pdf)).unwrap();
+    for (dir, name) in [
+        ("pdf", pdf),
+        ("csv", "linkly-ken-all-cp932.csv"),
+        ("md", "vuedocs-ja-component-basics.md"),
+    ] {
+        fs_err::copy(corpus_dir().join(dir).join(name), env.docs.join(name)).unwrap();
+    }
     env.index();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agent_scenario.py");
     let out = Command::new(probe_python())
@@ -31,5 +38,5 @@ fn search_read_grep_edit_a_note_and_find_it_by_tag() {
         "agent_scenario.py failed:\n{stdout}\n{stderr}\nserver log:\n{log}"
     );
     let last = stdout.trim_end().lines().last().unwrap_or_default();
-    assert_eq!(last, "12 passed, 0 failed", "{stdout}");
+    assert_eq!(last, "15 passed, 0 failed", "{stdout}");
 }

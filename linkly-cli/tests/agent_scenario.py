@@ -99,6 +99,23 @@ async def main() -> None:
                 "read of the line grep named shows the word",
             )
 
+        # 3b. a legacy Japanese table (CP932, mostly half-width kana) is found by kanji and by
+        # kana; a Japanese page's keywords are words, not bigram fragments.
+        for q in ("札幌市中央区", "ｻｯﾎﾟﾛｼﾁｭｳｵｳｸ"):
+            err, f = await call(s, "search", query=q)
+            paths = [r["path"] for r in f.get("results", [])] if not err else []
+            check(
+                any(p.endswith("ken-all-cp932.csv") for p in paths),
+                f"search {q} finds the CP932 postal-code table ({paths})",
+            )
+        err, f = await call(s, "search", query="コンポーネント")
+        ja = next((r for r in (f.get("results", []) if not err else []) if r["path"].endswith(".md")), None)
+        kws = ja.get("keywords", []) if ja else []
+        check(
+            "コンポーネント" in kws and not {"ント", "コン", "ポー"} & set(kws),
+            f"Japanese keywords are words ({kws})",
+        )
+
         # 4. save a note with a tag.
         err, saved = await call(
             s,
