@@ -72,6 +72,11 @@ fn properties(schema: &Value) -> Map<String, Value> {
         .unwrap_or_default()
 }
 
+/// Whether a property's type is `ty` (alone or with `null`).
+fn is_type(p: &Value, ty: &str) -> bool {
+    p["type"] == ty || p["type"].as_array().is_some_and(|t| t.contains(&json!(ty)))
+}
+
 /// An answer without its `[meta] now=` footer, which changes from call to call.
 fn stable(text: &str) -> String {
     text.lines()
@@ -89,7 +94,7 @@ fn every_bound_a_schema_states_is_the_tools_bound() {
         let (text, err) = call(&l, spec.name, base(spec.name, &id));
         assert!(!err, "{}: the base call failed: {text}", spec.name);
         for (name, p) in properties(&schema) {
-            if p["type"] != "integer" {
+            if !is_type(&p, "integer") {
                 continue;
             }
             let min = p["minimum"]
@@ -160,6 +165,7 @@ fn every_choice_a_schema_lists_is_the_tools_choice() {
                 (None, None) => continue,
             };
             let wrap = |v: Value| if array { json!([v]) } else { v };
+            let allowed: Vec<Value> = allowed.into_iter().filter(|v| !v.is_null()).collect();
             for v in &allowed {
                 let (text, _) = call(&l, spec.name, with(spec.name, &id, &name, wrap(v.clone())));
                 assert!(
@@ -226,7 +232,19 @@ fn schemas_are_plain_json_schema() {
         let schema = (spec.input_schema)();
         for (name, p) in properties(&schema) {
             let at = format!("{}.{name}", spec.name);
-            assert!(p["type"].is_string(), "{at}: one type, not a list: {p}");
+            // One type, nullable when the parameter is optional; a nullable choice lists null.
+            let required = schema["required"]
+                .as_array()
+                .is_some_and(|r| r.contains(&json!(name)));
+            let expected_null = !required && p.get("type").is_some();
+            let types = p["type"].as_array().cloned().unwrap_or_default();
+            assert_eq!(types.contains(&json!("null")), expected_null, "{at}: {p}");
+            if let Some(values) = p.get("enum") {
+                assert_eq!(
+                    values.as_array().unwrap().contains(&Value::Null),
+                    expected_null
+                );
+            }
             assert!(p.get("format").is_none(), "{at}: no Rust-width format: {p}");
             assert_ne!(p.get("default"), Some(&Value::Null), "{at}: {p}");
             assert!(p["description"].is_string(), "{at}: undocumented");

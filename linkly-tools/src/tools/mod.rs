@@ -62,11 +62,11 @@ pub static TOOLS: &[ToolSpec] = &[
 /// The JSON schema of a parameter type, as agents and validating clients read it.
 ///
 /// The derive's bounds (`minimum`/`maximum`, `minItems`/`maxItems`), choices (`enum`) and
-/// defaults (`default`) come from each field's `#[schemars(...)]` attributes; then each
-/// property is made plain: an optional parameter is one that is not `required` (its type is
-/// `"integer"`, not `["integer", "null"]`, so an `enum` needs no `null`), a default that only
-/// means "absent" (`null`) is dropped, and so are the Rust-width `format`s (`int64`, `uint`),
-/// which are no JSON Schema vocabulary. Explicit `null`s are still accepted at run time.
+/// defaults (`default`) come from each field's `#[schemars(...)]` attributes. Then a default
+/// that only means "absent" (`null`) is dropped, and so are the Rust-width `format`s (`int64`,
+/// `uint`), which are no JSON Schema vocabulary. An optional parameter stays nullable (an
+/// explicit `null` is "not given", as models often send it), so a nullable choice lists
+/// `null` among its values.
 pub(crate) fn schema_of<T: JsonSchema>() -> Value {
     let schema = schemars::generate::SchemaSettings::draft2020_12()
         .into_generator()
@@ -81,30 +81,27 @@ pub(crate) fn schema_of<T: JsonSchema>() -> Value {
     schema
 }
 
-/// Makes one property schema plain (see [`schema_of`]).
+/// Cleans one property schema (see [`schema_of`]).
 fn plain_property(property: &mut Value) {
     let Some(map) = property.as_object_mut() else {
         return;
     };
-    if let Some(Value::Array(types)) = map.get("type") {
-        let kept: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
-        if let [only] = kept.as_slice() {
-            let only = (*only).clone();
-            map.insert("type".into(), only);
-        }
-    }
     if map.get("default") == Some(&Value::Null) {
         map.remove("default");
     }
-    let is_number = matches!(
-        map.get("type").and_then(Value::as_str),
-        Some("integer" | "number")
-    );
-    if is_number {
+    let types: Vec<Value> = match map.get("type") {
+        Some(Value::Array(types)) => types.clone(),
+        Some(t) => vec![t.clone()],
+        None => Vec::new(),
+    };
+    if types.iter().any(|t| t == "integer" || t == "number") {
         map.remove("format");
     }
-    if let Some(items) = map.get_mut("items") {
-        plain_property(items);
+    if types.iter().any(|t| t == "null")
+        && let Some(Value::Array(values)) = map.get_mut("enum")
+        && !values.contains(&Value::Null)
+    {
+        values.push(Value::Null);
     }
 }
 
