@@ -1,55 +1,16 @@
 //! What an MCP client is told at `initialize` and in `tools/list`: the seeds' decision guidance
 //! (issue 15, point 7), read from a real stdio session as a client receives it.
 
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use linkly_core::{Config, DataDir};
-use linkly_index::Index;
-use linkly_mcp::{LinklyServer, StdioTransport};
-use linkly_tools::Linkly;
-use rmcp::ServiceExt;
+use common::Session;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-
-const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"guidance","version":"0"}}}"#;
 
 /// The `initialize` result and the `tools/list` result of one stdio session.
 async fn session() -> (Value, Value) {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = DataDir::new(tmp.path().join("data"));
-    let index = Index::open(&data.index_dir()).unwrap();
-    let linkly = Arc::new(Linkly::new(Arc::new(index), data, Config::default()));
-    let (client, server) = tokio::io::duplex(1 << 20);
-    let (server_read, server_write) = tokio::io::split(server);
-    tokio::spawn(async move {
-        let service = LinklyServer::new(linkly)
-            .serve(StdioTransport::new(server_read, server_write))
-            .await
-            .unwrap();
-        let _ = service.waiting().await;
-    });
-    let (read, mut write) = tokio::io::split(client);
-    let mut read = BufReader::new(read);
-    let mut answer = async |line: &str| -> Value {
-        write.write_all(line.as_bytes()).await.unwrap();
-        write.write_all(b"\n").await.unwrap();
-        if line.contains("\"id\"") {
-            let mut out = String::new();
-            tokio::time::timeout(Duration::from_secs(60), read.read_line(&mut out))
-                .await
-                .expect("no answer")
-                .unwrap();
-            serde_json::from_str(&out).unwrap()
-        } else {
-            Value::Null
-        }
-    };
-    let init = answer(INIT).await;
-    answer(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
-    let list = answer(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#).await;
-    drop(tmp);
-    (init["result"].clone(), list["result"].clone())
+    let (_tmp, mut session) = Session::empty().await;
+    let list = session.tools_list().await;
+    (session.init.clone(), list)
 }
 
 /// The description of a tool, and its schema as text.
@@ -132,7 +93,7 @@ async fn descriptions_carry_the_seeds_decision_guidance() {
             "`full`",
             "2,000",
             "20,000",
-            "falls back",
+            "stays an excerpt",
         ],
     );
     let (note_save, _) = tool(&list, "note_save");

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::library::{path_key, resolve, top_level_dirs};
 use crate::render::thousands;
-use crate::tools::{Rendered, ToolSpec, parse_args, render, schema_of};
+use crate::tools::{OUTPUT_FORMATS, Rendered, ToolSpec, parse_args, render, schema_of};
 use crate::{Linkly, OutputFormat, Result};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -53,8 +53,9 @@ pub struct ExploreParams {
     /// Only this library (name or `local://<id>`). Default: all indexed local content.
     #[serde(default)]
     pub library: Option<String>,
-    /// `markdown` (default) or `json`.
+    /// The answer's format.
     #[serde(default)]
+    #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
     pub output_format: Option<String>,
 }
 

@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use crate::error::check_range;
 use crate::render::thousands;
-use crate::tools::{Rendered, ToolSpec, parse_args, render, schema_of};
+use crate::tools::{
+    OUTPUT_FORMATS, Rendered, ToolSpec, lenient_int, parse_args, render, schema_of,
+};
 use crate::{Linkly, OutputFormat, PathGlob, Result, ToolError};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -40,17 +42,20 @@ const MAX_PATTERN_BYTES: usize = 64;
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FindPathsParams {
-    /// 1–10 keywords (each at most 64 bytes), OR-ed; matched as substrings of folder paths,
-    /// ASCII case-insensitive, CJK literal.
+    /// Keywords (each at most 64 bytes), OR-ed; matched as substrings of folder paths, ASCII
+    /// case-insensitive, CJK literal.
+    #[schemars(length(min = 1, max = MAX_PATTERNS))]
     pub patterns: Vec<String>,
     /// Only folders of this library (name or `local://<id>`).
     #[serde(default)]
     pub library: Option<String>,
-    /// Folders returned, 1–50. Default 10.
-    #[serde(default)]
+    /// Folders returned.
+    #[serde(default, deserialize_with = "lenient_int")]
+    #[schemars(range(min = 1, max = 50), extend("default" = 10))]
     pub limit: Option<i64>,
-    /// `markdown` (default) or `json`.
+    /// The answer's format.
     #[serde(default)]
+    #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
     pub output_format: Option<String>,
 }
 

@@ -9,7 +9,8 @@ use serde_json::Value;
 use crate::error::{check_choice, check_range};
 use crate::render::{one_line, thousands};
 use crate::tools::{
-    Rendered, ToolSpec, find_doc, parse_args, parse_doc_id, readable_content, render, schema_of,
+    OUTPUT_FORMATS, Rendered, ToolSpec, find_doc, lenient_int, parse_args, parse_doc_id,
+    readable_content, render, schema_of,
 };
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
@@ -33,6 +34,9 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     run,
 };
 
+/// The values of `grep`'s `output_mode`.
+const OUTPUT_MODES: [&str; 2] = ["content", "count"];
+
 /// Parameters of `grep`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -41,33 +45,41 @@ pub struct GrepParams {
     pub pattern: String,
     /// The document to search (`local://12`).
     pub doc_id: String,
-    /// Lines of context before and after each match, 0–50. Default 3.
-    #[serde(default)]
+    /// Lines of context before and after each match.
+    #[serde(default, deserialize_with = "lenient_int")]
+    #[schemars(range(min = 0, max = 50), extend("default" = 3))]
     pub context: Option<i64>,
-    /// Lines before each match, 0–50 (overrides `context` on that side).
-    #[serde(default)]
+    /// Lines before each match (overrides `context` on that side).
+    #[serde(default, deserialize_with = "lenient_int")]
+    #[schemars(range(min = 0, max = 50))]
     pub before: Option<i64>,
-    /// Lines after each match, 0–50 (overrides `context` on that side).
-    #[serde(default)]
+    /// Lines after each match (overrides `context` on that side).
+    #[serde(default, deserialize_with = "lenient_int")]
+    #[schemars(range(min = 0, max = 50))]
     pub after: Option<i64>,
-    /// Match case-insensitively. Default false.
+    /// Match case-insensitively.
     #[serde(default)]
+    #[schemars(extend("default" = false))]
     pub case_insensitive: Option<bool>,
-    /// `content` (matching lines with context, the default) or `count` (the count only).
+    /// `content` (matching lines with context) or `count` (the count only).
     #[serde(default)]
+    #[schemars(extend("enum" = OUTPUT_MODES, "default" = "content"))]
     pub output_mode: Option<String>,
-    /// Matching lines returned, 1–100. Default 20.
-    #[serde(default)]
+    /// Matching lines returned.
+    #[serde(default, deserialize_with = "lenient_int")]
+    #[schemars(range(min = 1, max = 100), extend("default" = 20))]
     pub limit: Option<i64>,
-    /// Matching lines skipped (pagination). Default 0.
-    #[serde(default)]
+    /// Matching lines skipped (pagination).
+    #[serde(default, deserialize_with = "lenient_int")]
+    #[schemars(range(min = 0), extend("default" = 0))]
     pub offset: Option<i64>,
     /// Tolerate spurious spaces and line breaks inside the matched text. Default: on for PDF,
     /// off otherwise.
     #[serde(default)]
     pub fuzzy_whitespace: Option<bool>,
-    /// `markdown` (default) or `json`.
+    /// The answer's format.
     #[serde(default)]
+    #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
     pub output_format: Option<String>,
 }
 
@@ -205,7 +217,7 @@ impl Linkly {
         let mode = check_choice(
             "output_mode",
             p.output_mode.as_deref().unwrap_or("content"),
-            &["content", "count"],
+            &OUTPUT_MODES,
         )?;
         let limit = check_range("limit", p.limit.unwrap_or(20), 1, 100)? as usize;
         let offset = check_range("offset", p.offset.unwrap_or(0), 0, i64::MAX)? as usize;

@@ -12,7 +12,9 @@ use crate::error::{check_choice, check_range};
 use crate::library::{allowed_dir, resolve};
 use crate::render::{one_line, thousands};
 use crate::tools::search::{check_window, parse_bound, parse_doc_types};
-use crate::tools::{Rendered, ToolSpec, parse_args, render, schema_of};
+use crate::tools::{
+    OUTPUT_FORMATS, Rendered, ToolSpec, doc_type_items, lenient_int, parse_args, render, schema_of,
+};
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -34,12 +36,19 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     run,
 };
 
+/// The values of `list`'s `scope`.
+const SCOPES: [&str; 3] = ["folder", "library", "notes"];
+
+/// The values of `list`'s `sort`.
+const SORTS: [&str; 3] = ["recent", "oldest", "name"];
+
 /// Parameters of `list`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
     /// `folder` (indexed files under a directory; no `path` = all watched folders), `library`
     /// (requires `library`) or `notes`.
+    #[schemars(extend("enum" = SCOPES))]
     pub scope: String,
     /// A library name or `local://<id>` (scope `library`).
     #[serde(default)]
@@ -51,6 +60,7 @@ pub struct ListParams {
     pub path: Option<String>,
     /// Only these document types (folder and library scopes).
     #[serde(default)]
+    #[schemars(transform = doc_type_items)]
     pub doc_types: Option<Vec<String>>,
     /// AND filter on note tags (notes scope only).
     #[serde(default)]
@@ -61,28 +71,32 @@ pub struct ListParams {
     /// Modified at or before (ISO 8601 UTC; folder and library scopes).
     #[serde(default)]
     pub modified_before: Option<String>,
-    /// `recent` (default), `oldest` (notes: by created time; files: by modification time) or
-    /// `name` (file name A→Z by code point); ties broken by full path.
+    /// `recent`, `oldest` (notes: by created time; files: by modification time) or `name` (file
+    /// name A→Z by code point); ties broken by full path.
     #[serde(default)]
+    #[schemars(extend("enum" = SORTS, "default" = "recent"))]
     pub sort: Option<String>,
     /// Include snippets (notes: default true, the first ~200 characters of the body; files:
     /// default false, from the indexed abstract). While on, `limit` is at most 50.
     #[serde(default)]
     pub snippet: Option<bool>,
-    /// Items per page, 1–200. Default 50.
-    #[serde(default)]
+    /// Items per page.
+    #[serde(default, deserialize_with = "lenient_int")]
+    #[schemars(range(min = 1, max = 200), extend("default" = 50))]
     pub limit: Option<i64>,
-    /// Items skipped. Default 0.
-    #[serde(default)]
+    /// Items skipped.
+    #[serde(default, deserialize_with = "lenient_int")]
+    #[schemars(range(min = 0), extend("default" = 0))]
     pub offset: Option<i64>,
-    /// `markdown` or `json` (default: json for notes, markdown otherwise).
+    /// The answer's format (default: json for notes, markdown otherwise).
     #[serde(default)]
+    #[schemars(extend("enum" = OUTPUT_FORMATS))]
     pub output_format: Option<String>,
 }
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let params: ListParams = parse_args(args)?;
-    let scope = check_choice("scope", &params.scope, &["folder", "library", "notes"])?;
+    let scope = check_choice("scope", &params.scope, &SCOPES)?;
     check_dates(&params)?;
     match scope {
         "notes" => crate::notes::list_tool(linkly, &params),
@@ -228,11 +242,7 @@ impl Linkly {
             }
             (_, None) => None,
         };
-        let sort_name = check_choice(
-            "sort",
-            p.sort.as_deref().unwrap_or("recent"),
-            &["recent", "oldest", "name"],
-        )?;
+        let sort_name = check_choice("sort", p.sort.as_deref().unwrap_or("recent"), &SORTS)?;
         let sort = match sort_name {
             "oldest" => CatalogSort::Oldest,
             "name" => CatalogSort::Name,

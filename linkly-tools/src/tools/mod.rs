@@ -11,6 +11,7 @@ pub(crate) mod read;
 pub(crate) mod search;
 
 use schemars::JsonSchema;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -58,12 +59,92 @@ pub static TOOLS: &[ToolSpec] = &[
     note_save::SPEC,
 ];
 
-/// The JSON schema of a parameter type.
+/// The JSON schema of a parameter type, as agents and validating clients read it.
+///
+/// The derive's bounds (`minimum`/`maximum`, `minItems`/`maxItems`), choices (`enum`) and
+/// defaults (`default`) come from each field's `#[schemars(...)]` attributes. Then a default
+/// that only means "absent" (`null`) is dropped, and so are the Rust-width `format`s (`int64`,
+/// `uint`), which are no JSON Schema vocabulary. An optional parameter stays nullable (an
+/// explicit `null` is "not given", as models often send it), so a nullable choice lists
+/// `null` among its values.
 pub(crate) fn schema_of<T: JsonSchema>() -> Value {
     let schema = schemars::generate::SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<T>();
-    serde_json::to_value(schema).unwrap_or_else(|_| serde_json::json!({"type": "object"}))
+    let mut schema =
+        serde_json::to_value(schema).unwrap_or_else(|_| serde_json::json!({"type": "object"}));
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        for property in properties.values_mut() {
+            plain_property(property);
+        }
+    }
+    schema
+}
+
+/// Cleans one property schema (see [`schema_of`]).
+fn plain_property(property: &mut Value) {
+    let Some(map) = property.as_object_mut() else {
+        return;
+    };
+    if map.get("default") == Some(&Value::Null) {
+        map.remove("default");
+    }
+    let types: Vec<Value> = match map.get("type") {
+        Some(Value::Array(types)) => types.clone(),
+        Some(t) => vec![t.clone()],
+        None => Vec::new(),
+    };
+    if types.iter().any(|t| t == "integer" || t == "number") {
+        map.remove("format");
+    }
+    if types.iter().any(|t| t == "null")
+        && let Some(Value::Array(values)) = map.get_mut("enum")
+        && !values.contains(&Value::Null)
+    {
+        values.push(Value::Null);
+    }
+}
+
+/// The values of `output_format` (the same as [`crate::OutputFormat::parse`] takes).
+pub(crate) const OUTPUT_FORMATS: [&str; 2] = ["markdown", "json"];
+
+/// Schema transform of a `doc_types` parameter: its items are the contract's type tokens
+/// ([`linkly_core::DocType::ALL`]; the tools also take them in any case).
+pub(crate) fn doc_type_items(schema: &mut schemars::Schema) {
+    let tokens: Vec<&str> = linkly_core::DocType::ALL
+        .iter()
+        .map(|t| t.as_str())
+        .collect();
+    schema.insert(
+        "items".into(),
+        serde_json::json!({"type": "string", "enum": tokens}),
+    );
+}
+
+/// Deserialises an optional integer parameter leniently: a JSON integer, a string holding
+/// one (`"5"`, a common model output) or `null`. Anything else fails, and [`parse_args`]
+/// names the parameter in the `INVALID_ARGUMENT`. Ranges are still checked by the tool.
+pub(crate) fn lenient_int<'de, D>(deserializer: D) -> std::result::Result<Option<i64>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::de::{Error, Unexpected};
+    let expected = "an integer (or a string holding one)";
+    match Option::<Value>::deserialize(deserializer)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| D::Error::invalid_value(Unexpected::Other(&n.to_string()), &expected)),
+        Some(Value::String(s)) => s
+            .trim()
+            .parse::<i64>()
+            .map(Some)
+            .map_err(|_| D::Error::invalid_value(Unexpected::Str(&s), &expected)),
+        Some(Value::Bool(b)) => Err(D::Error::invalid_type(Unexpected::Bool(b), &expected)),
+        Some(Value::Array(_)) => Err(D::Error::invalid_type(Unexpected::Seq, &expected)),
+        Some(Value::Object(_)) => Err(D::Error::invalid_type(Unexpected::Map, &expected)),
+    }
 }
 
 /// Deserialises arguments, naming the offending parameter on failure.

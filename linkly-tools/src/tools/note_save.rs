@@ -34,11 +34,15 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     run,
 };
 
+/// The values of `note_save`'s `mode`.
+const MODES: [&str; 2] = ["create", "edit"];
+
 /// Parameters of `note_save`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoteSaveParams {
     /// `create` (a new note) or `edit` (replace an existing note's body).
+    #[schemars(extend("enum" = MODES))]
     pub mode: String,
     /// The Markdown body without front matter; on edit, the full revised body. At most 10 MiB;
     /// blank is refused.
@@ -108,8 +112,7 @@ fn invalid(message: impl Into<String>) -> ToolError {
 impl Linkly {
     /// Runs `note_save`.
     pub fn note_save(&self, p: NoteSaveParams) -> Result<NoteSaveResponse> {
-        let mode =
-            check_choice("mode", &p.mode, &["create", "edit"]).map_err(|e| invalid(e.message))?;
+        let mode = check_choice("mode", &p.mode, &MODES).map_err(|e| invalid(e.message))?;
         // Arguments that need no file first, so a bad call never waits for the lock.
         let note_id = p.note_id.as_deref().map(store::parse_note_id).transpose()?;
         if mode == "edit" {

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::render::{one_line, thousands};
-use crate::tools::{Rendered, ToolSpec, parse_args, parse_doc_id, render, schema_of};
+use crate::tools::{
+    OUTPUT_FORMATS, Rendered, ToolSpec, parse_args, parse_doc_id, render, schema_of,
+};
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
 /// Node lines shown per document when `expand` is omitted; deeper levels are collapsed until
@@ -33,14 +35,16 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutlineParams {
-    /// 1–20 document ids (`local://12`, or a bare `12`).
+    /// Document ids (`local://12`, or a bare `12`).
+    #[schemars(length(min = 1, max = 20))]
     pub doc_ids: Vec<String>,
     /// Node ids like "2" or "3.1" to show fully expanded; the others collapse to their first
     /// level. Omitted: all levels, within a size budget.
     #[serde(default)]
     pub expand: Option<Vec<String>>,
-    /// `markdown` (default) or `json`.
+    /// The answer's format.
     #[serde(default)]
+    #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
     pub output_format: Option<String>,
 }
 

@@ -15,7 +15,8 @@ use crate::error::{check_choice, check_range};
 use crate::notes::front_matter::Value as FmValue;
 use crate::render::{one_line, thousands};
 use crate::tools::{
-    Rendered, ToolSpec, find_doc, parse_args, parse_doc_id, readable_content, render, schema_of,
+    OUTPUT_FORMATS, Rendered, ToolSpec, find_doc, lenient_int, parse_args, parse_doc_id,
+    readable_content, render, schema_of,
 };
 use crate::{Linkly, OutputFormat, Result};
 
@@ -52,27 +53,34 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     run,
 };
 
+/// The values of `read`'s `image_text`.
+const IMAGE_TEXTS: [&str; 3] = ["none", "abstract", "full"];
+
 /// Parameters of `read`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadParams {
     /// The document to read (`local://12`).
     pub doc_id: String,
-    /// The first line, 1-based. Default 1. Past the end gives an empty range.
-    #[serde(default)]
+    /// The first line, 1-based. Past the end gives an empty range.
+    #[serde(default, deserialize_with = "lenient_int")]
+    #[schemars(range(min = 1), extend("default" = 1))]
     pub offset: Option<i64>,
-    /// How many lines, 1–500. Default 200.
-    #[serde(default)]
+    /// How many lines.
+    #[serde(default, deserialize_with = "lenient_int")]
+    #[schemars(range(min = 1, max = 500), extend("default" = 200))]
     pub limit: Option<i64>,
     /// For images referenced in the shown lines: `none` (line, file, doc_id), `abstract` (plus
-    /// a one-line excerpt and the character count of their text, the default) or `full` (plus
+    /// a one-line excerpt and the character count of their text) or `full` (plus
     /// the text inline: at most 2,000 characters per image and 20,000 per call; an image over
     /// either stays an excerpt with a note on how to read it alone). Each image's text is
     /// given once per answer; later references point back to the first.
     #[serde(default)]
+    #[schemars(extend("enum" = IMAGE_TEXTS, "default" = "abstract"))]
     pub image_text: Option<String>,
-    /// `markdown` (default) or `json`.
+    /// The answer's format.
     #[serde(default)]
+    #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
     pub output_format: Option<String>,
 }
 
@@ -193,7 +201,7 @@ impl Linkly {
         let image_text = check_choice(
             "image_text",
             p.image_text.as_deref().unwrap_or("abstract"),
-            &["none", "abstract", "full"],
+            &IMAGE_TEXTS,
         )?;
         let doc = find_doc(self, &p.doc_id, id)?;
         let indexed = readable_content(self, &doc)?;

@@ -11,7 +11,9 @@ use serde_json::Value;
 use crate::error::{check_choice, check_range};
 use crate::render::{one_line, shown, thousands};
 use crate::snippet::{Passage, QueryTerms, SnippetKind, best_passage, opening};
-use crate::tools::{Rendered, ToolSpec, parse_args, render, schema_of};
+use crate::tools::{
+    OUTPUT_FORMATS, Rendered, ToolSpec, doc_type_items, lenient_int, parse_args, render, schema_of,
+};
 use crate::{Linkly, OutputFormat, PathGlob, Result, ToolError};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -40,18 +42,25 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     run,
 };
 
+/// The values of `search`'s `scope`.
+const SCOPES: [&str; 2] = ["folder", "notes"];
+
+/// The values of `search`'s `time_sort`.
+const TIME_SORTS: [&str; 3] = ["default", "newest", "oldest"];
+
 /// Parameters of `search`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchParams {
     /// Keywords or a natural-language phrase. Must not be blank.
     pub query: String,
-    /// Maximum number of results, 1–50. Default 20.
-    #[serde(default)]
+    /// Maximum number of results.
+    #[serde(default, deserialize_with = "lenient_int")]
+    #[schemars(range(min = 1, max = 50), extend("default" = 20))]
     pub limit: Option<i64>,
-    /// Only these document types: pdf, docx, doc, pptx, xlsx, csv, epub, rtf, md, txt, html,
-    /// image, audio, video.
+    /// Only these document types.
     #[serde(default)]
+    #[schemars(transform = doc_type_items)]
     pub doc_types: Option<Vec<String>>,
     /// Restrict to one library (name or `local://<id>`).
     #[serde(default)]
@@ -61,9 +70,10 @@ pub struct SearchParams {
     /// restricts to that directory (find_paths returns ready-made values).
     #[serde(default)]
     pub path_glob: Option<String>,
-    /// `folder` (all indexed content, the default) or `notes` (only the user's notes; ignores
-    /// `path_glob` and a local `library`).
+    /// `folder`: all indexed content; `notes`: only the user's notes (ignores `path_glob` and a
+    /// local `library`).
     #[serde(default)]
+    #[schemars(extend("enum" = SCOPES, "default" = "folder"))]
     pub scope: Option<String>,
     /// AND filter on note tags (a leading `#` and ASCII case ignored), usually with
     /// scope="notes"; for OR, call once per tag.
@@ -79,13 +89,16 @@ pub struct SearchParams {
     /// `default` (relevance), `newest` or `oldest`: re-orders the selected results. For
     /// "recent"/"oldest" without a date window; a window is modified_after/before.
     #[serde(default)]
+    #[schemars(extend("enum" = TIME_SORTS, "default" = "default"))]
     pub time_sort: Option<String>,
-    /// `markdown` (default) or `json`.
+    /// The answer's format.
     #[serde(default)]
+    #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
     pub output_format: Option<String>,
     /// Add, per result, why it came back: its rank and score in the BM25 and vector arms and
-    /// the fused score (JSON `explain`). Default false.
+    /// the fused score (JSON `explain`).
     #[serde(default)]
+    #[schemars(extend("default" = false))]
     pub explain: Option<bool>,
 }
 
@@ -222,11 +235,7 @@ impl Linkly {
             .as_deref()
             .map(|t| parse_doc_types("doc_types", t))
             .transpose()?;
-        let scope = check_choice(
-            "scope",
-            p.scope.as_deref().unwrap_or("folder"),
-            &["folder", "notes"],
-        )?;
+        let scope = check_choice("scope", p.scope.as_deref().unwrap_or("folder"), &SCOPES)?;
         // Notes (scope "notes" or a tags filter): only note files carrying every tag asked.
         // Scope "notes" ignores path_glob and a local library.
         let notes =
@@ -250,7 +259,7 @@ impl Linkly {
         let time_sort = check_choice(
             "time_sort",
             p.time_sort.as_deref().unwrap_or("default"),
-            &["default", "newest", "oldest"],
+            &TIME_SORTS,
         )?;
 
         let mut filter = DocFilter {
