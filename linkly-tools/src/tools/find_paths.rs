@@ -37,20 +37,20 @@ const MAX_PATTERNS: usize = 10;
 const MAX_PATTERN_BYTES: usize = 64;
 
 /// Parameters of `find_paths`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FindPathsParams {
     /// 1–10 keywords (each at most 64 bytes), OR-ed; matched as substrings of folder paths,
     /// ASCII case-insensitive, CJK literal.
     pub patterns: Vec<String>,
     /// Only folders of this library (name or `local://<id>`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub library: Option<String>,
     /// Folders returned, 1–50. Default 10.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
     /// `markdown` (default) or `json`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_format: Option<String>,
 }
 

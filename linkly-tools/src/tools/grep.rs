@@ -34,7 +34,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
 };
 
 /// Parameters of `grep`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrepParams {
     /// A Rust `regex` pattern (no look-around, no back-references).
@@ -42,32 +42,32 @@ pub struct GrepParams {
     /// The document to search (`local://12`).
     pub doc_id: String,
     /// Lines of context before and after each match, 0–50. Default 3.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<i64>,
     /// Lines before each match, 0–50 (overrides `context` on that side).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<i64>,
     /// Lines after each match, 0–50 (overrides `context` on that side).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<i64>,
     /// Match case-insensitively. Default false.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case_insensitive: Option<bool>,
     /// `content` (matching lines with context, the default) or `count` (the count only).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_mode: Option<String>,
     /// Matching lines returned, 1–100. Default 20.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
     /// Matching lines skipped (pagination). Default 0.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<i64>,
     /// Tolerate spurious spaces and line breaks inside the matched text. Default: on for PDF,
     /// off otherwise.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fuzzy_whitespace: Option<bool>,
     /// `markdown` (default) or `json`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_format: Option<String>,
 }
 

@@ -35,48 +35,48 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
 };
 
 /// Parameters of `list`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
     /// `folder` (indexed files under a directory; no `path` = all watched folders), `library`
     /// (requires `library`) or `notes`.
     pub scope: String,
     /// A library name or `local://<id>` (scope `library`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub library: Option<String>,
     /// An absolute directory inside the watched folders (or the library's folders, and the
     /// notes folder for a library with a note-tag filter): an address, not a pattern. From
     /// find_paths, copy `path`, not `path_glob`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// Only these document types (folder and library scopes).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub doc_types: Option<Vec<String>>,
     /// AND filter on note tags (notes scope only).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
     /// Modified at or after (ISO 8601 UTC; folder and library scopes).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified_after: Option<String>,
     /// Modified at or before (ISO 8601 UTC; folder and library scopes).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified_before: Option<String>,
     /// `recent` (default), `oldest` (notes: by created time; files: by modification time) or
     /// `name` (file name A→Z by code point); ties broken by full path.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sort: Option<String>,
     /// Include snippets (notes: default true, the first ~200 characters of the body; files:
     /// default false, from the indexed abstract). While on, `limit` is at most 50.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snippet: Option<bool>,
     /// Items per page, 1–200. Default 50.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
     /// Items skipped. Default 0.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<i64>,
     /// `markdown` or `json` (default: json for notes, markdown otherwise).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_format: Option<String>,
 }
 

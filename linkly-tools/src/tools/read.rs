@@ -53,26 +53,26 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
 };
 
 /// Parameters of `read`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadParams {
     /// The document to read (`local://12`).
     pub doc_id: String,
     /// The first line, 1-based. Default 1. Past the end gives an empty range.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<i64>,
     /// How many lines, 1–500. Default 200.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
     /// For images referenced in the shown lines: `none` (line, file, doc_id), `abstract` (plus
     /// a one-line excerpt and the character count of their text, the default) or `full` (plus
     /// the text inline: at most 2,000 characters per image and 20,000 per call; an image over
     /// either stays an excerpt with a note on how to read it alone). Each image's text is
     /// given once per answer; later references point back to the first.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_text: Option<String>,
     /// `markdown` (default) or `json`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_format: Option<String>,
 }
 
