@@ -51,16 +51,16 @@ pub(crate) enum Command {
     /// List the libraries with their ids and document counts.
     ListLibraries,
     /// Overview of all indexed content or of one library.
-    Explore(crate::discovery::ExploreArgs),
+    Explore(ExploreArgs),
     /// Find folders by name (feeds `search --path-glob`).
-    FindPaths(crate::discovery::FindPathsArgs),
+    FindPaths(FindPathsArgs),
     /// List the files of a folder or library, or the notes.
-    List(crate::discovery::ListArgs),
+    List(ListArgs),
     /// Manage libraries: named sets of folders.
     #[command(subcommand)]
-    Library(crate::discovery::LibraryCommand),
+    Library(LibraryCommand),
     /// Create a note, or edit one with compare-and-swap versions.
-    NoteSave(crate::notes::NoteSaveArgs),
+    NoteSave(NoteSaveArgs),
     /// Index the watched folders, then serve MCP over Streamable HTTP on 127.0.0.1.
     Serve(ServeArgs),
     /// Serve MCP over stdio (for clients that start the server themselves). Shares the data
@@ -69,7 +69,7 @@ pub(crate) enum Command {
     Mcp(McpArgs),
     /// The embedding model for semantic search: status, download, use `<name>`.
     #[command(subcommand)]
-    Model(crate::model::ModelCommand),
+    Model(ModelCommand),
     /// Show the server, index and model state.
     Status,
     /// Check the installation step by step, with advice for each failure.
@@ -279,4 +279,169 @@ pub(crate) struct McpArgs {
     /// background when none runs.
     #[arg(long)]
     pub(crate) embedded: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum LibraryCommand {
+    /// Define a library: a name and its folders (folders not watched yet become watched).
+    Add {
+        /// The library's name.
+        name: String,
+        /// Its folders.
+        folders: Vec<PathBuf>,
+        /// What it holds (shown to agents).
+        #[arg(long)]
+        description: Option<String>,
+        /// Notes carrying all these tags belong to it, comma-separated.
+        #[arg(long)]
+        tags: Option<String>,
+    },
+    /// Remove a library (its folders stay watched).
+    Remove {
+        /// A name or `local://<id>`.
+        library: String,
+    },
+    /// List the libraries of the config.
+    List,
+    /// Change a library.
+    Edit {
+        /// A name or `local://<id>`.
+        library: String,
+        /// A new name.
+        #[arg(long)]
+        name: Option<String>,
+        /// A new description.
+        #[arg(long)]
+        description: Option<String>,
+        /// A folder to add (repeatable).
+        #[arg(long = "add-folder", value_name = "DIR")]
+        add_folders: Vec<PathBuf>,
+        /// A folder to remove (repeatable).
+        #[arg(long = "remove-folder", value_name = "DIR")]
+        remove_folders: Vec<PathBuf>,
+        /// The new tag filter over notes, comma-separated (replaces the old one).
+        #[arg(long)]
+        tags: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExploreArgs {
+    /// Only this library (name or `local://<id>`).
+    #[arg(long)]
+    pub(crate) library: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FindPathsArgs {
+    /// Folder keywords, comma-separated (OR-ed).
+    #[arg(long, required = true)]
+    pub(crate) patterns: String,
+    /// Only this library (name or `local://<id>`).
+    #[arg(long)]
+    pub(crate) library: Option<String>,
+    /// Folders returned (1–50, default 10).
+    #[arg(long)]
+    pub(crate) limit: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum ListSort {
+    Recent,
+    Oldest,
+    Name,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// `folder`, `library` or `notes` (checked by the tool).
+    #[arg(long, required = true)]
+    pub(crate) scope: String,
+    /// A library name or `local://<id>` (scope library).
+    #[arg(long)]
+    pub(crate) library: Option<String>,
+    /// A directory inside the watched folders (scopes folder and library).
+    #[arg(long)]
+    pub(crate) path: Option<PathBuf>,
+    /// Document types, comma-separated (scopes folder and library).
+    #[arg(long = "type", value_name = "TYPES")]
+    pub(crate) doc_types: Option<String>,
+    /// Modified at or after (ISO 8601, UTC, inclusive).
+    #[arg(long)]
+    pub(crate) modified_after: Option<String>,
+    /// Modified at or before (ISO 8601, UTC, inclusive).
+    #[arg(long)]
+    pub(crate) modified_before: Option<String>,
+    /// Note tags, comma-separated (AND; scope notes).
+    #[arg(long)]
+    pub(crate) tags: Option<String>,
+    /// Items per page (1–200, default 50; at most 50 with snippets).
+    #[arg(long)]
+    pub(crate) limit: Option<i64>,
+    /// Items skipped.
+    #[arg(long)]
+    pub(crate) offset: Option<i64>,
+    /// Order: recent (default), oldest or name.
+    #[arg(long, value_enum)]
+    pub(crate) sort: Option<ListSort>,
+    /// Include snippets.
+    #[arg(long, conflicts_with = "no_snippet")]
+    pub(crate) snippet: bool,
+    /// Leave snippets out.
+    #[arg(long)]
+    pub(crate) no_snippet: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum NoteMode {
+    Create,
+    Edit,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct NoteSaveArgs {
+    /// `create` a note or `edit` one.
+    #[arg(long, value_enum)]
+    pub(crate) mode: NoteMode,
+    /// The Markdown body without front matter (on edit, the full revised body); `-` reads it
+    /// from stdin.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) content: String,
+    /// The note's UUID (required for edit; from `linkly list --scope notes`).
+    #[arg(long)]
+    pub(crate) note_id: Option<String>,
+    /// The version last read (required for edit).
+    #[arg(long)]
+    pub(crate) base_version: Option<String>,
+    /// Tags to add, comma-separated (the server appends the missing #tag tokens).
+    #[arg(long)]
+    pub(crate) tags: Option<String>,
+    /// The host app's display name, stored as the note's source.
+    #[arg(long)]
+    pub(crate) app_name: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ModelCommand {
+    /// Show the embedding model in use, whether it is on disk, and the vectors.
+    Status,
+    /// Download a model (default: the selected one) from the Hugging Face hub.
+    Download {
+        /// A hub id (`intfloat/multilingual-e5-small`) or a short name.
+        name: Option<String>,
+    },
+    /// Select the model to use (then `linkly model download` and `linkly index`).
+    Use {
+        /// A hub id or a short name.
+        name: String,
+    },
+}
+
+/// The token a choice is written as on the command line, which is also the tool's token
+/// (`--time-sort newest` → `"newest"`).
+pub(crate) fn token<E: ValueEnum>(choice: E) -> String {
+    choice
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
 }

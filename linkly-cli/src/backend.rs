@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use linkly_core::DataDir;
 use linkly_mcp::RemoteClient;
 use linkly_tools::{Linkly, ToolOutput};
-use serde_json::Value;
+use serde::Serialize;
 
 use crate::health::{Target, read_port_file};
 
@@ -41,8 +41,10 @@ pub(crate) enum Backend {
 }
 
 impl Backend {
-    /// Calls a tool by name; `Err` is a protocol-level failure (unknown tool, connection).
-    pub(crate) fn call(&self, name: &str, args: Value) -> Result<ToolOutput, String> {
+    /// Calls a tool by name with its params; `Err` is a protocol-level failure (unknown tool,
+    /// connection).
+    pub(crate) fn call(&self, name: &str, params: &impl Serialize) -> Result<ToolOutput, String> {
+        let args = serde_json::to_value(params).map_err(|e| e.to_string())?;
         match self {
             Backend::Embedded(linkly) => linkly.call(name, args).map_err(|e| e.to_string()),
             Backend::Remote { rt, client } => rt
@@ -101,4 +103,11 @@ pub(crate) fn open(data: &DataDir) -> anyhow::Result<Backend> {
             Ok(Backend::Embedded(Box::new(linkly)))
         }
     }
+}
+
+/// The async runtime the MCP servers and clients of this process run on.
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
 }

@@ -20,7 +20,7 @@ use linkly_mcp::{HttpOptions, IndexStatus, ServerState};
 use linkly_tools::{FreshEvent, IndexState, KeepFreshOptions, Linkly};
 
 use crate::args::ServeArgs;
-use crate::commands::{load_config, runtime};
+use crate::backend::runtime;
 
 /// A new random LAN token: 32 hex characters.
 fn new_token() -> String {
@@ -28,7 +28,7 @@ fn new_token() -> String {
 }
 
 pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
-    let mut config = load_config(data)?;
+    let mut config = linkly_core::Config::load(data)?;
     let mut changed = false;
     for p in &a.paths {
         changed |= config.add_folder(p)?;

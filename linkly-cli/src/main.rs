@@ -2,15 +2,29 @@
 //!
 //! Wiring only: argument parsing (`args`), the commands (`commands`), output and exit codes
 //! (`output`). Tool behaviour lives in `linkly-tools`; the MCP server in `linkly-mcp`.
+//!
+//! The modules depend one way, each on those below it only:
+//!
+//! ```text
+//! main
+//!  └ commands                        dispatch; `folders`, `index`
+//!     └ documents, discovery, notes  tool commands: flags → the tool's params → `call`
+//!       model, daemon, shared, status
+//!        └ call                      one typed tool call, printed; its outcome
+//!           └ backend                embedded tools or a server over MCP; the runtime
+//!              └ args, output, progress, health   (leaves: clap types, printing, …)
+//! ```
 
 // A command-line program prints to stdout and stderr by design.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod args;
 mod backend;
+mod call;
 mod commands;
 mod daemon;
 mod discovery;
+mod documents;
 mod health;
 mod model;
 mod notes;

@@ -7,29 +7,13 @@ use std::time::{Duration, Instant};
 
 #[cfg(not(feature = "download"))]
 use anyhow::bail;
-use clap::Subcommand;
 use linkly_core::DataDir;
 use linkly_index::vector::{KNOWN_MODELS, ModelManager, canonical_name};
 use linkly_index::{EmbedProgress, Index, ModelStatus};
 use serde_json::json;
 
+use crate::args::ModelCommand;
 use crate::output::Printer;
-
-#[derive(Debug, Subcommand)]
-pub(crate) enum ModelCommand {
-    /// Show the embedding model in use, whether it is on disk, and the vectors.
-    Status,
-    /// Download a model (default: the selected one) from the Hugging Face hub.
-    Download {
-        /// A hub id (`intfloat/multilingual-e5-small`) or a short name.
-        name: Option<String>,
-    },
-    /// Select the model to use (then `linkly model download` and `linkly index`).
-    Use {
-        /// A hub id or a short name.
-        name: String,
-    },
-}
 
 pub(crate) fn run(data: &DataDir, cmd: ModelCommand, printer: Printer) -> anyhow::Result<ExitCode> {
     let manager = ModelManager::new(data.root());

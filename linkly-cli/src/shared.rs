@@ -19,8 +19,7 @@ use linkly_mcp::{Connector, RemoteClient, RemoteError};
 use linkly_tools::{KeepFreshOptions, Linkly};
 
 use crate::args::McpArgs;
-use crate::backend;
-use crate::commands::runtime;
+use crate::backend::{self, runtime};
 use crate::health::{Target, read_port_file};
 
 /// How long a server started by `linkly mcp` lives without any request (`LINKLY_MCP_IDLE_SECS`).

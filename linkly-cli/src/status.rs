@@ -8,8 +8,7 @@ use linkly_index::vector::{ModelChoice, ModelManager};
 use linkly_index::{Index, ModelStatus};
 use serde_json::{Value, json};
 
-use crate::backend::{connection, server_target};
-use crate::commands::load_config;
+use crate::backend::{connection, runtime, server_target};
 use crate::health::{Target, read_port_file};
 use crate::output::Printer;
 
@@ -36,7 +35,7 @@ fn repair(data: &DataDir, index: &Index) -> anyhow::Result<String> {
         ));
     }
     if index.health()?.dirty > 0 {
-        let config = crate::commands::load_config(data)?;
+        let config = linkly_core::Config::load(data)?;
         let mut opts = linkly_tools::sync_options(&config, data);
         opts.sandbox = linkly_tools::sandbox_for(&config);
         index.sync(&opts, &mut |_| {})?;
@@ -66,7 +65,7 @@ fn count(n: u64) -> String {
 }
 
 pub(crate) fn status(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCode> {
-    let config = load_config(data)?;
+    let config = linkly_core::Config::load(data)?;
     let cli_version = env!("CARGO_PKG_VERSION");
     let target = server_target(data)?;
     let health = target
@@ -352,7 +351,7 @@ pub(crate) fn doctor(data: &DataDir, fix: bool, printer: Printer) -> anyhow::Res
     }
     if let (Some(t), true) = (&target, server_ok) {
         let started = Instant::now();
-        let listed = crate::commands::runtime().and_then(|rt| {
+        let listed = runtime().and_then(|rt| {
             rt.block_on(async {
                 tokio::time::timeout(Duration::from_secs(10), async {
                     let c =

@@ -138,7 +138,7 @@ fn exit_codes() {
         v["message"]
             .as_str()
             .unwrap()
-            .contains("Unknown document type(s): exe")
+            .contains("Tool error: [INVALID_ARGUMENT] doc_types has unknown type(s) \"exe\"")
     );
 }
 

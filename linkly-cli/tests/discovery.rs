@@ -250,9 +250,15 @@ fn discovery_errors_and_exit_codes() {
     let out = env.run(&["explore", "--library", "nope"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("[LIBRARY_NOT_FOUND]"));
     let out = env.run(&["find-paths", "--patterns", "a", "--limit", "0"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--limit must be at least 1"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("[INVALID_ARGUMENT] limit must be between 1 and 50 (got 0)")
+    );
     let out = env.run(&["list", "--scope", "folder", "--type", "exe"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Unknown document type(s): exe"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("[INVALID_ARGUMENT] doc_types has unknown type(s) \"exe\"")
+    );
     // Mutually exclusive flags are a usage error.
     let out = env.run(&["list", "--scope", "folder", "--snippet", "--no-snippet"]);
     assert_eq!(out.status.code(), Some(2));

@@ -130,9 +130,15 @@ fn stdin_bodies_caps_and_tool_errors() {
         b" \n\t\n",
     );
     assert_eq!(blank.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&blank.stderr).contains("Note content cannot be empty"));
+    assert!(
+        String::from_utf8_lossy(&blank.stderr)
+            .contains("[NOTE_INVALID_INPUT] content must not be blank")
+    );
     let blank_arg = env.run(&["note-save", "--mode", "create", "--content", "  "]);
-    assert!(String::from_utf8_lossy(&blank_arg.stderr).contains("Note content cannot be empty"));
+    assert!(
+        String::from_utf8_lossy(&blank_arg.stderr)
+            .contains("[NOTE_INVALID_INPUT] content must not be blank")
+    );
 
     let big = vec![b'a'; 10 * 1024 * 1024 + 1];
     let over = with_stdin(

@@ -47,14 +47,14 @@ const RECENT_MS: i64 = 7 * 24 * 3600 * 1000;
 const RECENT_DIRS: usize = 10;
 
 /// Parameters of `explore`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExploreParams {
     /// Only this library (name or `local://<id>`). Default: all indexed local content.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub library: Option<String>,
     /// The answer's format.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
     pub output_format: Option<String>,
 }

@@ -39,7 +39,7 @@ const MAX_PATTERNS: usize = 10;
 const MAX_PATTERN_BYTES: usize = 64;
 
 /// Parameters of `find_paths`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FindPathsParams {
     /// Keywords (each at most 64 bytes), OR-ed; matched as substrings of folder paths, ASCII
@@ -47,14 +47,18 @@ pub struct FindPathsParams {
     #[schemars(length(min = 1, max = MAX_PATTERNS))]
     pub patterns: Vec<String>,
     /// Only folders of this library (name or `local://<id>`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub library: Option<String>,
     /// Folders returned.
-    #[serde(default, deserialize_with = "lenient_int")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 1, max = 50), extend("default" = 10))]
     pub limit: Option<i64>,
     /// The answer's format.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
     pub output_format: Option<String>,
 }

@@ -38,7 +38,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
 const OUTPUT_MODES: [&str; 2] = ["content", "count"];
 
 /// Parameters of `grep`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GrepParams {
     /// A Rust `regex` pattern (no look-around, no back-references).
@@ -46,39 +46,59 @@ pub struct GrepParams {
     /// The document to search (`local://12`).
     pub doc_id: String,
     /// Lines of context before and after each match.
-    #[serde(default, deserialize_with = "lenient_int")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 0, max = 50), extend("default" = 3))]
     pub context: Option<i64>,
     /// Lines before each match (overrides `context` on that side).
-    #[serde(default, deserialize_with = "lenient_int")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 0, max = 50))]
     pub before: Option<i64>,
     /// Lines after each match (overrides `context` on that side).
-    #[serde(default, deserialize_with = "lenient_int")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 0, max = 50))]
     pub after: Option<i64>,
     /// Match case-insensitively.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = false))]
     pub case_insensitive: Option<bool>,
     /// `content` (matching lines with context) or `count` (the count only).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = OUTPUT_MODES, "default" = "content"))]
     pub output_mode: Option<String>,
     /// Matching lines returned.
-    #[serde(default, deserialize_with = "lenient_int")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 1, max = 100), extend("default" = 20))]
     pub limit: Option<i64>,
     /// Matching lines skipped (pagination).
-    #[serde(default, deserialize_with = "lenient_int")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 0), extend("default" = 0))]
     pub offset: Option<i64>,
     /// Tolerate spurious spaces and line breaks inside the matched text. Default: on for PDF,
     /// off otherwise.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fuzzy_whitespace: Option<bool>,
     /// The answer's format.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
     pub output_format: Option<String>,
 }

@@ -43,7 +43,7 @@ const SCOPES: [&str; 3] = ["folder", "library", "notes"];
 const SORTS: [&str; 3] = ["recent", "oldest", "name"];
 
 /// Parameters of `list`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
     /// `folder` (indexed files under a directory; no `path` = all watched folders), `library`
@@ -51,45 +51,53 @@ pub struct ListParams {
     #[schemars(extend("enum" = SCOPES))]
     pub scope: String,
     /// A library name or `local://<id>` (scope `library`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub library: Option<String>,
     /// An absolute directory inside the watched folders (or the library's folders, and the
     /// notes folder for a library with a note-tag filter): an address, not a pattern. From
     /// find_paths, copy `path`, not `path_glob`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// Only these document types (folder and library scopes).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = doc_type_items)]
     pub doc_types: Option<Vec<String>>,
     /// AND filter on note tags (notes scope only).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
     /// Modified at or after (ISO 8601 UTC; folder and library scopes).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified_after: Option<String>,
     /// Modified at or before (ISO 8601 UTC; folder and library scopes).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified_before: Option<String>,
     /// `recent`, `oldest` (notes: by created time; files: by modification time) or `name` (file
     /// name A→Z by code point); ties broken by full path.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = SORTS, "default" = "recent"))]
     pub sort: Option<String>,
     /// Include snippets (notes: default true, the first ~200 characters of the body; files:
     /// default false, from the indexed abstract). While on, `limit` is at most 50.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snippet: Option<bool>,
     /// Items per page.
-    #[serde(default, deserialize_with = "lenient_int")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 1, max = 200), extend("default" = 50))]
     pub limit: Option<i64>,
     /// Items skipped.
-    #[serde(default, deserialize_with = "lenient_int")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 0), extend("default" = 0))]
     pub offset: Option<i64>,
     /// The answer's format (default: json for notes, markdown otherwise).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = OUTPUT_FORMATS))]
     pub output_format: Option<String>,
 }

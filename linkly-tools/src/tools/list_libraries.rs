@@ -23,7 +23,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
 };
 
 /// `list_libraries` takes no parameters.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListLibrariesParams {}
 

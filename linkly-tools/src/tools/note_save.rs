@@ -38,7 +38,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
 const MODES: [&str; 2] = ["create", "edit"];
 
 /// Parameters of `note_save`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoteSaveParams {
     /// `create` (a new note) or `edit` (replace an existing note's body).
@@ -49,18 +49,18 @@ pub struct NoteSaveParams {
     pub content: String,
     /// The note's UUID: required for edit (from read or list scope="notes"); optional on create
     /// (an id that exists already is NOTE_DUPLICATE_ID).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note_id: Option<String>,
     /// Required for edit: the `version` last read (read, list scope="notes" or the last
     /// note_save).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_version: Option<String>,
     /// Tags to add; the server appends the missing `#tag` tokens to the body. Cannot remove.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
     /// Display name of the host app (e.g. `Cursor`), at most 64 characters, shown as the note's
     /// source. Never the model name.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app_name: Option<String>,
 }
 

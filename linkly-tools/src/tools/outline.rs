@@ -32,7 +32,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
 };
 
 /// Parameters of `outline`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutlineParams {
     /// Document ids (`local://12`, or a bare `12`).
@@ -40,10 +40,10 @@ pub struct OutlineParams {
     pub doc_ids: Vec<String>,
     /// Node ids like "2" or "3.1" to show fully expanded; the others collapse to their first
     /// level. Omitted: all levels, within a size budget.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expand: Option<Vec<String>>,
     /// The answer's format.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
     pub output_format: Option<String>,
 }

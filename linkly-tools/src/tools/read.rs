@@ -57,17 +57,25 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
 const IMAGE_TEXTS: [&str; 3] = ["none", "abstract", "full"];
 
 /// Parameters of `read`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadParams {
     /// The document to read (`local://12`).
     pub doc_id: String,
     /// The first line, 1-based. Past the end gives an empty range.
-    #[serde(default, deserialize_with = "lenient_int")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 1), extend("default" = 1))]
     pub offset: Option<i64>,
     /// How many lines.
-    #[serde(default, deserialize_with = "lenient_int")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 1, max = 500), extend("default" = 200))]
     pub limit: Option<i64>,
     /// For images referenced in the shown lines: `none` (line, file, doc_id), `abstract` (plus
@@ -75,11 +83,11 @@ pub struct ReadParams {
     /// the text inline: at most 2,000 characters per image and 20,000 per call; an image over
     /// either stays an excerpt with a note on how to read it alone). Each image's text is
     /// given once per answer; later references point back to the first.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = IMAGE_TEXTS, "default" = "abstract"))]
     pub image_text: Option<String>,
     /// The answer's format.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
     pub output_format: Option<String>,
 }

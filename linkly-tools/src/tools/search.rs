@@ -49,55 +49,59 @@ const SCOPES: [&str; 2] = ["folder", "notes"];
 const TIME_SORTS: [&str; 3] = ["default", "newest", "oldest"];
 
 /// Parameters of `search`.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchParams {
     /// Keywords or a natural-language phrase. Must not be blank.
     pub query: String,
     /// Maximum number of results.
-    #[serde(default, deserialize_with = "lenient_int")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schemars(range(min = 1, max = 50), extend("default" = 20))]
     pub limit: Option<i64>,
     /// Only these document types.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = doc_type_items)]
     pub doc_types: Option<Vec<String>>,
     /// Restrict to one library (name or `local://<id>`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub library: Option<String>,
     /// A glob matched as a substring of the absolute path: `*` any run (including `/`), `?` one
     /// character, `[...]` a class, `\` escapes. Case-sensitive. A directory path ending in `/`
     /// restricts to that directory (find_paths returns ready-made values).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_glob: Option<String>,
     /// `folder`: all indexed content; `notes`: only the user's notes (ignores `path_glob` and a
     /// local `library`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = SCOPES, "default" = "folder"))]
     pub scope: Option<String>,
     /// AND filter on note tags (a leading `#` and ASCII case ignored), usually with
     /// scope="notes"; for OR, call once per tag.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
     /// Only documents modified at or after this ISO 8601 time (`2024-01-31` or RFC 3339, UTC).
     /// For a relative window ("last month"), compute it from the answers' `[meta] now`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified_after: Option<String>,
     /// Only documents modified at or before this ISO 8601 time.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified_before: Option<String>,
     /// `default` (relevance), `newest` or `oldest`: re-orders the selected results. For
     /// "recent"/"oldest" without a date window; a window is modified_after/before.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = TIME_SORTS, "default" = "default"))]
     pub time_sort: Option<String>,
     /// The answer's format.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
     pub output_format: Option<String>,
     /// Add, per result, why it came back: its rank and score in the BM25 and vector arms and
     /// the fused score (JSON `explain`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = false))]
     pub explain: Option<bool>,
 }

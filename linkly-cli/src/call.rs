@@ -1,0 +1,358 @@
+//! One tool call from the command line: the tool's own params type in, the answer printed, the
+//! outcome (found, nothing matched, failed) out.
+//!
+//! The params go to the tool as they are (embedded or over MCP): the tool validates them and
+//! its errors, which name the parameter, are what the user sees. Whether something matched is
+//! read from the count of the tool's JSON answer (`total`, `total_matches`, `directories`),
+//! never from its Markdown.
+
+use std::io::BufRead;
+
+use anyhow::bail;
+use linkly_tools::{
+    ExploreParams, FindPathsParams, GrepParams, ListLibrariesParams, ListParams, NoteSaveParams,
+    OutlineParams, ReadParams, SearchParams,
+};
+use serde::Serialize;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde_json::Value;
+
+use crate::backend::Backend;
+use crate::output::{Outcome, Printer};
+
+/// A tool's params type as the command line calls it.
+pub(crate) trait ToolCall: Serialize {
+    /// The tool's name.
+    const NAME: &'static str;
+    /// Asks for JSON (`true`) or Markdown; a tool without `output_format` ignores it.
+    fn set_json(&mut self, _json: bool) {}
+    /// True for the tools that find things (search, grep, find_paths, list): their JSON answer
+    /// counts what matched.
+    const FINDS: bool = false;
+    /// What a successful JSON answer says matched, for tools that find things.
+    fn matched(_answer: &str) -> Option<u64> {
+        None
+    }
+}
+
+/// The count of a JSON answer, typed.
+fn count<T: DeserializeOwned>(answer: &str, get: impl FnOnce(T) -> u64) -> Option<u64> {
+    serde_json::from_str::<T>(answer).ok().map(get)
+}
+
+#[derive(serde::Deserialize)]
+struct Total {
+    total: u64,
+}
+
+#[derive(serde::Deserialize)]
+struct TotalMatches {
+    total_matches: u64,
+}
+
+#[derive(serde::Deserialize)]
+struct Directories {
+    directories: Vec<IgnoredAny>,
+}
+
+/// `Some("json")` when JSON is wanted, else the tool's default (Markdown).
+fn format(json: bool) -> Option<String> {
+    json.then(|| "json".to_string())
+}
+
+impl ToolCall for SearchParams {
+    const NAME: &'static str = "search";
+    const FINDS: bool = true;
+    fn set_json(&mut self, json: bool) {
+        self.output_format = format(json);
+    }
+    fn matched(answer: &str) -> Option<u64> {
+        count(answer, |t: Total| t.total)
+    }
+}
+
+impl ToolCall for OutlineParams {
+    const NAME: &'static str = "outline";
+    fn set_json(&mut self, json: bool) {
+        self.output_format = format(json);
+    }
+}
+
+impl ToolCall for GrepParams {
+    const NAME: &'static str = "grep";
+    const FINDS: bool = true;
+    fn set_json(&mut self, json: bool) {
+        self.output_format = format(json);
+    }
+    fn matched(answer: &str) -> Option<u64> {
+        count(answer, |t: TotalMatches| t.total_matches)
+    }
+}
+
+impl ToolCall for ReadParams {
+    const NAME: &'static str = "read";
+    fn set_json(&mut self, json: bool) {
+        self.output_format = format(json);
+    }
+}
+
+/// `list_libraries` takes no `output_format`: `--json` wraps its Markdown as `content`.
+impl ToolCall for ListLibrariesParams {
+    const NAME: &'static str = "list_libraries";
+}
+
+impl ToolCall for ExploreParams {
+    const NAME: &'static str = "explore";
+    fn set_json(&mut self, json: bool) {
+        self.output_format = format(json);
+    }
+}
+
+impl ToolCall for FindPathsParams {
+    const NAME: &'static str = "find_paths";
+    const FINDS: bool = true;
+    fn set_json(&mut self, json: bool) {
+        self.output_format = format(json);
+    }
+    fn matched(answer: &str) -> Option<u64> {
+        count(answer, |d: Directories| d.directories.len() as u64)
+    }
+}
+
+impl ToolCall for ListParams {
+    const NAME: &'static str = "list";
+    const FINDS: bool = true;
+    /// `list` always says which format it wants (its default differs by scope).
+    fn set_json(&mut self, json: bool) {
+        self.output_format = Some(if json { "json" } else { "markdown" }.to_string());
+    }
+    /// The total, not the page: an empty page past the end still found something.
+    fn matched(answer: &str) -> Option<u64> {
+        count(answer, |t: Total| t.total)
+    }
+}
+
+/// `note_save` takes no `output_format`: its answer is always JSON.
+impl ToolCall for NoteSaveParams {
+    const NAME: &'static str = "note_save";
+}
+
+/// Why a call gave no answer to print.
+#[derive(Debug)]
+pub(crate) enum CallError {
+    /// The tool refused: `[CODE] message`.
+    Tool(String),
+    /// The call did not reach the tool (unknown tool, connection).
+    Call(String),
+}
+
+impl CallError {
+    /// The message shown on its own (`Tool error: [CODE] …`).
+    fn shown(&self) -> String {
+        match self {
+            CallError::Tool(m) => format!("Tool error: {m}"),
+            CallError::Call(m) => m.clone(),
+        }
+    }
+
+    /// The message inside a list of per-document failures.
+    fn bare(&self) -> &str {
+        match self {
+            CallError::Tool(m) | CallError::Call(m) => m,
+        }
+    }
+}
+
+/// Calls a tool, prints its answer, and says whether it found something. With `--exit-code`
+/// and Markdown output, a finding tool is asked a second time, for JSON, to read the count.
+pub(crate) fn call<P: ToolCall + Clone>(
+    backend: &Backend,
+    printer: Printer,
+    params: &P,
+) -> Result<Outcome, CallError> {
+    let answer = send(backend, params, printer.json)?;
+    match printer.success(&answer) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(Outcome::Found),
+        Err(e) => return Err(CallError::Call(e.to_string())),
+    }
+    if !printer.exit_code {
+        return Ok(Outcome::Found);
+    }
+    let matched = if !P::FINDS {
+        None
+    } else if printer.json {
+        P::matched(&answer)
+    } else {
+        send(backend, params, true)
+            .ok()
+            .and_then(|a| P::matched(&a))
+    };
+    Ok(match matched {
+        Some(0) => Outcome::NothingMatched,
+        _ => Outcome::Found,
+    })
+}
+
+/// Sends one call in the format asked for; the tool's text on success.
+fn send<P: ToolCall + Clone>(
+    backend: &Backend,
+    params: &P,
+    json: bool,
+) -> Result<String, CallError> {
+    let mut params = params.clone();
+    params.set_json(json);
+    let out = backend.call(P::NAME, &params).map_err(CallError::Call)?;
+    if out.is_error {
+        return Err(CallError::Tool(tool_error_message(&out.text)));
+    }
+    Ok(out.text)
+}
+
+/// Calls a tool once and prints its answer or its error.
+pub(crate) fn call_once<P: ToolCall + Clone>(
+    backend: &Backend,
+    printer: Printer,
+    params: &P,
+) -> Outcome {
+    call(backend, printer, params).unwrap_or_else(|e| {
+        printer.error(&e.shown());
+        Outcome::Failed
+    })
+}
+
+/// Calls a one-document tool for each id: successes printed, failures collected. `verb` names
+/// the action in the messages (`grep`, `read`).
+pub(crate) fn per_id<P: ToolCall + Clone>(
+    backend: &Backend,
+    printer: Printer,
+    verb: &str,
+    ids: &[String],
+    build: impl Fn(&str) -> P,
+) -> Outcome {
+    let mut outcome: Option<Outcome> = None;
+    let mut failures: Vec<(String, CallError)> = Vec::new();
+    for id in ids {
+        match call(backend, printer, &build(id)) {
+            Ok(o) => outcome = Some(outcome.map_or(o, |prev| prev.merge(o))),
+            Err(e) => failures.push((id.clone(), e)),
+        }
+    }
+    let listed = || {
+        failures
+            .iter()
+            .map(|(id, e)| format!("{id}: {}", e.bare()))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    match (&outcome, failures.first()) {
+        (_, None) => outcome.unwrap_or(Outcome::Found),
+        (_, Some((_, only))) if ids.len() == 1 => {
+            printer.error(&only.shown());
+            Outcome::Failed
+        }
+        (None, Some(_)) => {
+            printer.error(&format!(
+                "Could not {verb} any of the {} documents: {}",
+                ids.len(),
+                listed()
+            ));
+            Outcome::Failed
+        }
+        (Some(found), Some(_)) => {
+            printer.warn(&format!(
+                "{} of {} documents could not be {}: {}",
+                failures.len(),
+                ids.len(),
+                if verb == "grep" { "searched" } else { "read" },
+                listed()
+            ));
+            *found
+        }
+    }
+}
+
+/// `[CODE] message` from a tool's error text (JSON or Markdown).
+pub(crate) fn tool_error_message(text: &str) -> String {
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| {
+            let e = v.get("error")?;
+            Some(format!(
+                "[{}] {}",
+                e.get("code")?.as_str()?,
+                e.get("message")?.as_str()?
+            ))
+        })
+        .unwrap_or_else(|| text.to_string())
+}
+
+/// Reads ids, replacing a lone `-` with the ids on stdin (one per line).
+pub(crate) fn expand_ids(ids: Vec<String>) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for id in ids {
+        if id == "-" {
+            for line in std::io::stdin().lock().lines() {
+                let line = line?;
+                let t = line.trim();
+                if !t.is_empty() {
+                    out.push(t.to_string());
+                }
+            }
+        } else {
+            out.push(id);
+        }
+    }
+    if out.is_empty() {
+        bail!("no document ids given");
+    }
+    Ok(out)
+}
+
+/// A comma-separated flag as a list (`pdf, md` → `["pdf", "md"]`, blanks dropped); the tool
+/// checks the items.
+pub(crate) fn comma_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_come_from_the_typed_json_answer() {
+        assert_eq!(
+            SearchParams::matched(r#"{"total":0,"results":[]}"#),
+            Some(0)
+        );
+        assert_eq!(
+            SearchParams::matched(r#"{"total":5,"results":[]}"#),
+            Some(5)
+        );
+        assert_eq!(GrepParams::matched(r#"{"total_matches":3}"#), Some(3));
+        assert_eq!(
+            FindPathsParams::matched(r#"{"directories":[{"path":"/a"}]}"#),
+            Some(1)
+        );
+        assert_eq!(ListParams::matched(r#"{"total":12,"items":[]}"#), Some(12));
+        // Markdown, or an answer without the count, is never read as "nothing matched".
+        assert_eq!(SearchParams::matched("No results found for \"x\""), None);
+        assert_eq!(ReadParams::matched(r#"{"total":0}"#), None);
+    }
+
+    #[test]
+    fn params_travel_without_absent_options() {
+        let p = SearchParams {
+            query: "budget".into(),
+            limit: Some(5),
+            ..Default::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&p).unwrap(),
+            serde_json::json!({"query": "budget", "limit": 5})
+        );
+    }
+}

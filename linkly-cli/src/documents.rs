@@ -1,0 +1,80 @@
+//! The document tools as commands: `search`, `outline`, `grep` and `read`. Each turns its
+//! flags into the tool's params and calls it (see `call`).
+
+use std::process::ExitCode;
+
+use linkly_core::DataDir;
+use linkly_tools::{GrepParams, OutlineParams, ReadParams, SearchParams};
+
+use crate::args::{GrepArgs, OutlineArgs, ReadArgs, SearchArgs, token};
+use crate::backend;
+use crate::call::{call_once, comma_list, expand_ids, per_id};
+use crate::output::Printer;
+
+/// `linkly search`.
+pub(crate) fn search(data: &DataDir, a: SearchArgs, printer: Printer) -> anyhow::Result<ExitCode> {
+    let params = SearchParams {
+        query: a.query,
+        limit: a.limit,
+        doc_types: a.doc_types.as_deref().map(comma_list),
+        library: a.library,
+        path_glob: a.path_glob,
+        scope: a.scope,
+        tags: a.tags.as_deref().map(comma_list),
+        modified_after: a.modified_after,
+        modified_before: a.modified_before,
+        time_sort: a.time_sort.map(token),
+        ..Default::default()
+    };
+    let linkly = backend::open(data)?;
+    Ok(printer.exit(call_once(&linkly, printer, &params)))
+}
+
+/// `linkly outline`.
+pub(crate) fn outline(
+    data: &DataDir,
+    a: OutlineArgs,
+    printer: Printer,
+) -> anyhow::Result<ExitCode> {
+    let params = OutlineParams {
+        doc_ids: expand_ids(a.ids)?,
+        expand: a.expand.as_deref().map(comma_list),
+        ..Default::default()
+    };
+    let linkly = backend::open(data)?;
+    Ok(printer.exit(call_once(&linkly, printer, &params)))
+}
+
+/// `linkly grep`: one call per document.
+pub(crate) fn grep(data: &DataDir, a: GrepArgs, printer: Printer) -> anyhow::Result<ExitCode> {
+    let ids = expand_ids(a.ids.clone())?;
+    let linkly = backend::open(data)?;
+    let outcome = per_id(&linkly, printer, "grep", &ids, |id| GrepParams {
+        pattern: a.pattern.clone(),
+        doc_id: id.to_string(),
+        context: a.context,
+        before: a.before,
+        after: a.after,
+        case_insensitive: a.ignore_case.then_some(true),
+        output_mode: a.mode.map(token),
+        limit: a.limit,
+        offset: a.offset,
+        fuzzy_whitespace: a.fuzzy_whitespace,
+        ..Default::default()
+    });
+    Ok(printer.exit(outcome))
+}
+
+/// `linkly read`: one call per document.
+pub(crate) fn read(data: &DataDir, a: ReadArgs, printer: Printer) -> anyhow::Result<ExitCode> {
+    let ids = expand_ids(a.ids.clone())?;
+    let linkly = backend::open(data)?;
+    let outcome = per_id(&linkly, printer, "read", &ids, |id| ReadParams {
+        doc_id: id.to_string(),
+        offset: a.offset,
+        limit: a.limit,
+        image_text: a.image_text.map(token),
+        ..Default::default()
+    });
+    Ok(printer.exit(outcome))
+}
