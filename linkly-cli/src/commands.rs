@@ -263,11 +263,7 @@ pub(crate) fn comma_list(s: &str) -> Vec<String> {
 }
 
 pub(crate) fn normalise_tags(s: &str) -> anyhow::Result<Vec<String>> {
-    let tags: Vec<String> = s
-        .split(',')
-        .map(|t| t.trim().trim_start_matches('#').trim().to_ascii_lowercase())
-        .filter(|t| !t.is_empty())
-        .collect();
+    let tags = linkly_core::normalise_tags(&s.split(',').collect::<Vec<_>>());
     if tags.is_empty() {
         bail!("--tags was given but contains no usable tag (use e.g. --tags work,ideas)");
     }

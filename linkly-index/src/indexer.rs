@@ -197,7 +197,7 @@ fn walk_from(
         }
         let path = entry.into_path();
         let known = match path.extension() {
-            Some(ext) => ext.to_str().and_then(DocType::from_extension).is_some(),
+            Some(_) => linkly_extract::doc_type_for(&path).is_some(),
             // No extension: a document recognised by its content (a DOCX saved as `report`).
             None => head(&path).is_some_and(|h| linkly_extract::detect(&path, &h).is_some()),
         };
@@ -317,11 +317,7 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
             .flatten()
             .and_then(|h| linkly_extract::detect(&c.path, &h))
     });
-    let doc_type = c
-        .path
-        .extension()
-        .and_then(|e| e.to_str())
-        .and_then(DocType::from_extension)
+    let doc_type = linkly_extract::doc_type_for(&c.path)
         .or(extractor.map(|e| e.doc_type()))
         .unwrap_or(DocType::Txt);
     let stat_hash = || format!("stat:{}:{}", c.size, c.modified_at);

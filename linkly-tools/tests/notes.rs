@@ -1015,7 +1015,12 @@ fn a_note_read_keeps_its_own_characters() {
     let read = f.ok("read", json!({"doc_id": doc_id, "output_format": "json"}));
     let effective = created["content"].as_str().unwrap();
     assert_eq!(read["content"], effective.trim_end(), "{read}");
-    assert!(read["content"].as_str().unwrap().contains("ﬁeld notes\u{A0}today"));
+    assert!(
+        read["content"]
+            .as_str()
+            .unwrap()
+            .contains("ﬁeld notes\u{A0}today")
+    );
     let found = f.ok(
         "search",
         json!({"query": "efficient field", "scope": "notes", "output_format": "json"}),

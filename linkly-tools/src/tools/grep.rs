@@ -451,7 +451,11 @@ mod tests {
 
     #[test]
     fn fuzzy_whitespace_keeps_word_boundaries() {
-        let lines = ["if not yet quantified, threat", "a quanti fied word", "unquantifiedness"];
+        let lines = [
+            "if not yet quantified, threat",
+            "a quanti fied word",
+            "unquantifiedness",
+        ];
         let re = build_regex(r"\bquantified\b", false).unwrap();
         let squeezed = build_regex(&squeeze_pattern(r"\bquantified\b"), false).unwrap();
         assert_eq!(matching_lines(&lines, &re, Some(&squeezed)), [0]);
