@@ -298,3 +298,121 @@ impl Index {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lex(ranked: &[(u64, f32)]) -> Vec<(u64, LexicalArm)> {
+        ranked
+            .iter()
+            .enumerate()
+            .map(|(i, &(id, score))| (id, LexicalArm { rank: i + 1, score }))
+            .collect()
+    }
+
+    fn vec_arm(ranked: &[(u64, f32)]) -> Vec<(u64, VectorArm)> {
+        ranked
+            .iter()
+            .enumerate()
+            .map(|(i, &(id, score))| {
+                (
+                    id,
+                    VectorArm {
+                        rank: i + 1,
+                        score,
+                        start_line: 1,
+                        end_line: 2,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn ids(hits: &[HybridHit]) -> Vec<u64> {
+        hits.iter().map(|h| h.id.0).collect()
+    }
+
+    #[test]
+    fn reciprocal_rank_fusion_rewards_both_arms() {
+        let opts = HybridOptions::default();
+        let (hits, candidates) = fuse(
+            lex(&[(1, 9.0), (2, 8.0), (3, 7.0)]),
+            vec_arm(&[(4, 0.9), (2, 0.8)]),
+            &opts,
+            10,
+        );
+        assert_eq!(candidates, 4);
+        // 2 is in both arms; 1 and 4 are first of one arm each (tie broken by BM25: 1 has it).
+        assert_eq!(ids(&hits), [2, 1, 4, 3]);
+        let k = opts.rrf_k;
+        assert!((hits[0].score - (1.0 / (k + 2.0) + 1.0 / (k + 2.0))).abs() < 1e-6);
+        assert!((hits[1].score - 1.0 / (k + 1.0)).abs() < 1e-6);
+        assert_eq!(hits[0].lexical.map(|l| l.rank), Some(2));
+        assert_eq!(hits[0].vector.map(|v| v.rank), Some(2));
+        assert!(hits[2].lexical.is_none() && hits[2].vector.is_some());
+    }
+
+    #[test]
+    fn ties_are_broken_by_bm25_then_id_and_the_list_is_cut() {
+        let opts = HybridOptions::default();
+        // Equal fused scores, no BM25 score on either side: the smaller id first.
+        let (hits, _) = fuse(Vec::new(), vec_arm(&[(7, 0.5)]), &opts, 10);
+        assert_eq!(ids(&hits), [7]);
+        let (hits, _) = fuse(lex(&[(1, 0.0)]), vec_arm(&[(0, 0.5)]), &opts, 10);
+        assert_eq!(ids(&hits), [0, 1]);
+        let (hits, _) = fuse(
+            lex(&[(9, 1.0)]),
+            vec_arm(&[(5, 0.5), (3, 0.4)]),
+            &HybridOptions { rrf_k: 0.0, ..opts },
+            10,
+        );
+        // k = 0: 9 and 5 both score 1, 9 wins on BM25; 3 scores 1/2.
+        assert_eq!(ids(&hits), [9, 5, 3]);
+        let (hits, candidates) = fuse(lex(&[(1, 3.0), (2, 2.0), (3, 1.0)]), Vec::new(), &opts, 2);
+        assert_eq!((ids(&hits), candidates), (vec![1, 2], 3));
+        // A negative k is treated as 0 (scores stay finite and ordered).
+        let (hits, _) = fuse(
+            lex(&[(1, 3.0), (2, 2.0)]),
+            Vec::new(),
+            &HybridOptions {
+                rrf_k: -5.0,
+                ..opts
+            },
+            5,
+        );
+        assert_eq!(ids(&hits), [1, 2]);
+        assert!(hits.iter().all(|h| h.score.is_finite()));
+    }
+
+    #[test]
+    fn vectors_alone_rank_by_cosine() {
+        let opts = HybridOptions {
+            arms: Arms::Vector,
+            ..HybridOptions::default()
+        };
+        let (hits, _) = fuse(Vec::new(), vec_arm(&[(3, 0.9), (8, 0.7)]), &opts, 5);
+        assert_eq!(ids(&hits), [3, 8]);
+        assert_eq!(hits[0].score, 0.9);
+    }
+
+    #[test]
+    fn a_document_is_represented_by_its_best_chunk() {
+        let chunks = vec![
+            (4, 0.95, 10, 20),
+            (4, 0.90, 30, 40),
+            (6, 0.80, 1, 5),
+            (4, 0.70, 50, 60),
+            (2, 0.60, 3, 4),
+            (9, 0.50, 1, 1),
+        ];
+        let arm = best_chunk_per_doc(chunks.clone(), 10);
+        let got: Vec<(u64, usize, u32)> = arm
+            .iter()
+            .map(|(id, a)| (*id, a.rank, a.start_line))
+            .collect();
+        assert_eq!(got, [(4, 1, 10), (6, 2, 1), (2, 3, 3), (9, 4, 1)]);
+        assert_eq!(best_chunk_per_doc(chunks, 2).len(), 2);
+        assert!(best_chunk_per_doc(Vec::new(), 3).is_empty());
+    }
+}
