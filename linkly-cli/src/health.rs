@@ -6,7 +6,7 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use serde_json::Value;
+use linkly_mcp::{Health, PortFile};
 
 /// A server's base URL (`http://host:port`), its MCP endpoint and how to reach it.
 #[derive(Debug, Clone)]
@@ -96,11 +96,12 @@ impl Target {
         Ok((status, body.to_string(), started.elapsed()))
     }
 
-    /// `/health` as JSON when the server answers 2xx.
-    pub(crate) fn health_json(&self, timeout: Duration) -> anyhow::Result<Value> {
+    /// `/health`, parsed, when the server answers 2xx.
+    pub(crate) fn health_json(&self, timeout: Duration) -> anyhow::Result<Health> {
         let (status, body, _) = self.health(timeout)?;
         match status {
-            200..=299 => Ok(serde_json::from_str(&body).context("the /health body is not JSON")?),
+            200..=299 => Ok(serde_json::from_str(&body)
+                .context("the /health body is not Linkly's health JSON")?),
             401 => bail!("Authentication failed (401): {body}"),
             403 => bail!("Access denied (403): {body}"),
             other => bail!("Server returned HTTP {other}: {body}"),
@@ -108,28 +109,26 @@ impl Target {
     }
 }
 
-/// The port in a port file (`{"port": N}`), with the anchor's error messages.
+/// The port in a port file ([`PortFile`]), with the anchor's error messages.
 pub(crate) fn read_port_file(path: &std::path::Path) -> anyhow::Result<Option<u16>> {
     let text = match fs_err::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let v: Value = serde_json::from_str(&text)
-        .with_context(|| format!("the port file {} is corrupted", path.display()))?;
-    let port = v["port"].as_u64().with_context(|| {
+    let PortFile { port, .. } = serde_json::from_str(&text).with_context(|| {
         format!(
-            "the port file {} is corrupted: no numeric port",
+            "the port file {} is corrupted (expected {{\"port\": 1-65535, \"pid\": N}})",
             path.display()
         )
     })?;
-    if port == 0 || port > 65535 {
+    if port == 0 {
         bail!(
             "Invalid port {port} in {} (must be 1-65535)",
             path.display()
         );
     }
-    Ok(Some(port as u16))
+    Ok(Some(port))
 }
 
 #[cfg(test)]

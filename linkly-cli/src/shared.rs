@@ -147,7 +147,7 @@ pub(crate) fn ensure_server(data: &DataDir) -> anyhow::Result<Target> {
             // else: the client's first searches are then hybrid. A fraction of a second.
             while started.elapsed() < START_TIMEOUT
                 && t.health_json(Duration::from_secs(2))
-                    .is_ok_and(|h| h["index_status"] == "scanning")
+                    .is_ok_and(|h| h.index_status == linkly_mcp::IndexStatus::Scanning)
             {
                 std::thread::sleep(Duration::from_millis(25));
             }

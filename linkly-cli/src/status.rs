@@ -6,21 +6,21 @@ use std::time::{Duration, Instant};
 use linkly_core::DataDir;
 use linkly_index::vector::{ModelChoice, ModelManager};
 use linkly_index::{Index, ModelStatus};
+use linkly_mcp::IndexStatus;
 use serde_json::{Value, json};
 
 use crate::backend::{connection, runtime, server_target};
 use crate::health::{Target, read_port_file};
 use crate::output::Printer;
 
-fn index_label(status: &str) -> &str {
+fn index_label(status: IndexStatus) -> &'static str {
     match status {
-        "watching" => "Up to date (watching)",
-        "scanning" => "Scanning...",
-        "indexing" => "Indexing...",
-        "idle" => "Idle",
-        "rebuilding" => "Rebuilding the full-text index from the store...",
-        "error" => "Error",
-        other => other,
+        IndexStatus::Watching => "Up to date (watching)",
+        IndexStatus::Scanning => "Scanning...",
+        IndexStatus::Indexing => "Indexing...",
+        IndexStatus::Idle => "Idle",
+        IndexStatus::Rebuilding => "Rebuilding the full-text index from the store...",
+        IndexStatus::Error => "Error",
     }
 }
 
@@ -95,11 +95,11 @@ pub(crate) fn status(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
         match (&target, &health) {
             (Some(t), Some(Ok(h))) => {
                 v["server"] = json!("running");
-                v["app_version"] = h["version"].clone();
-                v["mcp_endpoint"] = h["mcp_endpoint"].clone();
-                v["doc_count"] = h["doc_count"].clone();
-                v["index_status"] = h["index_status"].clone();
-                v["coverage"] = h["coverage"].clone();
+                v["app_version"] = json!(h.version);
+                v["mcp_endpoint"] = json!(h.mcp_endpoint);
+                v["doc_count"] = json!(h.doc_count);
+                v["index_status"] = json!(h.index_status);
+                v["coverage"] = json!(h.coverage);
                 v["base"] = json!(t.base);
             }
             (Some(_), Some(Err(e))) => {
@@ -138,17 +138,11 @@ pub(crate) fn status(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
     );
     match (&target, health) {
         (Some(_), Some(Ok(h))) => {
-            println!("  Server: v{}", h["version"].as_str().unwrap_or("?"));
-            println!("  MCP:    {}", h["mcp_endpoint"].as_str().unwrap_or("?"));
-            println!(
-                "  Docs:   {} indexed",
-                count(h["doc_count"].as_u64().unwrap_or(0))
-            );
-            println!(
-                "  Index:  {}",
-                index_label(h["index_status"].as_str().unwrap_or("?"))
-            );
-            if let Ok(c) = serde_json::from_value::<linkly_tools::Coverage>(h["coverage"].clone()) {
+            println!("  Server: v{}", h.version);
+            println!("  MCP:    {}", h.mcp_endpoint);
+            println!("  Docs:   {} indexed", count(h.doc_count));
+            println!("  Index:  {}", index_label(h.index_status));
+            if let Some(c) = &h.coverage {
                 println!("  Fresh:  {}", c.one_line());
             }
         }

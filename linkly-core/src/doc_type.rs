@@ -83,28 +83,6 @@ impl DocType {
             .ok_or_else(|| Error::UnknownDocType(token.to_string()))
     }
 
-    /// The doc type a file extension (without the dot, any case) stands for, if any.
-    pub fn from_extension(ext: &str) -> Option<DocType> {
-        let e = ext.to_ascii_lowercase();
-        Some(match e.as_str() {
-            "pdf" => DocType::Pdf,
-            "docx" => DocType::Docx,
-            "doc" => DocType::Doc,
-            "pptx" => DocType::Pptx,
-            "xlsx" | "xlsm" | "xlsb" | "xls" | "ods" => DocType::Xlsx,
-            "csv" => DocType::Csv,
-            "epub" => DocType::Epub,
-            "rtf" => DocType::Rtf,
-            "md" | "mdx" | "markdown" => DocType::Md,
-            "txt" | "text" => DocType::Txt,
-            "html" | "htm" | "xhtml" => DocType::Html,
-            "png" | "jpg" | "jpeg" | "bmp" | "webp" | "tif" | "tiff" | "gif" => DocType::Image,
-            "mp3" | "wav" | "m4a" | "flac" | "ogg" | "aac" => DocType::Audio,
-            "mp4" | "mov" | "mkv" | "avi" | "webm" => DocType::Video,
-            _ => return None,
-        })
-    }
-
     /// The supported tokens joined by `, `, for error messages.
     pub fn supported_list() -> String {
         DocType::ALL.map(DocType::as_str).join(", ")
@@ -129,12 +107,5 @@ mod tests {
         assert_eq!(DocType::from_token("PDF").unwrap(), DocType::Pdf);
         let err = DocType::from_token("exe").unwrap_err().to_string();
         assert!(err.contains("pdf, docx"), "{err}");
-    }
-
-    #[test]
-    fn extensions() {
-        assert_eq!(DocType::from_extension("MDX"), Some(DocType::Md));
-        assert_eq!(DocType::from_extension("htm"), Some(DocType::Html));
-        assert_eq!(DocType::from_extension("rs"), None);
     }
 }

@@ -14,6 +14,7 @@ mod ids;
 mod library;
 mod outline;
 mod skip;
+mod tag;
 mod time;
 
 pub mod env;
@@ -25,7 +26,8 @@ pub use crate::doc_type::DocType;
 pub use crate::error::{Error, Result};
 pub use crate::error_code::ErrorCode;
 pub use crate::ids::DocId;
-pub use crate::library::{Library, LibraryEdit, LibraryRef, normalise_tags};
+pub use crate::library::{Library, LibraryEdit, LibraryRef};
 pub use crate::outline::{Heading, OutlineNode};
 pub use crate::skip::SkipReason;
+pub use crate::tag::{normalise_tag, normalise_tags};
 pub use crate::time::{TimeBound, format_rfc3339, now_millis, parse_time};

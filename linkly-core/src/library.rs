@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Config, Error, Result};
+use crate::{Config, Error, Result, normalise_tags};
 
 /// One library as the config file stores it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,24 +55,6 @@ pub enum LibraryRef<'a> {
     Cloud,
     /// Nothing of that name or id.
     Unknown,
-}
-
-/// Normalises tags: trimmed, leading `#` stripped, ASCII lower-cased, empties dropped,
-/// duplicates removed (first occurrence kept).
-pub fn normalise_tags<S: AsRef<str>>(tags: &[S]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for t in tags {
-        let t = t
-            .as_ref()
-            .trim()
-            .trim_start_matches('#')
-            .trim()
-            .to_ascii_lowercase();
-        if !t.is_empty() && !out.contains(&t) {
-            out.push(t);
-        }
-    }
-    out
 }
 
 fn invalid(message: String) -> Error {

@@ -23,7 +23,7 @@ pub use crate::error::{Error, Result};
 pub use crate::isolate::{ISOLATE_ABOVE, Sandbox, extract_isolated, run_worker};
 pub use crate::options::ExtractOptions;
 pub use crate::registry::{
-    Extracted, Extractor, Input, MAX_TEXT_BYTES, extract_loaded, extract_loaded_with, extract_path,
-    extract_path_with, extractor_for, too_large, unsupported,
+    Extracted, Extractor, Input, MAX_TEXT_BYTES, NAME_ONLY, doc_type_for, extract_loaded,
+    extract_loaded_with, extract_path, extract_path_with, extractor_for, too_large, unsupported,
 };
 pub use linkly_core::SkipReason;

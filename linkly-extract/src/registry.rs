@@ -140,6 +140,34 @@ pub fn extractor_for(path: &Path) -> Option<&'static dyn Extractor> {
         .find(|e| e.extensions().contains(&ext.as_str()))
 }
 
+/// Extensions (lower case, no dot) of files indexed by name only, with their type: no
+/// extractor reads them, but `list` and `find_paths` show them (with the skip reason
+/// `unsupported`). Together with [`FORMATS`]' extensions, the one table of what Linkly indexes.
+pub const NAME_ONLY: &[(&str, DocType)] = &[
+    ("mp3", DocType::Audio),
+    ("wav", DocType::Audio),
+    ("m4a", DocType::Audio),
+    ("flac", DocType::Audio),
+    ("ogg", DocType::Audio),
+    ("aac", DocType::Audio),
+    ("mp4", DocType::Video),
+    ("mov", DocType::Video),
+    ("mkv", DocType::Video),
+    ("avi", DocType::Video),
+    ("webm", DocType::Video),
+];
+
+/// The type a file's extension (any case) stands for: its extractor's, or audio or video
+/// indexed by name ([`NAME_ONLY`]); `None` for an extension Linkly does not index. A file
+/// without an extension is recognised by its content instead ([`detect`](crate::detect)).
+pub fn doc_type_for(path: &Path) -> Option<DocType> {
+    if let Some(e) = extractor_for(path) {
+        return Some(e.doc_type());
+    }
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    NAME_ONLY.iter().find(|(e, _)| *e == ext).map(|(_, t)| *t)
+}
+
 /// Reads and extracts one file. Never panics and never returns garbage: an empty, huge,
 /// corrupt, mislabelled or unsupported file comes back as a [`SkipReason`].
 pub fn extract_path(path: &Path) -> Result<Extracted, SkipReason> {
@@ -276,6 +304,31 @@ pub(crate) fn extract_bytes(
                 SkipReason::EXTRACTOR_FAILED,
                 format!("the {} extractor failed: {msg}", extractor.doc_type()),
             ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doc_types_come_from_the_one_table() {
+        let t = |p: &str| doc_type_for(Path::new(p));
+        assert_eq!(t("a/notes.MDX"), Some(DocType::Md));
+        assert_eq!(t("page.htm"), Some(DocType::Html));
+        assert_eq!(t("book.xls"), Some(DocType::Xlsx));
+        assert_eq!(t("macro.docm"), Some(DocType::Docx));
+        assert_eq!(t("song.FLAC"), Some(DocType::Audio));
+        assert_eq!(t("clip.webm"), Some(DocType::Video));
+        assert_eq!(t("main.rs"), None);
+        assert_eq!(t("README"), None);
+        // No extension of the name-only table has an extractor too.
+        for (ext, _) in NAME_ONLY {
+            assert!(
+                extractor_for(Path::new(&format!("x.{ext}"))).is_none(),
+                "{ext}"
+            );
         }
     }
 }

@@ -197,7 +197,7 @@ fn walk_from(
         }
         let path = entry.into_path();
         let known = match path.extension() {
-            Some(ext) => ext.to_str().and_then(DocType::from_extension).is_some(),
+            Some(_) => linkly_extract::doc_type_for(&path).is_some(),
             // No extension: a document recognised by its content (a DOCX saved as `report`).
             None => head(&path).is_some_and(|h| linkly_extract::detect(&path, &h).is_some()),
         };
@@ -317,11 +317,7 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
             .flatten()
             .and_then(|h| linkly_extract::detect(&c.path, &h))
     });
-    let doc_type = c
-        .path
-        .extension()
-        .and_then(|e| e.to_str())
-        .and_then(DocType::from_extension)
+    let doc_type = linkly_extract::doc_type_for(&c.path)
         .or(extractor.map(|e| e.doc_type()))
         .unwrap_or(DocType::Txt);
     let stat_hash = || format!("stat:{}:{}", c.size, c.modified_at);
@@ -745,5 +741,178 @@ impl Index {
         self.lexical.commit()?;
         self.store.mark_clean(&ids)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use linkly_core::DocId;
+
+    use super::*;
+
+    struct Fixture {
+        _tmp: tempfile::TempDir,
+        docs: PathBuf,
+        index: Index,
+        opts: SyncOptions,
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            let tmp = tempfile::tempdir().unwrap();
+            let docs = tmp.path().join("docs");
+            fs_err::create_dir_all(docs.join("sub")).unwrap();
+            fs_err::write(docs.join("a.md"), "# A\n\nalpha words\n").unwrap();
+            fs_err::write(docs.join("sub/b.txt"), "bravo words\n").unwrap();
+            fs_err::write(docs.join("main.rs"), "fn main() {}\n").unwrap();
+            fs_err::write(docs.join("song.mp3"), b"ID3\x03\x00").unwrap();
+            let index = Index::open(&tmp.path().join("index")).unwrap();
+            let opts = SyncOptions {
+                roots: vec![docs.clone()],
+                ..SyncOptions::default()
+            };
+            let f = Fixture {
+                _tmp: tmp,
+                docs,
+                index,
+                opts,
+            };
+            let r = f.sync();
+            assert_eq!((r.seen, r.added, r.skipped), (3, 3, 1), "{r:?}");
+            f
+        }
+
+        fn sync(&self) -> SyncReport {
+            self.index.sync(&self.opts, &mut |_| {}).unwrap()
+        }
+
+        fn path(&self, rel: &str) -> String {
+            self.docs.join(rel).to_string_lossy().into_owned()
+        }
+
+        fn id(&self, rel: &str) -> Option<DocId> {
+            self.index
+                .doc_by_path(&self.path(rel))
+                .unwrap()
+                .map(|d| d.id)
+        }
+
+        fn matches(&self, word: &str) -> usize {
+            self.index.keyword_total(word).unwrap()
+        }
+
+        /// Sets a file's modification time `secs` seconds into the future (a later save).
+        fn touch(&self, rel: &str, secs: u64) {
+            let f = std::fs::File::options()
+                .write(true)
+                .open(self.docs.join(rel))
+                .unwrap();
+            f.set_modified(SystemTime::now() + Duration::from_secs(secs))
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn the_one_extension_table_decides_what_is_indexed() {
+        let f = Fixture::new();
+        assert!(f.id("main.rs").is_none(), "no extractor, not a media file");
+        let song = f.index.doc_by_path(&f.path("song.mp3")).unwrap().unwrap();
+        assert_eq!(song.doc_type, DocType::Audio);
+        assert!(song.skip_reason.is_some(), "indexed by name only");
+        assert_eq!(
+            f.index
+                .doc_by_path(&f.path("sub/b.txt"))
+                .unwrap()
+                .unwrap()
+                .doc_type,
+            DocType::Txt
+        );
+    }
+
+    #[test]
+    fn an_unchanged_file_is_skipped() {
+        let f = Fixture::new();
+        let before = f.index.doc_by_path(&f.path("a.md")).unwrap().unwrap();
+        let r = f.sync();
+        assert_eq!(
+            (r.seen, r.unchanged, r.added, r.updated, r.removed),
+            (3, 3, 0, 0, 0),
+            "{r:?}"
+        );
+        let after = f.index.doc_by_path(&f.path("a.md")).unwrap().unwrap();
+        assert_eq!(after.indexed_at, before.indexed_at, "not written again");
+    }
+
+    #[test]
+    fn a_touched_file_with_the_same_bytes_is_not_extracted_again() {
+        let f = Fixture::new();
+        let id = f.id("a.md");
+        f.touch("a.md", 60);
+        let r = f.sync();
+        assert_eq!((r.unchanged, r.updated, r.bytes), (3, 0, 0), "{r:?}");
+        let rec = f.index.doc_by_path(&f.path("a.md")).unwrap().unwrap();
+        assert_eq!(Some(rec.id), id);
+        let mtime = mtime_millis(&std::fs::metadata(f.docs.join("a.md")).unwrap());
+        assert_eq!(rec.modified_at, mtime, "the new time is recorded");
+        // Recorded: the next sync does not even hash it.
+        assert_eq!(f.sync().unchanged, 3);
+    }
+
+    #[test]
+    fn a_changed_file_is_extracted_again_under_its_id() {
+        let f = Fixture::new();
+        let id = f.id("a.md");
+        assert_eq!(f.matches("alpha"), 1);
+        fs_err::write(f.docs.join("a.md"), "# A\n\nzulu words, longer now\n").unwrap();
+        f.touch("a.md", 60);
+        let r = f.sync();
+        assert_eq!((r.updated, r.unchanged, r.added), (1, 2, 0), "{r:?}");
+        assert_eq!(f.id("a.md"), id, "a path keeps its id");
+        assert_eq!((f.matches("alpha"), f.matches("zulu")), (0, 1));
+        let text = f.index.content(id.unwrap()).unwrap().unwrap();
+        assert!(text.contains("zulu"));
+    }
+
+    #[test]
+    fn a_deleted_file_is_removed() {
+        let f = Fixture::new();
+        let id = f.id("sub/b.txt").unwrap();
+        fs_err::remove_file(f.docs.join("sub/b.txt")).unwrap();
+        let r = f.sync();
+        assert_eq!((r.removed, r.seen), (1, 2), "{r:?}");
+        assert!(f.index.doc(id).unwrap().is_none());
+        assert_eq!(f.matches("bravo"), 0);
+        assert_eq!(f.index.doc_count().unwrap(), 2);
+    }
+
+    #[test]
+    fn a_renamed_file_is_a_new_document_and_its_old_id_is_gone() {
+        let f = Fixture::new();
+        let old = f.id("sub/b.txt").unwrap();
+        fs_err::rename(f.docs.join("sub/b.txt"), f.docs.join("sub/b2.txt")).unwrap();
+        let r = f.sync();
+        assert_eq!((r.removed, r.added), (1, 1), "{r:?}");
+        let new = f.id("sub/b2.txt").unwrap();
+        assert!(new.0 > old.0, "ids are never recycled");
+        assert!(f.index.doc(old).unwrap().is_none());
+        assert_eq!(f.matches("bravo"), 1);
+    }
+
+    #[test]
+    fn a_dirty_row_left_by_a_crash_is_redone() {
+        let f = Fixture::new();
+        let id = f.id("a.md").unwrap();
+        f.index
+            .store
+            .conn()
+            .execute("UPDATE docs SET dirty = 1 WHERE id = ?1", [id.0 as i64])
+            .unwrap();
+        let r = f.sync();
+        assert_eq!((r.updated, r.unchanged), (1, 2), "{r:?}");
+        assert!(f.index.store.dirty_ids().unwrap().is_empty());
+        assert_eq!(f.id("a.md"), Some(id));
+        assert_eq!(f.matches("alpha"), 1);
     }
 }

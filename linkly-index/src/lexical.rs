@@ -112,7 +112,17 @@ impl Lexical {
         fs_err::create_dir_all(dir)?;
         let (schema, fields) = schema();
         let directory = tantivy::directory::MmapDirectory::open(dir)?;
-        let index = Index::open_or_create(directory, schema)?;
+        Lexical::over(Index::open_or_create(directory, schema)?, fields, dir)
+    }
+
+    /// An index held in memory only (tantivy's `RamDirectory`), for tests.
+    #[cfg(test)]
+    pub(crate) fn in_ram() -> Result<Lexical> {
+        let (schema, fields) = schema();
+        Lexical::over(Index::create_in_ram(schema), fields, Path::new(":memory:"))
+    }
+
+    fn over(index: Index, fields: Fields, dir: &Path) -> Result<Lexical> {
         index
             .tokenizers()
             .register(tokenizer::NAME, tokenizer::analyzer());
@@ -301,5 +311,121 @@ impl Lexical {
             .map(|c| c.max_value())
             .max()
             .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc<'a>(id: u64, title: &'a str, filename: &'a str, content: &'a str) -> LexicalDoc<'a> {
+        LexicalDoc {
+            id,
+            title,
+            filename,
+            dir: "/home/me/docs",
+            content,
+        }
+    }
+
+    fn terms(q: &str) -> Vec<String> {
+        tokenizer::index_terms(q)
+    }
+
+    fn ids(hits: &[(u64, f32)]) -> Vec<u64> {
+        hits.iter().map(|h| h.0).collect()
+    }
+
+    fn corpus() -> Lexical {
+        let lex = Lexical::in_ram().unwrap();
+        lex.stage(
+            &[
+                doc(
+                    1,
+                    "Notes",
+                    "notes.md",
+                    "the budget for the year and the plan",
+                ),
+                doc(2, "Budget", "b.md", "numbers"),
+                doc(3, "Trip", "budget-trip.md", "a trip"),
+                doc(4, "Other", "o.md", "nothing to see here"),
+                doc(5, "Plan", "p.md", "budget plan"),
+            ],
+            &[],
+        )
+        .unwrap();
+        lex.commit().unwrap();
+        lex
+    }
+
+    #[test]
+    fn terms_are_ored_and_fields_boosted() {
+        let lex = corpus();
+        let (hits, total) = lex.search(&terms("budget"), 10, None).unwrap();
+        assert_eq!(total, 4);
+        // Title ×3 beats file name ×2, which beats content ×1.
+        assert_eq!(ids(&hits)[..2], [2, 3], "{hits:?}");
+        let (hits, total) = lex.search(&terms("budget plan"), 10, None).unwrap();
+        assert_eq!(total, 4);
+        // Both terms (one in the title) before one.
+        assert_eq!(ids(&hits)[0], 5, "{hits:?}");
+        assert!(hits.windows(2).all(|w| w[0].1 >= w[1].1));
+        assert_eq!(lex.search(&[], 10, None).unwrap(), (Vec::new(), 0));
+        assert_eq!(lex.search(&terms("budget"), 0, None).unwrap().1, 0);
+    }
+
+    #[test]
+    fn the_filter_applies_before_the_cut() {
+        let lex = corpus();
+        // The best documents are filtered out; the cut of 1 still finds one.
+        let allowed = Arc::new(HashSet::from([1u64, 4]));
+        let (hits, total) = lex.search(&terms("budget"), 1, Some(allowed)).unwrap();
+        assert_eq!((ids(&hits), total), (vec![1], 1));
+        let none = Arc::new(HashSet::new());
+        assert_eq!(lex.search(&terms("budget"), 5, Some(none)).unwrap().1, 0);
+    }
+
+    #[test]
+    fn staging_replaces_by_id_and_deletes() {
+        let lex = corpus();
+        assert_eq!((lex.num_docs(), lex.max_id()), (5, 5));
+        // Nothing is visible before the commit.
+        lex.stage(&[doc(2, "Renamed", "r.md", "zebra")], &[3])
+            .unwrap();
+        assert_eq!(lex.search(&terms("zebra"), 5, None).unwrap().1, 0);
+        lex.commit().unwrap();
+        assert_eq!(lex.num_docs(), 4);
+        assert_eq!(ids(&lex.search(&terms("zebra"), 5, None).unwrap().0), [2]);
+        let (hits, _) = lex.search(&terms("budget"), 5, None).unwrap();
+        let mut found = ids(&hits);
+        found.sort_unstable();
+        assert_eq!(found, [1, 5], "2 was replaced, 3 deleted");
+        // Staging the same document twice is idempotent (a redone batch).
+        lex.stage(&[doc(2, "Renamed", "r.md", "zebra")], &[])
+            .unwrap();
+        lex.commit().unwrap();
+        assert_eq!(lex.num_docs(), 4);
+        lex.clear().unwrap();
+        assert_eq!(lex.num_docs(), 0);
+    }
+
+    #[test]
+    fn cjk_words_are_found_inside_running_text() {
+        let lex = Lexical::in_ram().unwrap();
+        lex.stage(
+            &[doc(7, "", "ja.txt", "新しいコンポーネントを追加した")],
+            &[],
+        )
+        .unwrap();
+        lex.commit().unwrap();
+        assert_eq!(
+            ids(&lex.search(&terms("コンポーネント"), 5, None).unwrap().0),
+            [7]
+        );
+        assert_eq!(
+            lex.search(&terms("ポーネ追"), 5, None).unwrap().1,
+            1,
+            "bigrams OR-ed"
+        );
     }
 }

@@ -14,6 +14,7 @@
 
 mod catalog;
 mod error;
+mod hybrid;
 mod indexer;
 mod keywords;
 mod lexical;
@@ -22,7 +23,6 @@ mod tokenizer;
 pub mod vector;
 mod watcher;
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -30,12 +30,12 @@ use linkly_core::{DocId, DocType};
 
 pub use crate::catalog::{CatalogFilter, CatalogPage, CatalogSort, DocSummary};
 pub use crate::error::{Error, Result};
+pub use crate::hybrid::{
+    Arms, HybridHit, HybridOptions, HybridOutcome, LexicalArm, SearchMode, VectorArm,
+};
 pub use crate::indexer::{Phase, Progress, SyncOptions, SyncReport};
 pub use crate::store::DocRecord;
-pub use crate::vector::{
-    Arms, EmbedProgress, EmbedReport, HybridHit, HybridOptions, HybridOutcome, LexicalArm,
-    ModelStatus, SearchMode, VectorArm, VectorStats,
-};
+pub use crate::vector::{EmbedProgress, EmbedReport, ModelStatus, VectorStats};
 pub use crate::watcher::{WatchEvent, Watcher};
 
 use crate::lexical::Lexical;
@@ -96,24 +96,6 @@ impl std::fmt::Debug for DocFilter {
             .field("path", &self.path.as_ref().map(|_| "<predicate>"))
             .finish()
     }
-}
-
-/// A keyword search hit.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Hit {
-    /// The document.
-    pub id: DocId,
-    /// The BM25 score (field boosts included).
-    pub score: f32,
-}
-
-/// The hits of a search and how many documents matched in all.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SearchOutcome {
-    /// The best hits, best first.
-    pub hits: Vec<Hit>,
-    /// Every matching document that passed the filter.
-    pub total: usize,
 }
 
 /// The index of one data directory.
@@ -192,39 +174,6 @@ impl Index {
             .into_iter()
             .map(|(start, end, term)| TermSpan { start, end, term })
             .collect()
-    }
-
-    /// Keyword (BM25) search. Terms are OR-ed; the filter applies before the top-`limit` cut.
-    pub fn search(&self, query: &str, limit: usize, filter: &DocFilter) -> Result<SearchOutcome> {
-        let mut terms = tokenizer::index_terms(query);
-        let mut seen = HashSet::new();
-        terms.retain(|t| seen.insert(t.clone()));
-        let allowed = if filter.is_empty() {
-            None
-        } else {
-            let ids: HashSet<u64> = self
-                .store
-                .filter_rows()?
-                .into_iter()
-                .filter(|r| filter.accepts(&r.path, r.doc_type, r.modified_at))
-                .map(|r| r.id)
-                .collect();
-            if ids.is_empty() {
-                return Ok(SearchOutcome::default());
-            }
-            Some(Arc::new(ids))
-        };
-        let (hits, total) = self.lexical.search(&terms, limit, allowed)?;
-        Ok(SearchOutcome {
-            hits: hits
-                .into_iter()
-                .map(|(id, score)| Hit {
-                    id: DocId(id),
-                    score,
-                })
-                .collect(),
-            total,
-        })
     }
 
     /// One document's record, if the id resolves.

@@ -651,3 +651,132 @@ fn read_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<DocRecord>> {
     };
     Ok(build())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_doc(path: &str, text: &str) -> NewDoc {
+        NewDoc {
+            path: path.into(),
+            doc_type: DocType::Md,
+            size: text.len() as u64,
+            modified_at: 1_700_000_000_000,
+            hash: format!("h:{text}"),
+            title: Some(path.rsplit('/').next().unwrap_or(path).into()),
+            word_count: linkly_core::word_count(text),
+            char_count: linkly_core::char_count(text),
+            total_lines: text.lines().count() as u32,
+            outline: Vec::new(),
+            keywords: vec!["k".into()],
+            abstract_text: String::new(),
+            skip_reason: None,
+            encoding: None,
+            text: text.into(),
+        }
+    }
+
+    fn open(dir: &tempfile::TempDir) -> Store {
+        let (store, mismatch, _) = Store::open(&dir.path().join("store.sqlite")).unwrap();
+        assert!(!mismatch);
+        store
+    }
+
+    #[test]
+    fn a_path_keeps_its_id_and_rows_are_dirty_until_marked_clean() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _, fresh) = Store::open(&dir.path().join("store.sqlite")).unwrap();
+        assert!(fresh);
+        let a = new_doc("/d/a.md", "alpha\nbeta");
+        let b = new_doc("/d/b.md", "gamma");
+        let ids = store.upsert_batch(&[&a, &b], 1).unwrap();
+        assert_eq!(ids, [1, 2]);
+        assert_eq!(store.dirty_ids().unwrap(), HashSet::from([1, 2]));
+        store.mark_clean(&ids).unwrap();
+        assert!(store.dirty_ids().unwrap().is_empty());
+
+        let a2 = new_doc("/d/a.md", "alpha changed");
+        assert_eq!(
+            store.upsert_batch(&[&a2], 2).unwrap(),
+            [1],
+            "same path, same id"
+        );
+        assert_eq!(store.dirty_ids().unwrap(), HashSet::from([1]));
+        let rec = store.get(DocId(1)).unwrap().unwrap();
+        assert_eq!((rec.path.as_str(), rec.total_lines), ("/d/a.md", 1));
+        assert_eq!(
+            store.content(DocId(1)).unwrap().as_deref(),
+            Some("alpha changed")
+        );
+        assert_eq!(store.get_by_path("/d/b.md").unwrap().unwrap().id, DocId(2));
+        let states = store.file_states().unwrap();
+        assert_eq!(states["/d/a.md"].hash, "h:alpha changed");
+        assert!(states["/d/a.md"].dirty && !states["/d/b.md"].dirty);
+        assert_eq!(store.count().unwrap(), 2);
+    }
+
+    #[test]
+    fn ids_are_never_recycled() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let ids = store
+            .upsert_batch(&[&new_doc("/d/a.md", "a"), &new_doc("/d/b.md", "b")], 1)
+            .unwrap();
+        store.delete(&[ids[1]]).unwrap();
+        assert!(store.get(DocId(ids[1])).unwrap().is_none());
+        assert!(store.content(DocId(ids[1])).unwrap().is_none());
+        // The largest id was deleted: the next file still takes a new one.
+        assert_eq!(
+            store.upsert_batch(&[&new_doc("/d/c.md", "c")], 2).unwrap(),
+            [3]
+        );
+        store.raise_next_id(10).unwrap();
+        assert_eq!(
+            store.upsert_batch(&[&new_doc("/d/d.md", "d")], 3).unwrap(),
+            [10]
+        );
+        assert_eq!(store.ids().unwrap(), [1, 3, 10]);
+        // Ids survive a reopen.
+        drop(store);
+        let store = open(&dir);
+        assert_eq!(
+            store.upsert_batch(&[&new_doc("/d/e.md", "e")], 4).unwrap(),
+            [11]
+        );
+    }
+
+    #[test]
+    fn a_store_of_another_format_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.sqlite");
+        {
+            let (store, _, _) = Store::open(&path).unwrap();
+            store.set_meta("format_version", "0-old").unwrap();
+        }
+        let (store, mismatch, fresh) = Store::open(&path).unwrap();
+        assert!(mismatch && !fresh);
+        store.mark_current_version().unwrap();
+        drop(store);
+        assert!(!Store::open(&path).unwrap().1);
+    }
+
+    #[test]
+    fn filters_and_ranges_read_light_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        let mut skipped = new_doc("/d/sub/x.png", "");
+        skipped.doc_type = DocType::Image;
+        skipped.skip_reason = Some("empty".into());
+        store
+            .upsert_batch(&[&new_doc("/d/a.md", "a"), &skipped], 1)
+            .unwrap();
+        let rows = store.filter_rows().unwrap();
+        assert_eq!(rows.len(), 2);
+        assert!(
+            rows.iter()
+                .any(|r| r.path == "/d/sub/x.png" && r.doc_type == DocType::Image)
+        );
+        assert_eq!(store.skip_counts().unwrap(), [("empty".to_string(), 1)]);
+        assert_eq!(store.get_many(&[2, 99, 1]).unwrap().len(), 2);
+    }
+}

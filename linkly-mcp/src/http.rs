@@ -12,43 +12,12 @@ use axum::routing::get;
 use linkly_tools::Linkly;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::json;
 
 use crate::LinklyServer;
 use crate::conn::ConnLimits;
 use crate::guard::{Access, McpLimits};
+use crate::health::{Health, IndexStatus, PortFile};
 use crate::inbound::MAX_MESSAGE_BYTES;
-
-/// What the index is doing, as `/health` reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexStatus {
-    /// Up to date and following changes.
-    Watching,
-    /// Walking the folders.
-    Scanning,
-    /// Indexing changed files.
-    Indexing,
-    /// Up to date, not following changes.
-    Idle,
-    /// Rebuilding the full-text index from the store (it was lost or inconsistent).
-    Rebuilding,
-    /// The last sync failed.
-    Error,
-}
-
-impl IndexStatus {
-    /// The token of `/health`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IndexStatus::Watching => "watching",
-            IndexStatus::Scanning => "scanning",
-            IndexStatus::Indexing => "indexing",
-            IndexStatus::Idle => "idle",
-            IndexStatus::Rebuilding => "rebuilding",
-            IndexStatus::Error => "error",
-        }
-    }
-}
 
 /// State shared between the server and whoever keeps the index fresh.
 #[derive(Debug)]
@@ -101,7 +70,7 @@ pub struct HttpOptions {
     pub port: u16,
     /// How many ports to try.
     pub port_attempts: u16,
-    /// Where to write `{"port": N}` (removed at shutdown).
+    /// Where to write the [`PortFile`] (`{"port", "pid"}`; removed at shutdown).
     pub port_file: Option<PathBuf>,
     /// An MCP session without a request for this long is closed (its client starts a new one
     /// on its next call). Default: 10 minutes.
@@ -160,7 +129,7 @@ struct AppState {
     endpoint: String,
 }
 
-async fn health(State(app): State<AppState>) -> Json<serde_json::Value> {
+async fn health(State(app): State<AppState>) -> Json<Health> {
     let linkly = app.linkly.clone();
     let (count, coverage) = tokio::task::spawn_blocking(move || {
         (
@@ -170,13 +139,13 @@ async fn health(State(app): State<AppState>) -> Json<serde_json::Value> {
     })
     .await
     .unwrap_or((0, None));
-    Json(json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "doc_count": count,
-        "mcp_endpoint": app.endpoint,
-        "index_status": app.state.get().as_str(),
-        "coverage": coverage,
-    }))
+    Json(Health {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        doc_count: count,
+        mcp_endpoint: app.endpoint,
+        index_status: app.state.get(),
+        coverage,
+    })
 }
 
 /// A listening socket, ready to serve.
@@ -341,7 +310,11 @@ pub async fn serve_http(
         }
         fs_err::write(
             file,
-            json!({ "port": port, "pid": std::process::id() }).to_string(),
+            PortFile {
+                port,
+                pid: std::process::id(),
+            }
+            .to_json(),
         )?;
     }
     tracing::info!(%endpoint, "serving MCP over Streamable HTTP");

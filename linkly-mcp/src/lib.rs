@@ -12,6 +12,7 @@
 mod client;
 mod conn;
 mod guard;
+mod health;
 mod http;
 pub mod inbound;
 mod stdio;
@@ -28,9 +29,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 
 pub use crate::client::{CLIENT_NAME, RemoteClient, RemoteError};
-pub use crate::http::{
-    BoundHttp, HttpOptions, IndexStatus, OpenSessions, ServerState, bind_http, serve_http,
-};
+pub use crate::health::{Health, IndexStatus, PortFile};
+pub use crate::http::{BoundHttp, HttpOptions, OpenSessions, ServerState, bind_http, serve_http};
 pub use crate::stdio::StdioTransport;
 
 /// The server name reported in `serverInfo`.

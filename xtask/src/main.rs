@@ -19,6 +19,9 @@
 //!   Linkly's encoder against candle-transformers' on SciFact abstracts.
 //! - `cargo xtask tokens`: tokens (cl100k_base) of the MCP `tools/list` answer, of the server
 //!   instructions and of a typical answer per tool over `testdata/corpus`.
+//! - `cargo xtask tidy`: checks what `docs/ARCHITECTURE.md` promises (crate layers from `cargo
+//!   metadata`, no printing in libraries, no storage types in `linkly-index`'s public items,
+//!   each `lib.rs` opening with its job); CI runs it.
 
 // A command-line tool prints by design.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -34,6 +37,7 @@ mod corpus;
 mod dist;
 mod harness;
 mod test_model;
+mod tidy;
 mod tokens;
 
 use std::path::PathBuf;
@@ -56,6 +60,7 @@ fn main() -> anyhow::Result<()> {
         Some("test-model") => test_model::ensure().map(|p| println!("{}", p.display())),
         Some("dist") => dist::run(&args[1..]),
         Some("tokens") => tokens::run(&args[1..]),
+        Some("tidy") => tidy::run(&args[1..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "ocr") => bench_ocr::run(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "beir") => bench_beir::run(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "embed") => bench_embed::run(&args[2..]),
@@ -65,7 +70,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)\n  tokens               tokens of tools/list and of a typical answer per tool"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage types in linkly-index's API, lib.rs openings)"
             );
             std::process::exit(2);
         }

@@ -1,9 +1,10 @@
 //! The vector side of the index: chunking, embeddings (candle), the vector store
-//! (`vectors.sqlite`), the in-memory ANN (`hnsw_rs`) and hybrid ranking.
+//! (`vectors.sqlite`) and the in-memory ANN (`hnsw_rs`); hybrid ranking, which fuses the
+//! vector arm with BM25, is `crate::hybrid`.
 //!
 //! Keyword search never waits for any of it: while the model is missing, downloading, loading
 //! or broken, or while no vector of the current model exists yet, [`Index::hybrid_search`]
-//! answers from BM25 alone and says [`SearchMode::Keyword`].
+//! answers from BM25 alone and says [`crate::SearchMode::Keyword`].
 //!
 //! Concurrency: embedding writes (`embed_pending`) take the index writer lock, like a sync, so
 //! one process writes vectors. Other processes see new vectors through SQLite's
@@ -33,7 +34,7 @@ pub use crate::vector::model::{
 use crate::vector::ann::Ann;
 use crate::vector::embedder::{Embedder, TextKind};
 use crate::vector::store::{DocVectors, VectorStore};
-use crate::{DocFilter, Error, Index, Result, tokenizer};
+use crate::{Error, Index, Result};
 
 /// A loaded embedding model on its own, outside any index: embeds queries and passages the way
 /// the index does (prefixes, truncation to the model's sequence length, pooling,
@@ -147,104 +148,6 @@ impl ModelStatus {
     }
 }
 
-/// Which arms of the ranking to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Arms {
-    /// BM25 and vectors, fused (keyword-only when vectors are not available).
-    #[default]
-    Both,
-    /// BM25 only.
-    Lexical,
-    /// Vectors only (benchmarks); empty when vectors are not available.
-    Vector,
-}
-
-/// Options of [`Index::hybrid_search`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct HybridOptions {
-    /// The reciprocal-rank-fusion constant: a document at rank r of an arm scores 1/(k + r).
-    pub rrf_k: f32,
-    /// Candidates taken from each arm before fusion.
-    pub candidates: usize,
-    /// The arms to use.
-    pub arms: Arms,
-}
-
-impl Default for HybridOptions {
-    fn default() -> Self {
-        HybridOptions {
-            rrf_k: 60.0,
-            candidates: 100,
-            arms: Arms::Both,
-        }
-    }
-}
-
-/// How a search was answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SearchMode {
-    /// BM25 only.
-    Keyword,
-    /// BM25 and vectors.
-    Hybrid,
-}
-
-impl SearchMode {
-    /// `keyword` or `hybrid`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SearchMode::Keyword => "keyword",
-            SearchMode::Hybrid => "hybrid",
-        }
-    }
-}
-
-/// A document's place in the BM25 arm.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LexicalArm {
-    /// 1-based rank.
-    pub rank: usize,
-    /// BM25 score.
-    pub score: f32,
-}
-
-/// A document's place in the vector arm, through its best chunk.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct VectorArm {
-    /// 1-based rank among documents.
-    pub rank: usize,
-    /// Cosine similarity of the best chunk.
-    pub score: f32,
-    /// The best chunk's first line.
-    pub start_line: u32,
-    /// Its last line (inclusive).
-    pub end_line: u32,
-}
-
-/// One document of a hybrid search.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct HybridHit {
-    /// The document.
-    pub id: DocId,
-    /// The fused score (RRF in hybrid mode, BM25 in keyword mode, cosine for vectors alone).
-    pub score: f32,
-    /// Its BM25 arm, when it was a candidate there.
-    pub lexical: Option<LexicalArm>,
-    /// Its vector arm, when it was a candidate there.
-    pub vector: Option<VectorArm>,
-}
-
-/// The result of [`Index::hybrid_search`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct HybridOutcome {
-    /// How it was answered.
-    pub mode: SearchMode,
-    /// The best documents, best first.
-    pub hits: Vec<HybridHit>,
-    /// Documents matched in all (BM25 matches, or the fused candidates when more).
-    pub total: usize,
-}
-
 /// Progress of an embedding run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EmbedProgress {
@@ -332,7 +235,8 @@ impl VectorSide {
     }
 
     /// The embedder, when loaded and its vectors are the ones in memory; never waits.
-    fn usable_embedder(&self) -> Option<Arc<Embedder>> {
+    /// The loaded model, when it is ready and the loaded vectors are its own.
+    pub(crate) fn usable_embedder(&self) -> Option<Arc<Embedder>> {
         let slot = self.model.try_read().ok()?;
         let loaded = slot.as_ref()?;
         let state = self.ann.try_read().ok()?;
@@ -341,7 +245,8 @@ impl VectorSide {
     }
 
     /// Loads what another process wrote since the last look.
-    fn refresh(&self) -> Result<()> {
+    /// Loads the vectors another process wrote since the last look.
+    pub(crate) fn refresh(&self) -> Result<()> {
         let version = self.store.data_version()?;
         let mut seen = self.seen_version.lock().unwrap_or_else(|e| e.into_inner());
         if *seen == version {
@@ -366,6 +271,32 @@ impl VectorSide {
     }
 
     /// Builds or refreshes the HNSW graph in a background thread when one is due.
+    /// The `k` chunks nearest to a query, best first, as (document, cosine, first line, last
+    /// line); `allowed` restricts to documents.
+    pub(crate) fn nearest_chunks(
+        &self,
+        embedder: &Embedder,
+        query: &str,
+        k: usize,
+        allowed: Option<&HashSet<u64>>,
+    ) -> Result<Vec<(u64, f32, u32, u32)>> {
+        let mut q = embedder
+            .embed(&[query], TextKind::Query)?
+            .pop()
+            .unwrap_or_default();
+        ann::normalise(&mut q);
+        let state = self.ann.read().unwrap_or_else(|e| e.into_inner());
+        Ok(state
+            .ann
+            .search(&q, k, allowed)
+            .into_iter()
+            .map(|(slot, score)| {
+                let s = state.ann.slot(slot);
+                (s.doc_id, score, s.start_line, s.end_line)
+            })
+            .collect())
+    }
+
     fn spawn_graph_build(&self) {
         let work = {
             let state = self.ann.read().unwrap_or_else(|e| e.into_inner());
@@ -675,181 +606,5 @@ impl Index {
         self.vectors.spawn_graph_build();
         report.elapsed_ms = started.elapsed().as_millis() as u64;
         Ok(report)
-    }
-
-    fn allowed_ids(&self, filter: &DocFilter) -> Result<Option<Arc<HashSet<u64>>>> {
-        if filter.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(Arc::new(
-            self.store
-                .filter_rows()?
-                .into_iter()
-                .filter(|r| filter.accepts(&r.path, r.doc_type, r.modified_at))
-                .map(|r| r.id)
-                .collect(),
-        )))
-    }
-
-    /// Hybrid search: BM25 and vector candidates fused by reciprocal rank, one result per
-    /// document (its best chunk for the vector arm), the filter applied before the cut.
-    /// Keyword-only (and says so) while vectors are not available; never waits for a model.
-    pub fn hybrid_search(
-        &self,
-        query: &str,
-        limit: usize,
-        filter: &DocFilter,
-        opts: &HybridOptions,
-    ) -> Result<HybridOutcome> {
-        if let Err(e) = self.vectors.refresh() {
-            tracing::warn!(error = %e, "cannot refresh vectors; using those in memory");
-        }
-        let embedder = match opts.arms {
-            Arms::Lexical => None,
-            _ => self.vectors.usable_embedder(),
-        };
-        let allowed = self.allowed_ids(filter)?;
-        if allowed.as_ref().is_some_and(|a| a.is_empty()) {
-            return Ok(HybridOutcome {
-                mode: if embedder.is_some() {
-                    SearchMode::Hybrid
-                } else {
-                    SearchMode::Keyword
-                },
-                hits: Vec::new(),
-                total: 0,
-            });
-        }
-        let Some(embedder) = embedder else {
-            if opts.arms == Arms::Vector {
-                return Ok(HybridOutcome {
-                    mode: SearchMode::Keyword,
-                    hits: Vec::new(),
-                    total: 0,
-                });
-            }
-            let (hits, total) = self.lexical_arm(query, limit, allowed)?;
-            return Ok(HybridOutcome {
-                mode: SearchMode::Keyword,
-                hits: hits
-                    .into_iter()
-                    .map(|(id, arm)| HybridHit {
-                        id: DocId(id),
-                        score: arm.score,
-                        lexical: Some(arm),
-                        vector: None,
-                    })
-                    .collect(),
-                total,
-            });
-        };
-        let depth = opts.candidates.max(limit);
-        let (lexical, total) = if opts.arms == Arms::Vector {
-            (Vec::new(), 0)
-        } else {
-            self.lexical_arm(query, depth, allowed.clone())?
-        };
-        let vector = self.vector_arm(&embedder, query, depth, allowed.as_deref())?;
-        let mut fused: HashMap<u64, HybridHit> = HashMap::new();
-        let k = opts.rrf_k.max(0.0);
-        for (id, arm) in lexical {
-            let e = fused.entry(id).or_insert(HybridHit {
-                id: DocId(id),
-                score: 0.0,
-                lexical: None,
-                vector: None,
-            });
-            e.score += 1.0 / (k + arm.rank as f32);
-            e.lexical = Some(arm);
-        }
-        for (id, arm) in vector {
-            let e = fused.entry(id).or_insert(HybridHit {
-                id: DocId(id),
-                score: 0.0,
-                lexical: None,
-                vector: None,
-            });
-            e.score += if opts.arms == Arms::Vector {
-                arm.score
-            } else {
-                1.0 / (k + arm.rank as f32)
-            };
-            e.vector = Some(arm);
-        }
-        let candidates = fused.len();
-        let mut hits: Vec<HybridHit> = fused.into_values().collect();
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| {
-                    let la = a.lexical.map_or(0.0, |l| l.score);
-                    let lb = b.lexical.map_or(0.0, |l| l.score);
-                    lb.total_cmp(&la)
-                })
-                .then_with(|| a.id.0.cmp(&b.id.0))
-        });
-        hits.truncate(limit);
-        Ok(HybridOutcome {
-            mode: SearchMode::Hybrid,
-            hits,
-            total: total.max(candidates),
-        })
-    }
-
-    fn lexical_arm(
-        &self,
-        query: &str,
-        depth: usize,
-        allowed: Option<Arc<HashSet<u64>>>,
-    ) -> Result<(Vec<(u64, LexicalArm)>, usize)> {
-        let mut terms = tokenizer::index_terms(query);
-        let mut seen = HashSet::new();
-        terms.retain(|t| seen.insert(t.clone()));
-        let (hits, total) = self.lexical.search(&terms, depth, allowed)?;
-        Ok((
-            hits.into_iter()
-                .enumerate()
-                .map(|(i, (id, score))| (id, LexicalArm { rank: i + 1, score }))
-                .collect(),
-            total,
-        ))
-    }
-
-    fn vector_arm(
-        &self,
-        embedder: &Embedder,
-        query: &str,
-        depth: usize,
-        allowed: Option<&HashSet<u64>>,
-    ) -> Result<Vec<(u64, VectorArm)>> {
-        let mut q = embedder
-            .embed(&[query], TextKind::Query)?
-            .pop()
-            .unwrap_or_default();
-        ann::normalise(&mut q);
-        let state = self.vectors.ann.read().unwrap_or_else(|e| e.into_inner());
-        // Several chunks may belong to one document: ask for more chunks than documents.
-        let chunks = state.ann.search(&q, depth * 3, allowed);
-        let mut out: Vec<(u64, VectorArm)> = Vec::new();
-        let mut seen = HashSet::new();
-        for (slot, score) in chunks {
-            let s = state.ann.slot(slot);
-            if !seen.insert(s.doc_id) {
-                continue;
-            }
-            out.push((
-                s.doc_id,
-                VectorArm {
-                    rank: out.len() + 1,
-                    score,
-                    start_line: s.start_line,
-                    end_line: s.end_line,
-                },
-            ));
-            if out.len() >= depth {
-                break;
-            }
-        }
-        Ok(out)
     }
 }

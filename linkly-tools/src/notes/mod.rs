@@ -135,7 +135,7 @@ impl Linkly {
 /// Normalises a `tags` filter: empties dropped; given but with nothing usable is an error.
 pub(crate) fn tag_filter(tags: Option<&[String]>) -> Result<Option<Vec<String>>> {
     let Some(raw) = tags else { return Ok(None) };
-    let normalised = tags::normalise_all(raw);
+    let normalised = linkly_core::normalise_tags(raw);
     if normalised.is_empty() && !raw.is_empty() {
         return Err(ToolError::invalid(
             "tags has no usable tag (after stripping `#` and blanks); give tags like [\"work\"] or omit tags",
@@ -182,7 +182,7 @@ pub(crate) fn search_restriction(
 /// The paths of the notes that carry every tag of `tags` (normalised here), as the index
 /// stores them: the notes of a library's note-tag filter.
 pub(crate) fn tagged_paths(linkly: &Linkly, tags: &[String]) -> Result<Vec<String>> {
-    let wanted = tags::normalise_all(tags);
+    let wanted = linkly_core::normalise_tags(tags);
     let mut paths: Vec<String> = linkly
         .note_store()
         .scan()?

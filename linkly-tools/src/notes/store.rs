@@ -207,7 +207,7 @@ fn stem_from_first_line(body: &str) -> Option<String> {
     };
     let words: Vec<&str> = line
         .split_whitespace()
-        .filter(|w| !(w.starts_with('#') && tags::is_writable(&tags::normalise(w))))
+        .filter(|w| !(w.starts_with('#') && tags::is_writable(&linkly_core::normalise_tag(w))))
         .collect();
     let mut stem = String::new();
     for c in words.join(" ").chars() {
@@ -425,7 +425,7 @@ impl NoteStore {
         let mut fm = fm.unwrap_or_default();
         // Legacy notes keep tags in the front matter only: move the missing ones into the body.
         let old_body_tags = tags::body_tags(old_body);
-        let legacy: Vec<String> = tags::normalise_all(&fm.list("tags"))
+        let legacy: Vec<String> = linkly_core::normalise_tags(&fm.list("tags"))
             .into_iter()
             .filter(|t| tags::is_writable(t) && !old_body_tags.contains(t))
             .collect();
@@ -515,7 +515,7 @@ pub(crate) fn note_from_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<Note
                 .and_then(|t| linkly_core::parse_time(&t).ok())
                 .unwrap_or(modified_at),
             fm.scalar("source"),
-            tags::normalise_all(&fm.list("tags")),
+            linkly_core::normalise_tags(&fm.list("tags")),
         ),
         None => (None, modified_at, None, Vec::new()),
     };

@@ -3,33 +3,16 @@
 //! A token is a `#` at the start of a line or after whitespace or an opening bracket, not
 //! escaped with a backslash, followed by tag characters (letters, digits, `_`, `-`, `/`) of
 //! which at least one is not a digit (`#114` is an issue number, not a tag). Tags compare in
-//! their normalised form: leading `#` and surrounding whitespace stripped, ASCII lower-cased.
+//! their normalised form (`linkly_core::normalise_tag`): leading `#` and surrounding whitespace
+//! stripped, ASCII lower-cased.
 
 use std::ops::Range;
 
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 
+use linkly_core::normalise_tag;
+
 use crate::notes::whitelist::parser_options;
-
-/// Normalises a tag as filters and the body compare it: surrounding whitespace and leading
-/// `#`s stripped, ASCII lower-cased. Idempotent; an empty result means "no tag".
-pub(crate) fn normalise(tag: &str) -> String {
-    tag.trim_start_matches(|c: char| c.is_whitespace() || c == '#')
-        .trim_end()
-        .to_ascii_lowercase()
-}
-
-/// Normalises a list of tags: empties dropped, duplicates removed, order kept.
-pub(crate) fn normalise_all(tags: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for t in tags {
-        let n = normalise(t);
-        if !n.is_empty() && !out.contains(&n) {
-            out.push(n);
-        }
-    }
-    out
-}
 
 /// Whether a character may appear inside a tag token.
 pub(crate) fn is_tag_char(c: char) -> bool {
@@ -112,7 +95,7 @@ pub(crate) fn append_missing(body: &str, wanted: &[String]) -> String {
     let last_is_tags = !last_line.trim().is_empty()
         && last_line
             .split_whitespace()
-            .all(|w| w.starts_with('#') && is_writable(&normalise(w)));
+            .all(|w| w.starts_with('#') && is_writable(&normalise_tag(w)));
     let mut out = String::with_capacity(trimmed.len() + tokens.len() + 3);
     out.push_str(trimmed);
     if trimmed.is_empty() {
@@ -130,19 +113,6 @@ pub(crate) fn append_missing(body: &str, wanted: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalises() {
-        assert_eq!(normalise("  #Work "), "work");
-        assert_eq!(normalise("##A"), "a");
-        assert_eq!(normalise("# #a"), "a");
-        assert_eq!(normalise("   "), "");
-        assert_eq!(normalise("Ünï"), "Ünï", "only ASCII is lower-cased");
-        assert_eq!(
-            normalise_all(&["#A".into(), "a".into(), " ".into(), "b".into()]),
-            ["a", "b"]
-        );
-    }
 
     #[test]
     fn finds_tokens_outside_code() {
@@ -170,6 +140,7 @@ mod tests {
 
 #[cfg(test)]
 mod props {
+    use linkly_core::{normalise_tag as normalise, normalise_tags as normalise_all};
     use proptest::prelude::*;
 
     use super::*;

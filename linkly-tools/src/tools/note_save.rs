@@ -148,7 +148,7 @@ impl Linkly {
             .transpose()?;
         let body = store::prepare_body(&p.content)?;
         let mut add_tags = Vec::new();
-        for t in tags::normalise_all(p.tags.as_deref().unwrap_or_default()) {
+        for t in linkly_core::normalise_tags(p.tags.as_deref().unwrap_or_default()) {
             if !tags::is_writable(&t) {
                 return Err(invalid(format!(
                     "tag {t:?} cannot be written as a #tag token: use letters, digits, `_`, `-` or `/`, with at least one non-digit"

@@ -346,7 +346,7 @@ impl Linkly {
             let unfiltered = if filters.is_empty() {
                 None
             } else {
-                Some(self.index().search(query, 1, &DocFilter::default())?.total)
+                Some(self.index().keyword_total(query)?)
             };
             (
                 unfiltered,

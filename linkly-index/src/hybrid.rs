@@ -1,0 +1,418 @@
+//! Hybrid ranking: the BM25 arm (tantivy), the vector arm (the nearest chunks, a document's
+//! best chunk standing for it) and their fusion by reciprocal rank.
+//!
+//! Both arms apply the filter before their cut, so a filter never starves the list. While
+//! vectors are not available, [`Index::hybrid_search`] answers from BM25 alone and says
+//! [`SearchMode::Keyword`]; it never waits for a model.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use linkly_core::DocId;
+
+use crate::{DocFilter, Index, Result, tokenizer};
+
+/// Which arms of the ranking to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Arms {
+    /// BM25 and vectors, fused (keyword-only when vectors are not available).
+    #[default]
+    Both,
+    /// BM25 only.
+    Lexical,
+    /// Vectors only (benchmarks); empty when vectors are not available.
+    Vector,
+}
+
+/// Options of [`Index::hybrid_search`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HybridOptions {
+    /// The reciprocal-rank-fusion constant: a document at rank r of an arm scores 1/(k + r).
+    pub rrf_k: f32,
+    /// Candidates taken from each arm before fusion.
+    pub candidates: usize,
+    /// The arms to use.
+    pub arms: Arms,
+}
+
+impl Default for HybridOptions {
+    fn default() -> Self {
+        HybridOptions {
+            rrf_k: 60.0,
+            candidates: 100,
+            arms: Arms::Both,
+        }
+    }
+}
+
+/// How a search was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchMode {
+    /// BM25 only.
+    Keyword,
+    /// BM25 and vectors.
+    Hybrid,
+}
+
+impl SearchMode {
+    /// `keyword` or `hybrid`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Keyword => "keyword",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// A document's place in the BM25 arm.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LexicalArm {
+    /// 1-based rank.
+    pub rank: usize,
+    /// BM25 score.
+    pub score: f32,
+}
+
+/// A document's place in the vector arm, through its best chunk.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VectorArm {
+    /// 1-based rank among documents.
+    pub rank: usize,
+    /// Cosine similarity of the best chunk.
+    pub score: f32,
+    /// The best chunk's first line.
+    pub start_line: u32,
+    /// Its last line (inclusive).
+    pub end_line: u32,
+}
+
+/// One document of a hybrid search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HybridHit {
+    /// The document.
+    pub id: DocId,
+    /// The fused score (RRF in hybrid mode, BM25 in keyword mode, cosine for vectors alone).
+    pub score: f32,
+    /// Its BM25 arm, when it was a candidate there.
+    pub lexical: Option<LexicalArm>,
+    /// Its vector arm, when it was a candidate there.
+    pub vector: Option<VectorArm>,
+}
+
+/// The result of [`Index::hybrid_search`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HybridOutcome {
+    /// How it was answered.
+    pub mode: SearchMode,
+    /// The best documents, best first.
+    pub hits: Vec<HybridHit>,
+    /// Documents matched in all (BM25 matches, or the fused candidates when more).
+    pub total: usize,
+}
+
+/// Fuses the arms' candidates into one list of documents, best first, at most `limit` long.
+///
+/// With both arms a document scores the sum of `1/(k + rank)` over the arms it appears in;
+/// with the vector arm alone it scores its cosine. Ties go to the higher BM25 score, then to
+/// the smaller id, so the order is total and repeatable.
+pub(crate) fn fuse(
+    lexical: Vec<(u64, LexicalArm)>,
+    vector: Vec<(u64, VectorArm)>,
+    opts: &HybridOptions,
+    limit: usize,
+) -> (Vec<HybridHit>, usize) {
+    let mut fused: HashMap<u64, HybridHit> = HashMap::new();
+    let k = opts.rrf_k.max(0.0);
+    for (id, arm) in lexical {
+        let e = fused.entry(id).or_insert(HybridHit {
+            id: DocId(id),
+            score: 0.0,
+            lexical: None,
+            vector: None,
+        });
+        e.score += 1.0 / (k + arm.rank as f32);
+        e.lexical = Some(arm);
+    }
+    for (id, arm) in vector {
+        let e = fused.entry(id).or_insert(HybridHit {
+            id: DocId(id),
+            score: 0.0,
+            lexical: None,
+            vector: None,
+        });
+        e.score += if opts.arms == Arms::Vector {
+            arm.score
+        } else {
+            1.0 / (k + arm.rank as f32)
+        };
+        e.vector = Some(arm);
+    }
+    let candidates = fused.len();
+    let mut hits: Vec<HybridHit> = fused.into_values().collect();
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| {
+                let la = a.lexical.map_or(0.0, |l| l.score);
+                let lb = b.lexical.map_or(0.0, |l| l.score);
+                lb.total_cmp(&la)
+            })
+            .then_with(|| a.id.0.cmp(&b.id.0))
+    });
+    hits.truncate(limit);
+    (hits, candidates)
+}
+
+/// Keeps each document's best chunk, in order, ranked 1.. among documents, at most `depth`.
+fn best_chunk_per_doc(chunks: Vec<(u64, f32, u32, u32)>, depth: usize) -> Vec<(u64, VectorArm)> {
+    let mut out: Vec<(u64, VectorArm)> = Vec::new();
+    let mut seen = HashSet::new();
+    for (doc_id, score, start_line, end_line) in chunks {
+        if out.len() >= depth {
+            break;
+        }
+        if !seen.insert(doc_id) {
+            continue;
+        }
+        out.push((
+            doc_id,
+            VectorArm {
+                rank: out.len() + 1,
+                score,
+                start_line,
+                end_line,
+            },
+        ));
+    }
+    out
+}
+
+impl Index {
+    fn allowed_ids(&self, filter: &DocFilter) -> Result<Option<Arc<HashSet<u64>>>> {
+        if filter.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Arc::new(
+            self.store
+                .filter_rows()?
+                .into_iter()
+                .filter(|r| filter.accepts(&r.path, r.doc_type, r.modified_at))
+                .map(|r| r.id)
+                .collect(),
+        )))
+    }
+
+    /// Hybrid search: BM25 and vector candidates fused by reciprocal rank, one result per
+    /// document (its best chunk for the vector arm), the filter applied before the cut.
+    /// Keyword-only (and says so) while vectors are not available; never waits for a model.
+    pub fn hybrid_search(
+        &self,
+        query: &str,
+        limit: usize,
+        filter: &DocFilter,
+        opts: &HybridOptions,
+    ) -> Result<HybridOutcome> {
+        if let Err(e) = self.vectors.refresh() {
+            tracing::warn!(error = %e, "cannot refresh vectors; using those in memory");
+        }
+        let embedder = match opts.arms {
+            Arms::Lexical => None,
+            _ => self.vectors.usable_embedder(),
+        };
+        let allowed = self.allowed_ids(filter)?;
+        if allowed.as_ref().is_some_and(|a| a.is_empty()) {
+            return Ok(HybridOutcome {
+                mode: if embedder.is_some() {
+                    SearchMode::Hybrid
+                } else {
+                    SearchMode::Keyword
+                },
+                hits: Vec::new(),
+                total: 0,
+            });
+        }
+        let Some(embedder) = embedder else {
+            if opts.arms == Arms::Vector {
+                return Ok(HybridOutcome {
+                    mode: SearchMode::Keyword,
+                    hits: Vec::new(),
+                    total: 0,
+                });
+            }
+            let (hits, total) = self.lexical_arm(query, limit, allowed)?;
+            return Ok(HybridOutcome {
+                mode: SearchMode::Keyword,
+                hits: hits
+                    .into_iter()
+                    .map(|(id, arm)| HybridHit {
+                        id: DocId(id),
+                        score: arm.score,
+                        lexical: Some(arm),
+                        vector: None,
+                    })
+                    .collect(),
+                total,
+            });
+        };
+        let depth = opts.candidates.max(limit);
+        let (lexical, total) = if opts.arms == Arms::Vector {
+            (Vec::new(), 0)
+        } else {
+            self.lexical_arm(query, depth, allowed.clone())?
+        };
+        // Several chunks may belong to one document: ask for more chunks than documents.
+        let chunks =
+            self.vectors
+                .nearest_chunks(&embedder, query, depth * 3, allowed.as_deref())?;
+        let vector = best_chunk_per_doc(chunks, depth);
+        let (hits, candidates) = fuse(lexical, vector, opts, limit);
+        Ok(HybridOutcome {
+            mode: SearchMode::Hybrid,
+            hits,
+            total: total.max(candidates),
+        })
+    }
+
+    /// How many documents BM25 matches for a query, with no filter (what an empty filtered
+    /// search reports as `unfiltered_total`).
+    pub fn keyword_total(&self, query: &str) -> Result<usize> {
+        Ok(self.lexical_arm(query, 1, None)?.1)
+    }
+
+    fn lexical_arm(
+        &self,
+        query: &str,
+        depth: usize,
+        allowed: Option<Arc<HashSet<u64>>>,
+    ) -> Result<(Vec<(u64, LexicalArm)>, usize)> {
+        let mut terms = tokenizer::index_terms(query);
+        let mut seen = HashSet::new();
+        terms.retain(|t| seen.insert(t.clone()));
+        let (hits, total) = self.lexical.search(&terms, depth, allowed)?;
+        Ok((
+            hits.into_iter()
+                .enumerate()
+                .map(|(i, (id, score))| (id, LexicalArm { rank: i + 1, score }))
+                .collect(),
+            total,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lex(ranked: &[(u64, f32)]) -> Vec<(u64, LexicalArm)> {
+        ranked
+            .iter()
+            .enumerate()
+            .map(|(i, &(id, score))| (id, LexicalArm { rank: i + 1, score }))
+            .collect()
+    }
+
+    fn vec_arm(ranked: &[(u64, f32)]) -> Vec<(u64, VectorArm)> {
+        ranked
+            .iter()
+            .enumerate()
+            .map(|(i, &(id, score))| {
+                (
+                    id,
+                    VectorArm {
+                        rank: i + 1,
+                        score,
+                        start_line: 1,
+                        end_line: 2,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn ids(hits: &[HybridHit]) -> Vec<u64> {
+        hits.iter().map(|h| h.id.0).collect()
+    }
+
+    #[test]
+    fn reciprocal_rank_fusion_rewards_both_arms() {
+        let opts = HybridOptions::default();
+        let (hits, candidates) = fuse(
+            lex(&[(1, 9.0), (2, 8.0), (3, 7.0)]),
+            vec_arm(&[(4, 0.9), (2, 0.8)]),
+            &opts,
+            10,
+        );
+        assert_eq!(candidates, 4);
+        // 2 is in both arms; 1 and 4 are first of one arm each (tie broken by BM25: 1 has it).
+        assert_eq!(ids(&hits), [2, 1, 4, 3]);
+        let k = opts.rrf_k;
+        assert!((hits[0].score - (1.0 / (k + 2.0) + 1.0 / (k + 2.0))).abs() < 1e-6);
+        assert!((hits[1].score - 1.0 / (k + 1.0)).abs() < 1e-6);
+        assert_eq!(hits[0].lexical.map(|l| l.rank), Some(2));
+        assert_eq!(hits[0].vector.map(|v| v.rank), Some(2));
+        assert!(hits[2].lexical.is_none() && hits[2].vector.is_some());
+    }
+
+    #[test]
+    fn ties_are_broken_by_bm25_then_id_and_the_list_is_cut() {
+        let opts = HybridOptions::default();
+        // Equal fused scores, no BM25 score on either side: the smaller id first.
+        let (hits, _) = fuse(Vec::new(), vec_arm(&[(7, 0.5)]), &opts, 10);
+        assert_eq!(ids(&hits), [7]);
+        let (hits, _) = fuse(lex(&[(1, 0.0)]), vec_arm(&[(0, 0.5)]), &opts, 10);
+        assert_eq!(ids(&hits), [0, 1]);
+        let (hits, _) = fuse(
+            lex(&[(9, 1.0)]),
+            vec_arm(&[(5, 0.5), (3, 0.4)]),
+            &HybridOptions { rrf_k: 0.0, ..opts },
+            10,
+        );
+        // k = 0: 9 and 5 both score 1, 9 wins on BM25; 3 scores 1/2.
+        assert_eq!(ids(&hits), [9, 5, 3]);
+        let (hits, candidates) = fuse(lex(&[(1, 3.0), (2, 2.0), (3, 1.0)]), Vec::new(), &opts, 2);
+        assert_eq!((ids(&hits), candidates), (vec![1, 2], 3));
+        // A negative k is treated as 0 (scores stay finite and ordered).
+        let (hits, _) = fuse(
+            lex(&[(1, 3.0), (2, 2.0)]),
+            Vec::new(),
+            &HybridOptions {
+                rrf_k: -5.0,
+                ..opts
+            },
+            5,
+        );
+        assert_eq!(ids(&hits), [1, 2]);
+        assert!(hits.iter().all(|h| h.score.is_finite()));
+    }
+
+    #[test]
+    fn vectors_alone_rank_by_cosine() {
+        let opts = HybridOptions {
+            arms: Arms::Vector,
+            ..HybridOptions::default()
+        };
+        let (hits, _) = fuse(Vec::new(), vec_arm(&[(3, 0.9), (8, 0.7)]), &opts, 5);
+        assert_eq!(ids(&hits), [3, 8]);
+        assert_eq!(hits[0].score, 0.9);
+    }
+
+    #[test]
+    fn a_document_is_represented_by_its_best_chunk() {
+        let chunks = vec![
+            (4, 0.95, 10, 20),
+            (4, 0.90, 30, 40),
+            (6, 0.80, 1, 5),
+            (4, 0.70, 50, 60),
+            (2, 0.60, 3, 4),
+            (9, 0.50, 1, 1),
+        ];
+        let arm = best_chunk_per_doc(chunks.clone(), 10);
+        let got: Vec<(u64, usize, u32)> = arm
+            .iter()
+            .map(|(id, a)| (*id, a.rank, a.start_line))
+            .collect();
+        assert_eq!(got, [(4, 1, 10), (6, 2, 1), (2, 3, 3), (9, 4, 1)]);
+        assert_eq!(best_chunk_per_doc(chunks, 2).len(), 2);
+        assert!(best_chunk_per_doc(Vec::new(), 3).is_empty());
+    }
+}

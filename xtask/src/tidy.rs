@@ -1,0 +1,744 @@
+//! `cargo xtask tidy`: checks mechanically what `docs/ARCHITECTURE.md` promises.
+//!
+//! - **Layers:** the dependency direction `core ← extract ← index ← tools ← {mcp, cli}`, read
+//!   from `cargo metadata` (normal, dev and build dependencies alike): a Linkly crate depends
+//!   only on crates before it in [`LAYERS`], and nothing depends on `xtask`.
+//! - **No printing in libraries:** no `println!`, `print!`, `eprintln!`, `eprint!` or `dbg!` in
+//!   the `src` of a library crate (binaries, `#[cfg(test)]` modules and `tests/` are exempt).
+//! - **Storage stays inside `linkly-index`:** no type of its storage and model crates
+//!   ([`HIDDEN_CRATES`]) in a `pub` item of `linkly-index` (a `pub fn` signature, a `pub`
+//!   field of a `pub struct`, a variant of a `pub enum`, a `pub type`/`const`/`static`/`use`,
+//!   a `pub trait`), named by path (`rusqlite::Error`) or through a `use` of the file.
+//! - **Each `lib.rs` says its job:** its first line is a `//!` line with words.
+//!
+//! The checks read source text; comments and string literals are blanked first, so a
+//! doc comment may mention `println!` or `rusqlite::`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use serde_json::Value;
+
+/// Linkly's crates from the bottom layer up: each may depend only on crates before it. The
+/// two front ends come last (`linkly-cli` talks to a server through `linkly-mcp`'s client).
+pub(crate) const LAYERS: &[&str] = &[
+    "linkly-core",
+    "linkly-extract",
+    "linkly-index",
+    "linkly-tools",
+    "linkly-mcp",
+    "linkly-cli",
+];
+
+/// The crates whose types never appear in `linkly-index`'s public API.
+pub(crate) const HIDDEN_CRATES: &[&str] = &[
+    "rusqlite",
+    "tantivy",
+    "candle_core",
+    "candle_nn",
+    "candle_transformers",
+    "tokenizers",
+    "hnsw_rs",
+    "ureq",
+];
+
+const PRINT_MACROS: &[&str] = &["println", "print", "eprintln", "eprint", "dbg"];
+
+/// Runs every check on the workspace; fails with the list of violations.
+pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
+    let root = crate::root();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .current_dir(&root)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .output()
+        .context("running cargo metadata")?;
+    if !out.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let meta: Value = serde_json::from_slice(&out.stdout).context("cargo metadata's JSON")?;
+    let packages = meta["packages"].as_array().cloned().unwrap_or_default();
+
+    let mut problems = Vec::new();
+    let graph: Vec<(String, Vec<String>)> = packages
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d["name"].as_str().map(str::to_string))
+                .collect();
+            (p["name"].as_str().unwrap_or_default().to_string(), deps)
+        })
+        .collect();
+    problems.extend(check_layers(&graph));
+
+    let mut libs: Vec<(String, PathBuf)> = Vec::new();
+    for p in &packages {
+        let name = p["name"].as_str().unwrap_or_default();
+        for t in p["targets"].as_array().into_iter().flatten() {
+            let lib = t["kind"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|k| k == "lib" || k == "rlib");
+            if lib && let Some(src) = t["src_path"].as_str() {
+                libs.push((name.to_string(), PathBuf::from(src)));
+            }
+        }
+    }
+    let mut files = 0;
+    for (name, lib_rs) in &libs {
+        let text = fs_err::read_to_string(lib_rs)?;
+        problems.extend(check_opening(&rel(&root, lib_rs), &text));
+        let src = lib_rs.parent().context("lib.rs has a folder")?;
+        for file in rust_files(src)? {
+            if is_binary_source(src, &file) {
+                continue;
+            }
+            files += 1;
+            let text = fs_err::read_to_string(&file)?;
+            let shown = rel(&root, &file);
+            problems.extend(check_no_printing(&shown, &text));
+            if name == "linkly-index" {
+                problems.extend(check_public_types(&shown, &text, HIDDEN_CRATES));
+            }
+        }
+    }
+    if problems.is_empty() {
+        println!(
+            "tidy: ok ({} crates, {} library sources; layers, no printing, no storage types in \
+             linkly-index's public items, lib.rs openings)",
+            graph.len(),
+            files
+        );
+        return Ok(());
+    }
+    for p in &problems {
+        eprintln!("tidy: {p}");
+    }
+    bail!(
+        "{} violation(s) of docs/ARCHITECTURE.md's invariants",
+        problems.len()
+    )
+}
+
+fn rel(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root).unwrap_or(p).display().to_string()
+}
+
+/// The `.rs` files under a folder, sorted.
+fn rust_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs_err::read_dir(&d)? {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// A binary's source inside a library's `src`: `main.rs` or anything under `src/bin/`.
+fn is_binary_source(src: &Path, file: &Path) -> bool {
+    let rel = file.strip_prefix(src).unwrap_or(file);
+    rel == Path::new("main.rs") || rel.starts_with("bin")
+}
+
+/// Layer violations: an edge from a Linkly crate to one at its layer or above, a Linkly crate
+/// missing from [`LAYERS`], a dependency on `xtask`.
+pub(crate) fn check_layers(graph: &[(String, Vec<String>)]) -> Vec<String> {
+    let layer = |n: &str| LAYERS.iter().position(|l| *l == n);
+    let mut out = Vec::new();
+    for (name, deps) in graph {
+        let own = layer(name);
+        if own.is_none() && name.starts_with("linkly-") {
+            out.push(format!(
+                "crate {name} has no place in the layers (add it to xtask's tidy::LAYERS and to \
+                 docs/ARCHITECTURE.md)"
+            ));
+        }
+        let deps: BTreeSet<&String> = deps.iter().collect();
+        for dep in deps {
+            if dep == "xtask" {
+                out.push(format!("{name} depends on xtask (nothing may)"));
+                continue;
+            }
+            match (own, layer(dep)) {
+                (Some(a), Some(b)) if b >= a => out.push(format!(
+                    "{name} depends on {dep}: the direction is {} (an edge never points right)",
+                    LAYERS.join(" ← ")
+                )),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// A `lib.rs` whose first line is not a `//!` line saying something.
+pub(crate) fn check_opening(file: &str, text: &str) -> Vec<String> {
+    let first = text.lines().next().unwrap_or_default();
+    match first.strip_prefix("//!") {
+        Some(rest) if rest.trim().chars().any(char::is_alphabetic) => Vec::new(),
+        _ => vec![format!(
+            "{file}: the first line must be a `//!` line saying the crate's job"
+        )],
+    }
+}
+
+/// Print macros in library code (outside `#[cfg(test)]` items).
+pub(crate) fn check_no_printing(file: &str, text: &str) -> Vec<String> {
+    let code = without_test_modules(&blank_comments_and_strings(text));
+    let mut out = Vec::new();
+    for (i, line) in code.lines().enumerate() {
+        for (pos, word) in words(line) {
+            if PRINT_MACROS.contains(&word)
+                && line[pos + word.len()..].trim_start().starts_with('!')
+            {
+                out.push(format!(
+                    "{file}:{}: `{word}!` in a library (log with `tracing`, or return the text)",
+                    i + 1
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Types of `hidden` crates in the file's `pub` items.
+pub(crate) fn check_public_types(file: &str, text: &str, hidden: &[&str]) -> Vec<String> {
+    let code = blank_comments_and_strings(text);
+    // Names a `use` of the file brings in from a hidden crate: `use rusqlite::{Connection, Error
+    // as SqlError};` makes `Connection` and `SqlError` hidden here.
+    let mut imported: BTreeMap<String, String> = BTreeMap::new();
+    for stmt in statements_starting(&code, "use") {
+        let body = stmt.trim_start_matches("use").trim();
+        let body = body.strip_prefix("::").unwrap_or(body);
+        let Some(krate) = hidden.iter().find(|h| body.starts_with(&format!("{h}::"))) else {
+            continue;
+        };
+        let ws: Vec<&str> = words(body).into_iter().map(|(_, w)| w).collect();
+        for (j, w) in ws.iter().enumerate() {
+            // Types and traits (capitalised); `X as Y` brings in `Y`, not `X`.
+            let renamed = ws.get(j + 1) == Some(&"as");
+            if w.starts_with(|c: char| c.is_ascii_uppercase()) && !renamed {
+                imported.insert((*w).to_string(), (*krate).to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (offset, item) in public_items(&code) {
+        let line = code[..offset].matches('\n').count() + 1;
+        let mut named: BTreeSet<String> = BTreeSet::new();
+        for (pos, w) in words(&item) {
+            if hidden.contains(&w) && item[pos + w.len()..].starts_with("::") {
+                named.insert(format!("{w}::"));
+            } else if let Some(k) = imported.get(w)
+                && !item[..pos].ends_with("::")
+            {
+                named.insert(format!("{w} (from {k})"));
+            }
+        }
+        for n in named {
+            out.push(format!(
+                "{file}:{line}: a public item of linkly-index names {n}; keep storage types \
+                 private (pub(crate)) or wrap them"
+            ));
+        }
+    }
+    out
+}
+
+/// Each public item's start offset and the text that is public: a `fn`'s signature, a
+/// struct's `pub` fields, an enum's body, a `type`/`const`/`static`/`use` statement, a trait.
+fn public_items(code: &str) -> Vec<(usize, String)> {
+    let bytes = code.as_bytes();
+    let mut out = Vec::new();
+    for (pos, w) in words(code) {
+        if w != "pub" {
+            continue;
+        }
+        let rest = &code[pos + 3..];
+        let after = rest.trim_start();
+        if after.starts_with('(') {
+            continue; // pub(crate), pub(super), pub(in …)
+        }
+        let kw_at = pos + 3 + (rest.len() - after.len());
+        let mut kws = words(after).into_iter().map(|(_, w)| w);
+        let mut kw = kws.next().unwrap_or_default();
+        while matches!(kw, "async" | "unsafe" | "const" | "extern")
+            && !(kw == "const" && is_const_item(after))
+        {
+            kw = kws.next().unwrap_or_default();
+        }
+        let end_of = |stops: &[u8]| {
+            let mut depth = 0i32;
+            let mut i = kw_at;
+            while i < bytes.len() {
+                match bytes[i] {
+                    b'(' | b'[' | b'<' => depth += 1,
+                    b')' | b']' => depth -= 1,
+                    b'>' if i > 0 && bytes[i - 1] != b'-' && bytes[i - 1] != b'=' => depth -= 1,
+                    c if depth <= 0 && stops.contains(&c) => return i,
+                    _ => {}
+                }
+                i += 1;
+            }
+            bytes.len()
+        };
+        match kw {
+            "fn" => out.push((pos, code[kw_at..end_of(b"{;")].to_string())),
+            "type" | "static" | "const" | "use" => {
+                out.push((pos, code[kw_at..end_of(b";")].to_string()))
+            }
+            "enum" | "trait" => {
+                let open = end_of(b"{;");
+                out.push((pos, code[kw_at..block_end(code, open)].to_string()));
+            }
+            "struct" => {
+                let open = end_of(b"{(;");
+                let close = block_end(code, open);
+                let body = code.get(open + 1..close.saturating_sub(1)).unwrap_or("");
+                let fields: Vec<&str> = split_top_level(body)
+                    .into_iter()
+                    .filter(|f| {
+                        let f = f.trim_start();
+                        let f = skip_attributes(f);
+                        f.starts_with("pub") && !f[3..].trim_start().starts_with('(')
+                    })
+                    .collect();
+                if !fields.is_empty() {
+                    out.push((pos, fields.join(",")));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn is_const_item(after: &str) -> bool {
+    // `pub const NAME: T` is an item; `pub const fn` is a function.
+    let mut ws = words(after).into_iter().map(|(_, w)| w);
+    ws.next() == Some("const") && ws.next() != Some("fn")
+}
+
+fn skip_attributes(mut f: &str) -> &str {
+    while f.starts_with("#[") {
+        let mut depth = 0;
+        let mut cut = f.len();
+        for (i, c) in f.char_indices() {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        cut = i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        f = f[cut..].trim_start();
+    }
+    f
+}
+
+/// The offset just past the block that opens at `open` (`{` or `(`), or `open + 1` when no
+/// block opens there (`;`).
+fn block_end(code: &str, open: usize) -> usize {
+    let bytes = code.as_bytes();
+    let (o, c) = match bytes.get(open) {
+        Some(b'{') => (b'{', b'}'),
+        Some(b'(') => (b'(', b')'),
+        _ => return (open + 1).min(bytes.len()),
+    };
+    let mut depth = 0;
+    for (i, b) in bytes.iter().enumerate().skip(open) {
+        if *b == o {
+            depth += 1;
+        } else if *b == c {
+            depth -= 1;
+            if depth == 0 {
+                return i + 1;
+            }
+        }
+    }
+    bytes.len()
+}
+
+/// Splits at commas outside brackets.
+fn split_top_level(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    let bytes = s.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        match b {
+            b'(' | b'[' | b'{' | b'<' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b'>' if i > 0 && bytes[i - 1] != b'-' && bytes[i - 1] != b'=' => depth -= 1,
+            b',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// The statements (up to their `;`) that begin with a keyword, at any depth.
+fn statements_starting<'a>(code: &'a str, keyword: &str) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    for (pos, w) in words(code) {
+        if w == keyword {
+            let end = code[pos..].find(';').map_or(code.len(), |e| pos + e);
+            out.push(&code[pos..end]);
+        }
+    }
+    out
+}
+
+/// The identifiers of a text with their byte offsets.
+fn words(s: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in s.char_indices() {
+        let ident = c.is_alphanumeric() || c == '_';
+        match (ident, start) {
+            (true, None) => start = Some(i),
+            (false, Some(b)) => {
+                out.push((b, &s[b..i]));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(b) = start {
+        out.push((b, &s[b..]));
+    }
+    out
+}
+
+/// The text with every comment and the contents of every string and character literal
+/// replaced by spaces (line breaks kept, so line numbers stay).
+pub(crate) fn blank_comments_and_strings(src: &str) -> String {
+    let chars: Vec<char> = src.chars().collect();
+    let mut out = String::with_capacity(src.len());
+    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                out.push(' ');
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    out.push(blank(chars[i]));
+                    i += 1;
+                }
+            }
+        } else if (c == 'r' || (c == 'b' && next == Some('r')))
+            && !prev_is_ident(&chars, i)
+            && raw_string_start(&chars, i + usize::from(c == 'b')).is_some()
+        {
+            let start = i + usize::from(c == 'b');
+            let hashes = raw_string_start(&chars, start).unwrap_or(0);
+            // r, #…, "
+            let open = start + 1 + hashes + 1;
+            for ch in &chars[i..open] {
+                out.push(*ch);
+            }
+            i = open;
+            loop {
+                if i >= chars.len() {
+                    break;
+                }
+                if chars[i] == '"' && (0..hashes).all(|h| chars.get(i + 1 + h) == Some(&'#')) {
+                    out.push('"');
+                    out.extend(std::iter::repeat_n('#', hashes));
+                    i += 1 + hashes;
+                    break;
+                }
+                out.push(blank(chars[i]));
+                i += 1;
+            }
+        } else if c == '"' {
+            out.push('"');
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                if chars[i] == '\\' {
+                    out.push(' ');
+                    i += 1;
+                }
+                if i < chars.len() {
+                    out.push(blank(chars[i]));
+                    i += 1;
+                }
+            }
+            if i < chars.len() {
+                out.push('"');
+                i += 1;
+            }
+        } else if c == '\'' {
+            // A character literal ('x', '\n', '\u{1F600}', '\''), else a lifetime ('a).
+            let close = if next == Some('\\') {
+                (i + 3..chars.len().min(i + 12)).find(|&j| chars[j] == '\'')
+            } else if chars.get(i + 2) == Some(&'\'') {
+                Some(i + 2)
+            } else {
+                None
+            };
+            match close {
+                Some(end) => {
+                    out.push('\'');
+                    out.extend(std::iter::repeat_n(' ', end - i - 1));
+                    out.push('\'');
+                    i = end + 1;
+                }
+                None => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn prev_is_ident(chars: &[char], i: usize) -> bool {
+    i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_')
+}
+
+/// At `r`: the number of `#`s when a raw string opens here (`r"`, `r#"`).
+fn raw_string_start(chars: &[char], i: usize) -> Option<usize> {
+    if chars.get(i) != Some(&'r') {
+        return None;
+    }
+    let mut j = i + 1;
+    while chars.get(j) == Some(&'#') {
+        j += 1;
+    }
+    (chars.get(j) == Some(&'"')).then_some(j - i - 1)
+}
+
+/// The code with every item under `#[cfg(test)]` blanked (line breaks kept).
+fn without_test_modules(code: &str) -> String {
+    let mut out = code.to_string();
+    let mut from = 0;
+    while let Some(at) = out[from..].find("#[cfg(test)]").map(|a| a + from) {
+        let after = at + "#[cfg(test)]".len();
+        // The item ends at its block's close, or at `;` for a one-line item.
+        let brace = out[after..].find('{').map(|b| b + after);
+        let semi = out[after..].find(';').map(|s| s + after);
+        let end = match (brace, semi) {
+            (Some(b), Some(s)) if s < b => s + 1,
+            (Some(b), _) => block_end(&out, b),
+            (None, Some(s)) => s + 1,
+            (None, None) => out.len(),
+        };
+        let blanked: String = out[at..end]
+            .chars()
+            .map(|c| if c == '\n' { '\n' } else { ' ' })
+            .collect();
+        out.replace_range(at..end, &blanked);
+        from = at + blanked.len();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g(edges: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+        edges
+            .iter()
+            .map(|(n, d)| (n.to_string(), d.iter().map(|s| s.to_string()).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn layers_point_left_only() {
+        let ok = g(&[
+            ("linkly-core", &["serde"]),
+            ("linkly-extract", &["linkly-core"]),
+            ("linkly-index", &["linkly-core", "linkly-extract"]),
+            ("linkly-tools", &["linkly-index", "linkly-core"]),
+            ("linkly-mcp", &["linkly-tools"]),
+            ("linkly-cli", &["linkly-mcp", "linkly-tools"]),
+            ("xtask", &["linkly-cli", "anyhow"]),
+        ]);
+        assert!(check_layers(&ok).is_empty(), "{:?}", check_layers(&ok));
+
+        let bad = g(&[
+            ("linkly-core", &["linkly-extract"]),
+            ("linkly-index", &["linkly-index"]),
+            ("linkly-mcp", &["linkly-cli", "xtask"]),
+            ("linkly-web", &["linkly-core"]),
+        ]);
+        let p = check_layers(&bad);
+        assert_eq!(p.len(), 5, "{p:#?}");
+        assert!(p[0].contains("linkly-core depends on linkly-extract"));
+        assert!(p[1].contains("linkly-index depends on linkly-index"));
+        assert!(p[2].contains("linkly-mcp depends on linkly-cli"));
+        assert!(p[3].contains("depends on xtask"));
+        assert!(p[4].contains("linkly-web has no place"));
+    }
+
+    #[test]
+    fn lib_rs_opens_with_its_job() {
+        assert!(check_opening("a/lib.rs", "//! Does things.\n\nmod a;\n").is_empty());
+        assert_eq!(check_opening("a/lib.rs", "mod a;\n//! late\n").len(), 1);
+        assert_eq!(check_opening("a/lib.rs", "//!\n//! text\n").len(), 1);
+        assert_eq!(check_opening("a/lib.rs", "// plain comment\n").len(), 1);
+        assert_eq!(check_opening("a/lib.rs", "").len(), 1);
+    }
+
+    #[test]
+    fn printing_is_found_in_code_only() {
+        let src = r####"
+//! Mentions println! in a doc comment.
+/// And `dbg!(x)` here.
+fn f(x: u32) -> String {
+    let s = "println!(\"in a string\")";
+    let r = r#"eprintln!("raw")"#;
+    let c = '"';
+    /* print!("block") */
+    tracing::info!(x, "fine");
+    let _ = format!("{s}{r}{c}");
+    println!("{x}");
+    std :: dbg !(x);
+    my_println!("not ours");
+    String::new()
+}
+
+#[cfg(test)]
+mod tests {
+    fn t() { println!("tests may print"); { eprintln!("nested"); } }
+}
+
+fn after() { eprint!("caught after the tests"); }
+"####;
+        let p = check_no_printing("x.rs", src);
+        assert_eq!(p.len(), 3, "{p:#?}");
+        assert!(p[0].starts_with("x.rs:11: `println!`"), "{}", p[0]);
+        assert!(p[1].starts_with("x.rs:12: `dbg!`"), "{}", p[1]);
+        assert!(p[2].starts_with("x.rs:22: `eprint!`"), "{}", p[2]);
+    }
+
+    #[test]
+    fn storage_types_in_public_items_are_found() {
+        let src = r#"
+use rusqlite::{Connection, Error as SqlError};
+use tantivy::schema::Field;
+use std::path::Path;
+
+/// Mentions rusqlite::Error in a doc comment: fine.
+pub struct Store {
+    conn: Connection,
+    pub path: std::path::PathBuf,
+    pub(crate) field: Field,
+}
+
+pub struct Leak {
+    pub conn: Connection,
+}
+
+pub(crate) fn private(c: &rusqlite::Connection) {}
+
+pub fn open(path: &Path) -> Result<Store, SqlError> { let _ = "tantivy::x"; todo!() }
+
+pub fn fine(path: &Path) -> usize {
+    let c: rusqlite::Connection = todo!();
+    0
+}
+
+#[derive(Debug)]
+pub enum Error {
+    #[error("sqlite")]
+    Sql(#[from] rusqlite::Error),
+    Io(std::io::Error),
+}
+
+pub(crate) enum Inner {
+    Sql(rusqlite::Error),
+}
+
+pub type Tx<'a> = tantivy::IndexWriter<'a>;
+
+pub use tantivy::TantivyError;
+"#;
+        let p = check_public_types("store.rs", src, HIDDEN_CRATES);
+        let lines: Vec<&str> = p
+            .iter()
+            .map(|l| l.split(": a public").next().unwrap())
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "store.rs:13",
+                "store.rs:19",
+                "store.rs:27",
+                "store.rs:37",
+                "store.rs:39"
+            ],
+            "{p:#?}"
+        );
+        assert!(p[0].contains("Connection (from rusqlite)"));
+        assert!(p[1].contains("SqlError (from rusqlite)"));
+        assert!(p[2].contains("rusqlite::"));
+        assert!(p[3].contains("tantivy::"));
+    }
+
+    #[test]
+    fn blanking_keeps_lines_and_lifetimes() {
+        let src = "fn f<'a>(s: &'a str) -> char { let _ = \"a\nb\"; 'x' } // c\n";
+        let b = blank_comments_and_strings(src);
+        assert_eq!(b.len(), src.len());
+        assert_eq!(b.matches('\n').count(), 2);
+        assert!(b.contains("<'a>(s: &'a str)"));
+        assert!(!b.contains("// c"));
+        assert!(!b.contains('x'));
+    }
+}
