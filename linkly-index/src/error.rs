@@ -12,9 +12,7 @@ use linkly_core::{CodedError, ErrorCode};
 pub enum Error {
     /// Another process holds the index writer (a running `linkly serve`, or another
     /// `linkly index`).
-    #[error(
-        "the index at {0} is being written by another Linkly process; stop it or use it instead"
-    )]
+    #[error("the index at {} is being written by another Linkly process", .0.display())]
     Locked(PathBuf),
     /// The metadata store, the vector store or the full-text index failed.
     #[error(transparent)]
@@ -49,7 +47,7 @@ impl Error {
     pub fn advice(&self) -> Option<&'static str> {
         match self {
             Error::Locked(_) => Some(
-                "try again in a moment; another Linkly process (a `linkly serve`, or a `linkly index`) is writing the index",
+                "try again in a moment, or stop that process (a `linkly serve`, or a `linkly index`) or use it instead",
             ),
             Error::Storage(e) if e.kind() == StorageKind::Busy => {
                 Some("try again in a moment; another Linkly process is writing the index")

@@ -29,6 +29,29 @@ impl ToolError {
         ToolError::new(ErrorCode::InvalidArgument, message)
     }
 
+    /// The same error with machine-readable details.
+    pub fn with_details(mut self, details: Value) -> ToolError {
+        self.details = Some(details);
+        self
+    }
+
+    /// `INVALID_ARGUMENT` for an integer outside its bounds (which may depend on another
+    /// parameter), with the details `{"parameter", "minimum", "maximum", "received"}`.
+    pub(crate) fn out_of_range(
+        name: &str,
+        value: i64,
+        min: i64,
+        max: i64,
+        message: impl Into<String>,
+    ) -> ToolError {
+        ToolError::invalid(message).with_details(json!({
+            "parameter": name,
+            "minimum": min,
+            "maximum": max,
+            "received": value,
+        }))
+    }
+
     /// `INTERNAL`, logged.
     pub fn internal(err: impl std::fmt::Display) -> ToolError {
         tracing::error!(error = %err, "internal tool failure");
@@ -110,18 +133,38 @@ pub type Result<T, E = ToolError> = std::result::Result<T, E>;
 /// and the value received: `{"parameter", "minimum", "maximum", "received"}`.
 pub(crate) fn check_range(name: &str, value: i64, min: i64, max: i64) -> Result<i64> {
     if value < min || value > max {
-        let mut err = ToolError::invalid(format!(
-            "{name} must be between {min} and {max} (got {value})"
+        return Err(ToolError::out_of_range(
+            name,
+            value,
+            min,
+            max,
+            format!("{name} must be between {min} and {max} (got {value})"),
         ));
-        err.details = Some(json!({
-            "parameter": name,
-            "minimum": min,
-            "maximum": max,
-            "received": value,
-        }));
-        return Err(err);
     }
     Ok(value)
+}
+
+/// Checks how many items a list parameter holds; the error's details name the parameter, its
+/// bounds and the count received: `{"parameter", "min_items", "max_items", "received_items"}`.
+pub(crate) fn check_count(
+    name: &str,
+    len: usize,
+    min: usize,
+    max: usize,
+    items: &str,
+) -> Result<()> {
+    if len < min || len > max {
+        return Err(ToolError::invalid(format!(
+            "{name} must hold between {min} and {max} {items} (got {len})"
+        ))
+        .with_details(json!({
+            "parameter": name,
+            "min_items": min,
+            "max_items": max,
+            "received_items": len,
+        })));
+    }
+    Ok(())
 }
 
 /// Checks an enum-like string parameter.

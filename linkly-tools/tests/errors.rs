@@ -75,7 +75,26 @@ fn invalid_arguments_name_the_parameter_and_what_it_allows() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert!(allowed.contains(&"folder") && allowed.contains(&"notes"), "{e}");
+    assert!(
+        allowed.contains(&"folder") && allowed.contains(&"notes"),
+        "{e}"
+    );
+
+    let ids: Vec<String> = (1..=21).map(|i| format!("local://{i}")).collect();
+    let e = json_error(
+        &linkly,
+        "outline",
+        json!({"doc_ids": ids, "output_format": "json"}),
+    );
+    assert_eq!(
+        e["error"]["details"],
+        json!({"parameter": "doc_ids", "min_items": 1, "max_items": 20, "received_items": 21}),
+        "{e}"
+    );
+    assert_eq!(
+        e["error"]["message"],
+        "doc_ids must hold between 1 and 20 ids (got 21)"
+    );
 }
 
 /// Two handles on one data directory, as two processes would have: while the first syncs
@@ -106,6 +125,8 @@ fn a_held_index_writer_is_index_busy_with_advice() {
     assert!(err.message.contains("another Linkly process"), "{err}");
     assert_eq!(err.to_json()["error"]["code"], "INDEX_BUSY");
 
-    // Once the first is done, the second writes.
+    // Once the first is closed (else its writer lingers a moment for a following sync), the
+    // second writes.
+    drop(first);
     second.index_now(&mut |_| {}).unwrap();
 }
