@@ -1,5 +1,7 @@
 use std::path::PathBuf;
 
+use crate::{CodedError, ErrorCode};
+
 /// Errors of the shared vocabulary: bad ids, bad times, an unreadable or invalid config file.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -23,12 +25,87 @@ pub enum Error {
         message: String,
     },
     /// A library that cannot be defined, changed or found as asked.
-    #[error("{0}")]
-    Library(String),
+    #[error(transparent)]
+    Library(#[from] LibraryError),
     /// A file-system failure; the message names the path.
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 
+/// Why a library cannot be defined, changed or found as asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LibraryError {
+    /// No library has this name or id.
+    #[error("no library {0:?}; `linkly library list` shows them")]
+    NotFound(String),
+    /// A name that cannot be a library's (empty, or shaped like an address).
+    #[error("invalid library name {0:?}: use a plain name like \"research\"")]
+    InvalidName(String),
+    /// Another library has this name (names compare ignoring ASCII case).
+    #[error("a library named {0:?} exists already")]
+    NameTaken(String),
+    /// A library folder that is not a directory.
+    #[error("{} is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    /// A library without folders and without tags would hold nothing.
+    #[error("a library needs at least one folder or one tag")]
+    Empty,
+    /// A folder to remove that the library does not have.
+    #[error("{} is not a folder of library {library:?}", folder.display())]
+    NotAFolder {
+        /// The folder asked for.
+        folder: PathBuf,
+        /// The library's name.
+        library: String,
+    },
+}
+
+impl CodedError for LibraryError {
+    fn error_code(&self) -> ErrorCode {
+        match self {
+            LibraryError::NotFound(_) => ErrorCode::LibraryNotFound,
+            _ => ErrorCode::InvalidArgument,
+        }
+    }
+}
+
+impl CodedError for Error {
+    fn error_code(&self) -> ErrorCode {
+        match self {
+            Error::InvalidDocId(_) | Error::InvalidTime(_) | Error::UnknownDocType(_) => {
+                ErrorCode::InvalidArgument
+            }
+            Error::Library(e) => e.error_code(),
+            // A broken config file or a failing disk: nothing the caller's arguments can fix.
+            Error::Config { .. } | Error::Io(_) => ErrorCode::Internal,
+        }
+    }
+}
+
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_carries_its_code() {
+        assert_eq!(
+            Error::InvalidDocId("x".into()).error_code(),
+            ErrorCode::InvalidArgument
+        );
+        assert_eq!(
+            Error::from(LibraryError::NotFound("x".into())).error_code(),
+            ErrorCode::LibraryNotFound
+        );
+        assert_eq!(
+            Error::from(LibraryError::NameTaken("x".into())).error_code(),
+            ErrorCode::InvalidArgument
+        );
+        let io = Error::Io(std::io::Error::other("disk"));
+        assert_eq!(io.error_code(), ErrorCode::Internal);
+        assert!(io.is_internal());
+        assert!(!Error::InvalidTime("x".into()).is_internal());
+    }
+}

@@ -24,6 +24,9 @@ pub enum ErrorCode {
     /// Another process is writing the index right now: try again in a moment, or use the
     /// server that holds it.
     IndexBusy,
+    /// The embedding model is not there (not downloaded, not loaded, or broken): keyword search
+    /// still works; `linkly model download` fetches it.
+    ModelUnavailable,
     /// A failure on our side.
     Internal,
 }
@@ -42,13 +45,107 @@ impl ErrorCode {
             ErrorCode::NoteDuplicateId => "NOTE_DUPLICATE_ID",
             ErrorCode::NoteNotFound => "NOTE_NOT_FOUND",
             ErrorCode::IndexBusy => "INDEX_BUSY",
+            ErrorCode::ModelUnavailable => "MODEL_UNAVAILABLE",
             ErrorCode::Internal => "INTERNAL",
         }
+    }
+
+    /// Every code, in the order of the table.
+    pub const ALL: [ErrorCode; 12] = [
+        ErrorCode::InvalidArgument,
+        ErrorCode::DocNotFound,
+        ErrorCode::LibraryNotFound,
+        ErrorCode::PathNotAllowed,
+        ErrorCode::ContentUnreadable,
+        ErrorCode::NoteInvalidInput,
+        ErrorCode::NoteVersionConflict,
+        ErrorCode::NoteDuplicateId,
+        ErrorCode::NoteNotFound,
+        ErrorCode::IndexBusy,
+        ErrorCode::ModelUnavailable,
+        ErrorCode::Internal,
+    ];
+
+    /// Whose the error is: the caller's (the request can be changed, retried later or
+    /// followed by another call) or ours.
+    pub fn kind(self) -> ErrorKind {
+        match self {
+            ErrorCode::InvalidArgument
+            | ErrorCode::PathNotAllowed
+            | ErrorCode::NoteInvalidInput
+            | ErrorCode::NoteDuplicateId => ErrorKind::Invalid,
+            ErrorCode::DocNotFound | ErrorCode::LibraryNotFound | ErrorCode::NoteNotFound => {
+                ErrorKind::NotFound
+            }
+            ErrorCode::NoteVersionConflict => ErrorKind::Conflict,
+            ErrorCode::ContentUnreadable | ErrorCode::ModelUnavailable => ErrorKind::Unavailable,
+            ErrorCode::IndexBusy => ErrorKind::Busy,
+            ErrorCode::Internal => ErrorKind::Internal,
+        }
+    }
+
+    /// True for a failure on our side (logged as an error); false for the caller's errors
+    /// (logged at debug level: the answer tells the caller what to do).
+    pub fn is_internal(self) -> bool {
+        self.kind() == ErrorKind::Internal
+    }
+}
+
+/// The kinds of [`ErrorCode`]s: every kind but [`ErrorKind::Internal`] is the caller's to act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The request is wrong: change an argument.
+    Invalid,
+    /// What the request names does not exist (or no longer): look it up again.
+    NotFound,
+    /// The request was made against a state that changed since: read again, then retry.
+    Conflict,
+    /// Another process is writing: retry in a moment.
+    Busy,
+    /// What the request needs is not there (an unreadable document, a missing model).
+    Unavailable,
+    /// A failure on our side.
+    Internal,
+}
+
+/// An error that carries its stable [`ErrorCode`]; implemented by every Linkly error type, so
+/// the tools, the logs and the front ends treat the caller's errors and internal ones apart.
+pub trait CodedError: std::error::Error {
+    /// The stable code of this error.
+    fn error_code(&self) -> ErrorCode;
+
+    /// True for a failure on our side (see [`ErrorCode::is_internal`]).
+    fn is_internal(&self) -> bool {
+        self.error_code().is_internal()
     }
 }
 
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct_screaming_snake_case() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            let s = code.as_str();
+            assert!(seen.insert(s), "{s} twice");
+            assert!(s.chars().all(|c| c.is_ascii_uppercase() || c == '_'), "{s}");
+        }
+    }
+
+    #[test]
+    fn only_internal_is_ours() {
+        let internal: Vec<_> = ErrorCode::ALL.iter().filter(|c| c.is_internal()).collect();
+        assert_eq!(internal, [&ErrorCode::Internal]);
+        assert_eq!(ErrorCode::IndexBusy.kind(), ErrorKind::Busy);
+        assert_eq!(ErrorCode::NoteVersionConflict.kind(), ErrorKind::Conflict);
+        assert_eq!(ErrorCode::DocNotFound.kind(), ErrorKind::NotFound);
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Config, Error, Result, normalise_tags};
+use crate::{Config, LibraryError, Result, normalise_tags};
 
 /// One library as the config file stores it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,10 +57,6 @@ pub enum LibraryRef<'a> {
     Unknown,
 }
 
-fn invalid(message: String) -> Error {
-    Error::Library(message)
-}
-
 impl Config {
     /// Resolves a library name or `local://<id>` (names compare exactly, then ignoring ASCII
     /// case).
@@ -90,9 +86,7 @@ impl Config {
                 .iter()
                 .position(|l| l.id == lib.id)
                 .unwrap_or_default()),
-            _ => Err(invalid(format!(
-                "no library {reference:?}; `linkly library list` shows them"
-            ))),
+            _ => Err(LibraryError::NotFound(reference.to_string()).into()),
         }
     }
 
@@ -100,10 +94,7 @@ impl Config {
     fn library_folder(&mut self, folder: &Path) -> Result<PathBuf> {
         let canonical = fs_err::canonicalize(folder)?;
         if !canonical.is_dir() {
-            return Err(invalid(format!(
-                "{} is not a directory",
-                canonical.display()
-            )));
+            return Err(LibraryError::NotADirectory(canonical).into());
         }
         if !self.folders.iter().any(|w| canonical.starts_with(w)) {
             self.add_folder(&canonical)?;
@@ -121,22 +112,18 @@ impl Config {
     ) -> Result<u64> {
         let name = name.trim();
         if name.is_empty() || name.starts_with(Library::PREFIX) || name.starts_with("cloud://") {
-            return Err(invalid(format!(
-                "invalid library name {name:?}: use a plain name like \"research\""
-            )));
+            return Err(LibraryError::InvalidName(name.to_string()).into());
         }
         if self
             .libraries
             .iter()
             .any(|l| l.name.eq_ignore_ascii_case(name))
         {
-            return Err(invalid(format!("a library named {name:?} exists already")));
+            return Err(LibraryError::NameTaken(name.to_string()).into());
         }
         let tags = normalise_tags(tags);
         if folders.is_empty() && tags.is_empty() {
-            return Err(invalid(
-                "a library needs at least one folder or one tag".to_string(),
-            ));
+            return Err(LibraryError::Empty.into());
         }
         let mut canonical = Vec::new();
         for f in folders {
@@ -168,7 +155,7 @@ impl Config {
         if let Some(name) = &edit.name {
             let name = name.trim();
             if name.is_empty() || name.contains("://") {
-                return Err(invalid(format!("invalid library name {name:?}")));
+                return Err(LibraryError::InvalidName(name.to_string()).into());
             }
             if self
                 .libraries
@@ -176,7 +163,7 @@ impl Config {
                 .enumerate()
                 .any(|(j, l)| j != i && l.name.eq_ignore_ascii_case(name))
             {
-                return Err(invalid(format!("a library named {name:?} exists already")));
+                return Err(LibraryError::NameTaken(name.to_string()).into());
             }
             self.libraries[i].name = name.to_string();
         }
@@ -195,11 +182,11 @@ impl Config {
             let before = lib.folders.len();
             lib.folders.retain(|x| x != &c && x != f);
             if lib.folders.len() == before {
-                return Err(invalid(format!(
-                    "{} is not a folder of library {:?}",
-                    f.display(),
-                    lib.name
-                )));
+                return Err(LibraryError::NotAFolder {
+                    folder: f.clone(),
+                    library: lib.name.clone(),
+                }
+                .into());
             }
         }
         if let Some(tags) = &edit.tags {

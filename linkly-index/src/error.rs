@@ -1,23 +1,22 @@
+use std::fmt;
 use std::path::PathBuf;
 
+use linkly_core::{CodedError, ErrorCode};
+
 /// Errors of the index.
+///
+/// Opaque over the storage crates: a SQLite or tantivy failure is a [`StorageError`], which
+/// says which storage failed and how ([`StorageKind`]) and keeps the original error as its
+/// `source()`, so no type of those crates is part of this crate's API.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Another process holds the index writer (a running `linkly serve`, or another
     /// `linkly index`).
-    #[error(
-        "the index at {0} is being written by another Linkly process; stop it or use it instead"
-    )]
+    #[error("the index at {} is being written by another Linkly process", .0.display())]
     Locked(PathBuf),
-    /// The metadata store failed.
-    #[error("metadata store: {0}")]
-    Store(#[from] rusqlite::Error),
-    /// The lexical index failed.
-    #[error("lexical index: {0}")]
-    Lexical(#[from] tantivy::TantivyError),
-    /// The lexical index directory could not be opened.
-    #[error("lexical index directory: {0}")]
-    Directory(#[from] tantivy::directory::error::OpenDirectoryError),
+    /// The metadata store, the vector store or the full-text index failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
     /// A stored record could not be decoded.
     #[error("corrupt stored record: {0}")]
     Corrupt(String),
@@ -26,11 +25,351 @@ pub enum Error {
     Json(#[from] serde_json::Error),
     /// The embedding model is missing, does not load or failed.
     #[error("embedding model: {0}")]
-    Model(String),
+    Model(#[from] ModelError),
     /// A file-system failure; the message names the path.
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 
+impl CodedError for Error {
+    fn error_code(&self) -> ErrorCode {
+        match self {
+            Error::Locked(_) => ErrorCode::IndexBusy,
+            Error::Storage(e) => e.error_code(),
+            Error::Model(e) => e.error_code(),
+            Error::Corrupt(_) | Error::Json(_) | Error::Io(_) => ErrorCode::Internal,
+        }
+    }
+}
+
+impl Error {
+    /// What the caller (a person or an agent) can do about it, when there is something.
+    pub fn advice(&self) -> Option<&'static str> {
+        match self {
+            Error::Locked(_) => Some(
+                "try again in a moment, or stop that process (a `linkly serve`, or a `linkly index`) or use it instead",
+            ),
+            Error::Storage(e) if e.kind() == StorageKind::Busy => {
+                Some("try again in a moment; another Linkly process is writing the index")
+            }
+            Error::Storage(e) if e.kind() == StorageKind::Corrupt => {
+                Some("`linkly doctor --fix` rebuilds the index from the files")
+            }
+            Error::Corrupt(_) | Error::Json(_) => {
+                Some("`linkly doctor --fix` rebuilds the index from the files")
+            }
+            Error::Model(e) => e.advice(),
+            _ => None,
+        }
+    }
+}
+
+/// Which storage of the index failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Storage {
+    /// The SQLite databases: the metadata store (`meta.sqlite`) and the vectors
+    /// (`vectors.sqlite`).
+    Metadata,
+    /// The full-text index (the `lexical` folder).
+    FullText,
+}
+
+impl fmt::Display for Storage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Storage::Metadata => "metadata store",
+            Storage::FullText => "lexical index",
+        })
+    }
+}
+
+/// How a storage failed, as far as the caller can act on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StorageKind {
+    /// Another process holds a lock on it: retry in a moment.
+    Busy,
+    /// Its files are damaged or not of the expected format: the index can be rebuilt from the
+    /// files (`linkly doctor --fix`).
+    Corrupt,
+    /// The disk is full, or the files cannot be written.
+    Unwritable,
+    /// Any other failure.
+    Other,
+}
+
+/// A failure of one of the index's storages; the storage crate's own error is its `source()`.
+#[derive(Debug)]
+pub struct StorageError {
+    storage: Storage,
+    kind: StorageKind,
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl StorageError {
+    /// Which storage failed.
+    pub fn storage(&self) -> Storage {
+        self.storage
+    }
+
+    /// How it failed.
+    pub fn kind(&self) -> StorageKind {
+        self.kind
+    }
+}
+
+impl fmt::Display for StorageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.storage, self.source)
+    }
+}
+
+impl std::error::Error for StorageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.source)
+    }
+}
+
+impl CodedError for StorageError {
+    fn error_code(&self) -> ErrorCode {
+        match self.kind {
+            StorageKind::Busy => ErrorCode::IndexBusy,
+            StorageKind::Corrupt | StorageKind::Unwritable | StorageKind::Other => {
+                ErrorCode::Internal
+            }
+        }
+    }
+}
+
+// The conversions below let `?` wrap the storage crates' errors inside this crate; they are
+// hidden from the documentation, and no variant or signature names those crates' types.
+
+#[doc(hidden)]
+impl From<rusqlite::Error> for StorageError {
+    fn from(e: rusqlite::Error) -> StorageError {
+        use rusqlite::ErrorCode as Sql;
+        let kind = match e.sqlite_error_code() {
+            Some(Sql::DatabaseBusy | Sql::DatabaseLocked) => StorageKind::Busy,
+            Some(Sql::DatabaseCorrupt | Sql::NotADatabase) => StorageKind::Corrupt,
+            Some(Sql::DiskFull | Sql::ReadOnly | Sql::CannotOpen | Sql::PermissionDenied) => {
+                StorageKind::Unwritable
+            }
+            _ => StorageKind::Other,
+        };
+        StorageError {
+            storage: Storage::Metadata,
+            kind,
+            source: Box::new(e),
+        }
+    }
+}
+
+#[doc(hidden)]
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Error {
+        Error::Storage(e.into())
+    }
+}
+
+#[doc(hidden)]
+impl From<tantivy::TantivyError> for StorageError {
+    fn from(e: tantivy::TantivyError) -> StorageError {
+        use tantivy::TantivyError as T;
+        let kind = match &e {
+            T::LockFailure(..) => StorageKind::Busy,
+            T::DataCorruption(_) | T::IncompatibleIndex(_) | T::SchemaError(_) => {
+                StorageKind::Corrupt
+            }
+            _ => StorageKind::Other,
+        };
+        StorageError {
+            storage: Storage::FullText,
+            kind,
+            source: Box::new(e),
+        }
+    }
+}
+
+#[doc(hidden)]
+impl From<tantivy::TantivyError> for Error {
+    fn from(e: tantivy::TantivyError) -> Error {
+        Error::Storage(e.into())
+    }
+}
+
+#[doc(hidden)]
+impl From<tantivy::directory::error::OpenDirectoryError> for Error {
+    fn from(e: tantivy::directory::error::OpenDirectoryError) -> Error {
+        Error::Storage(StorageError {
+            storage: Storage::FullText,
+            kind: StorageKind::Other,
+            source: Box::new(e),
+        })
+    }
+}
+
+/// Why the embedding model cannot be used or fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// No model is loaded (missing, downloading, loading or broken); the status says which.
+    #[error("no embedding model is loaded ({status})")]
+    NotLoaded {
+        /// The model manager's account of the model, e.g. `not downloaded`.
+        status: String,
+    },
+    /// A name that cannot be a hub model id.
+    #[error("{0:?} is not a model name (expected <org>/<name>, as on the Hugging Face hub)")]
+    InvalidName(String),
+    /// A required file of the model is not on the hub.
+    #[error(
+        "{url} is not on the hub (is {model} a model id? see `linkly model status` for known ones)"
+    )]
+    NotOnHub {
+        /// The model's name.
+        model: String,
+        /// The file's address.
+        url: String,
+    },
+    /// A downloaded file does not have the hub's checksum (it was removed).
+    #[error(
+        "{file} is corrupt (SHA-256 {actual}, the hub says {expected}); it was removed, run the download again"
+    )]
+    Checksum {
+        /// `<repo>/<file>`.
+        file: String,
+        /// The checksum of the bytes received.
+        actual: String,
+        /// The hub's checksum.
+        expected: String,
+    },
+    /// The hub refused the file (a private or gated model).
+    #[error(
+        "{url}: HTTP {status} (a private or gated model? set HF_TOKEN to a hub token that may read it)"
+    )]
+    Denied {
+        /// The file's address.
+        url: String,
+        /// The HTTP status (401 or 403).
+        status: u16,
+    },
+    /// The download failed (the bytes fetched so far are kept).
+    #[error("downloading {url}: {reason}")]
+    Download {
+        /// The file's address.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The model's files are there but do not load.
+    #[error("{}: {reason}", dir.display())]
+    Load {
+        /// The model's folder.
+        dir: PathBuf,
+        /// Why it does not load.
+        reason: String,
+    },
+    /// Running the model failed.
+    #[error("{stage}: {reason}")]
+    Inference {
+        /// `tokenizing` or `embedding`.
+        stage: &'static str,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+impl CodedError for ModelError {
+    fn error_code(&self) -> ErrorCode {
+        match self {
+            ModelError::NotLoaded { .. } | ModelError::Load { .. } => ErrorCode::ModelUnavailable,
+            ModelError::InvalidName(_) | ModelError::NotOnHub { .. } => ErrorCode::InvalidArgument,
+            ModelError::Checksum { .. }
+            | ModelError::Denied { .. }
+            | ModelError::Download { .. } => ErrorCode::ModelUnavailable,
+            ModelError::Inference { .. } => ErrorCode::Internal,
+        }
+    }
+}
+
+impl ModelError {
+    /// What the caller can do about it, when there is something.
+    pub fn advice(&self) -> Option<&'static str> {
+        match self {
+            ModelError::NotLoaded { .. } | ModelError::Load { .. } => Some(
+                "keyword search still works; `linkly model download` fetches the embedding model",
+            ),
+            ModelError::Checksum { .. } | ModelError::Download { .. } => {
+                Some("run `linkly model download` again: it resumes")
+            }
+            _ => None,
+        }
+    }
+}
+
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locked_is_busy_with_advice() {
+        let e = Error::Locked(PathBuf::from("/x"));
+        assert_eq!(e.error_code(), ErrorCode::IndexBusy);
+        assert!(!e.is_internal());
+        assert!(e.advice().unwrap().contains("try again"));
+    }
+
+    #[test]
+    fn sqlite_busy_is_busy_and_corruption_is_internal_with_advice() {
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        );
+        let e = Error::from(busy);
+        assert_eq!(e.error_code(), ErrorCode::IndexBusy);
+        assert!(e.to_string().starts_with("metadata store: "), "{e}");
+        let Error::Storage(s) = &e else { panic!() };
+        assert_eq!(s.kind(), StorageKind::Busy);
+        assert!(std::error::Error::source(s).is_some());
+
+        let corrupt = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+            None,
+        );
+        let e = Error::from(corrupt);
+        assert_eq!(e.error_code(), ErrorCode::Internal);
+        assert!(e.advice().unwrap().contains("doctor --fix"));
+    }
+
+    #[test]
+    fn tantivy_lock_failure_is_busy() {
+        let e = Error::from(tantivy::TantivyError::LockFailure(
+            tantivy::directory::error::LockError::LockBusy,
+            None,
+        ));
+        assert_eq!(e.error_code(), ErrorCode::IndexBusy);
+        let Error::Storage(s) = &e else { panic!() };
+        assert_eq!(s.storage(), Storage::FullText);
+    }
+
+    #[test]
+    fn model_errors_carry_their_code() {
+        let missing = Error::from(ModelError::NotLoaded {
+            status: "not downloaded".into(),
+        });
+        assert_eq!(missing.error_code(), ErrorCode::ModelUnavailable);
+        assert!(missing.advice().unwrap().contains("linkly model download"));
+        assert_eq!(
+            ModelError::InvalidName("..".into()).error_code(),
+            ErrorCode::InvalidArgument
+        );
+        assert!(
+            ModelError::Inference {
+                stage: "embedding",
+                reason: "x".into()
+            }
+            .is_internal()
+        );
+    }
+}

@@ -151,7 +151,7 @@ impl Lexical {
     fn open_writer(&self) -> Result<IndexWriter> {
         self.index.writer(WRITER_MEMORY).map_err(|e| match e {
             tantivy::TantivyError::LockFailure(..) => Error::Locked(self.dir.clone()),
-            other => Error::Lexical(other),
+            other => Error::from(other),
         })
     }
 

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use linkly_core::{DocId, DocType};
 
 pub use crate::catalog::{CatalogFilter, CatalogPage, CatalogSort, DocSummary};
-pub use crate::error::{Error, Result};
+pub use crate::error::{Error, ModelError, Result, Storage, StorageError, StorageKind};
 pub use crate::hybrid::{
     Arms, HybridHit, HybridOptions, HybridOutcome, LexicalArm, SearchMode, VectorArm,
 };

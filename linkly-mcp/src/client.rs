@@ -37,7 +37,11 @@ pub enum RemoteError {
         /// What went wrong.
         message: String,
     },
-    /// The server answered with a protocol error (an unknown tool, say).
+    /// The server refused the request with a JSON-RPC error (`-32602` for an unknown tool,
+    /// say); a bridge passes it on as it came.
+    #[error("the server refused the request: {}", .0.message)]
+    Rejected(rmcp::model::ErrorData),
+    /// Another protocol failure (an unexpected answer, a cancelled request).
     #[error("{0}")]
     Protocol(String),
     /// The connection to the server is lost (it stopped, or restarted): a new session may
@@ -64,6 +68,7 @@ fn service_error(e: rmcp::ServiceError) -> RemoteError {
             message: e.to_string(),
             unsent: false,
         },
+        rmcp::ServiceError::McpError(data) => RemoteError::Rejected(data),
         other => RemoteError::Protocol(other.to_string()),
     }
 }

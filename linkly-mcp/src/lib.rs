@@ -183,7 +183,9 @@ impl BridgeServer {
 
 fn bridge_error(e: RemoteError) -> McpError {
     match e {
-        RemoteError::Protocol(m) if m.contains("unknown tool") => McpError::invalid_params(m, None),
+        // The server's own JSON-RPC error (an unknown tool's -32602, say) passes through as it
+        // came: its code is the meaning.
+        RemoteError::Rejected(data) => data,
         e => McpError::internal_error(format!("Bridge error: {e}"), None),
     }
 }
@@ -277,4 +279,21 @@ pub async fn serve_stdio(linkly: Arc<Linkly>) -> anyhow::Result<()> {
         .await?;
     service.waiting().await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bridge_passes_the_servers_json_rpc_error_on_as_it_came() {
+        let unknown =
+            McpError::invalid_params("unknown tool \"nope\"; available tools: search", None);
+        let passed = bridge_error(RemoteError::Rejected(unknown.clone()));
+        assert_eq!(passed.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert_eq!(passed, unknown);
+        let other = bridge_error(RemoteError::Protocol("unexpected response".into()));
+        assert_eq!(other.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
+        assert!(other.message.contains("unexpected response"));
+    }
 }

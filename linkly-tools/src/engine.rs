@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
-use linkly_core::{Config, DataDir, ErrorCode};
+use linkly_core::{CodedError, Config, DataDir};
 use linkly_index::Index;
 use serde_json::Value;
 
+use crate::Result;
 use crate::render::{OutputFormat, finish_json, finish_markdown};
 use crate::tools::{Rendered, TOOLS};
-use crate::{Result, ToolError};
 
 /// The text a tool call produced, as a front end shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,8 +45,7 @@ pub struct Linkly {
 impl Linkly {
     /// Opens the index and config of a data directory.
     pub fn open(data_dir: DataDir) -> Result<Linkly> {
-        let config = Config::load(&data_dir)
-            .map_err(|e| ToolError::new(ErrorCode::Internal, e.to_string()))?;
+        let config = Config::load(&data_dir)?;
         let index = Index::open(&data_dir.index_dir())?;
         // The embedding model, when its files are there; else search stays keyword-only.
         index.attach_selected_model(data_dir.root());
@@ -114,13 +113,20 @@ impl Linkly {
                 text: finish_json(value, now),
                 is_error: false,
             },
-            Err(err) => ToolOutput {
-                text: match error_format {
-                    OutputFormat::Json => err.to_json().to_string(),
-                    OutputFormat::Markdown => err.to_string(),
-                },
-                is_error: true,
-            },
+            Err(err) => {
+                // Internal failures were logged as errors where they were made; the caller's
+                // own errors are part of the conversation, not of the server's health.
+                if !err.is_internal() {
+                    tracing::debug!(code = %err.code, message = %err.message, "tool call refused");
+                }
+                ToolOutput {
+                    text: match error_format {
+                        OutputFormat::Json => err.to_json().to_string(),
+                        OutputFormat::Markdown => err.to_string(),
+                    },
+                    is_error: true,
+                }
+            }
         };
         tracing::debug!(
             elapsed_ms = started.elapsed().as_millis() as u64,

@@ -556,7 +556,7 @@ impl Linkly {
                 });
             })
             .map(|_| ())
-            .map_err(|e| ToolError::new(linkly_core::ErrorCode::Internal, e.to_string()))
+            .map_err(ToolError::from)
     }
 
     #[cfg(not(feature = "download"))]

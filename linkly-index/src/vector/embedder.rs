@@ -14,7 +14,7 @@ use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use crate::vector::encoder::{EncoderConfig, FastEncoder};
 use crate::vector::kernels::Activation;
-use crate::{Error, Result};
+use crate::{Error, ModelError, Result};
 
 /// Which forward pass runs the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +110,11 @@ impl std::fmt::Debug for Embedder {
 }
 
 fn model_error(dir: &Path, what: impl std::fmt::Display) -> Error {
-    Error::Model(format!("{}: {what}", dir.display()))
+    ModelError::Load {
+        dir: dir.to_path_buf(),
+        reason: what.to_string(),
+    }
+    .into()
 }
 
 fn read_json(path: &Path) -> Option<serde_json::Value> {
@@ -311,10 +315,13 @@ impl Embedder {
             TextKind::Passage => &self.passage_prefix,
         };
         let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
-        let encodings = self
-            .tokenizer
-            .encode_batch(inputs, true)
-            .map_err(|e| Error::Model(format!("tokenizing: {e}")))?;
+        let encodings =
+            self.tokenizer
+                .encode_batch(inputs, true)
+                .map_err(|e| ModelError::Inference {
+                    stage: "tokenizing",
+                    reason: e.to_string(),
+                })?;
         let n = encodings.len();
         let len = encodings.first().map_or(0, |e| e.get_ids().len());
         let mut ids = Vec::with_capacity(n * len);
@@ -323,8 +330,12 @@ impl Embedder {
             ids.extend_from_slice(e.get_ids());
             mask.extend_from_slice(e.get_attention_mask());
         }
-        self.forward(ids, mask, n, len)
-            .map_err(|e| Error::Model(format!("embedding: {e}")))
+        self.forward(ids, mask, n, len).map_err(|e| {
+            Error::from(ModelError::Inference {
+                stage: "embedding",
+                reason: e.to_string(),
+            })
+        })
     }
 
     fn forward(

@@ -34,7 +34,7 @@ pub use crate::vector::model::{
 use crate::vector::ann::Ann;
 use crate::vector::embedder::{Embedder, TextKind};
 use crate::vector::store::{DocVectors, VectorStore};
-use crate::{Error, Index, Result};
+use crate::{Index, ModelError, Result};
 
 /// A loaded embedding model on its own, outside any index: embeds queries and passages the way
 /// the index does (prefixes, truncation to the model's sequence length, pooling,
@@ -497,10 +497,10 @@ impl Index {
             .as_ref()
             .map(|l| (l.name.clone(), l.embedder.clone()))
         else {
-            return Err(Error::Model(format!(
-                "no embedding model is loaded ({})",
-                self.model_status().describe()
-            )));
+            return Err(ModelError::NotLoaded {
+                status: self.model_status().describe(),
+            }
+            .into());
         };
         let _gate = self.embed_gate.lock().unwrap_or_else(|e| e.into_inner());
         self.lexical.acquire_writer()?;

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::vector::embedder::MODEL_FILES;
-use crate::{Error, Result};
+use crate::{ModelError, Result};
 
 #[cfg(feature = "download")]
 mod hub;
@@ -130,9 +130,7 @@ impl ModelManager {
     pub fn select(&self, name: &str) -> Result<String> {
         let name = canonical_name(name);
         if name.is_empty() || name.contains("..") || name.split('/').count() > 2 {
-            return Err(Error::Model(format!(
-                "{name:?} is not a model name (expected <org>/<name>, as on the Hugging Face hub)"
-            )));
+            return Err(ModelError::InvalidName(name).into());
         }
         fs_err::create_dir_all(&self.models_dir)?;
         fs_err::write(self.models_dir.join("selected"), format!("{name}\n"))?;
@@ -190,10 +188,11 @@ impl ModelManager {
             match hub.fetch(&name, file, &dest, progress)? {
                 hub::Fetched::Done => {}
                 hub::Fetched::NotFound if required => {
-                    return Err(Error::Model(format!(
-                        "{} is not on the hub (is {name} a model id? see `linkly model status` for known ones)",
-                        hub.url(&name, file)
-                    )));
+                    return Err(ModelError::NotOnHub {
+                        url: hub.url(&name, file),
+                        model: name,
+                    }
+                    .into());
                 }
                 hub::Fetched::NotFound => {
                     tracing::debug!(file, "optional model file not on the hub")

@@ -277,9 +277,15 @@ pub(crate) fn list_tool(linkly: &Linkly, params: &ListParams) -> Result<Rendered
     let snippet = params.snippet.unwrap_or(true);
     let limit = check_range("limit", params.limit.unwrap_or(50), 1, 200)?;
     if snippet && limit > 50 {
-        return Err(ToolError::invalid(format!(
-            "limit must be between 1 and 50 while snippet is on (got {limit}); pass snippet=false to list up to 200"
-        )));
+        return Err(ToolError::out_of_range(
+            "limit",
+            limit,
+            1,
+            50,
+            format!(
+                "limit must be between 1 and 50 while snippet is on (got {limit}); pass snippet=false to list up to 200"
+            ),
+        ));
     }
     let offset = check_range("offset", params.offset.unwrap_or(0), 0, i64::from(u32::MAX))?;
     let wanted = tag_filter(params.tags.as_deref())?.unwrap_or_default();

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::check_range;
+use crate::error::{check_count, check_range};
 use crate::render::thousands;
 use crate::tools::{
     OUTPUT_FORMATS, Rendered, ToolSpec, lenient_int, parse_args, render, schema_of,
@@ -117,12 +117,7 @@ pub(crate) fn aggregate<'a>(dir: &'a str, patterns: &[String]) -> Option<&'a str
 impl Linkly {
     /// Runs `find_paths`.
     pub fn find_paths(&self, p: FindPathsParams) -> Result<FindPathsResponse> {
-        if p.patterns.is_empty() || p.patterns.len() > MAX_PATTERNS {
-            return Err(ToolError::invalid(format!(
-                "patterns must hold between 1 and {MAX_PATTERNS} keywords (got {})",
-                p.patterns.len()
-            )));
-        }
+        check_count("patterns", p.patterns.len(), 1, MAX_PATTERNS, "keywords")?;
         let mut patterns = Vec::new();
         for raw in &p.patterns {
             let t = raw.trim();

@@ -259,9 +259,15 @@ impl Linkly {
         let with_snippet = p.snippet.unwrap_or(false);
         let limit = check_range("limit", p.limit.unwrap_or(50), 1, 200)?;
         if with_snippet && limit > 50 {
-            return Err(ToolError::invalid(format!(
-                "limit must be between 1 and 50 while snippet is on (got {limit}); pass snippet=false to list up to 200"
-            )));
+            return Err(ToolError::out_of_range(
+                "limit",
+                limit,
+                1,
+                50,
+                format!(
+                    "limit must be between 1 and 50 while snippet is on (got {limit}); pass snippet=false to list up to 200"
+                ),
+            ));
         }
         let offset = check_range("offset", p.offset.unwrap_or(0), 0, i64::MAX)?;
         let doc_types = p

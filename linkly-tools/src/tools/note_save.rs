@@ -112,7 +112,10 @@ fn invalid(message: impl Into<String>) -> ToolError {
 impl Linkly {
     /// Runs `note_save`.
     pub fn note_save(&self, p: NoteSaveParams) -> Result<NoteSaveResponse> {
-        let mode = check_choice("mode", &p.mode, &MODES).map_err(|e| invalid(e.message))?;
+        let mode = check_choice("mode", &p.mode, &MODES).map_err(|e| ToolError {
+            code: ErrorCode::NoteInvalidInput,
+            ..e
+        })?;
         // Arguments that need no file first, so a bad call never waits for the lock.
         let note_id = p.note_id.as_deref().map(store::parse_note_id).transpose()?;
         if mode == "edit" {

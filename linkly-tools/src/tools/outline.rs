@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::check_count;
 use crate::render::{one_line, thousands};
 use crate::tools::{
     OUTPUT_FORMATS, Rendered, ToolSpec, parse_args, parse_doc_id, render, schema_of,
@@ -216,12 +217,7 @@ fn no_outline_reason(rec: &DocRecord) -> Option<String> {
 impl Linkly {
     /// Runs `outline`.
     pub fn outline(&self, p: OutlineParams) -> Result<OutlineResponse> {
-        if p.doc_ids.is_empty() || p.doc_ids.len() > 20 {
-            return Err(ToolError::invalid(format!(
-                "doc_ids must hold between 1 and 20 ids (got {})",
-                p.doc_ids.len()
-            )));
-        }
+        check_count("doc_ids", p.doc_ids.len(), 1, 20, "ids")?;
         let mut documents = Vec::new();
         let mut outlines: Vec<(String, Vec<OutlineNode>)> = Vec::new();
         let mut found = 0;

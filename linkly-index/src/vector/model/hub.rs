@@ -17,7 +17,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::DownloadProgress;
-use crate::{Error, Result};
+use crate::{Error, ModelError, Result};
 
 /// The hub used unless `HF_ENDPOINT` names another (a mirror, or a test server).
 const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
@@ -115,9 +115,12 @@ impl Hub {
                         let actual = sha256_of(&part)?;
                         if actual != expected {
                             let _ = fs_err::remove_file(&part);
-                            return Err(Error::Model(format!(
-                                "{repo}/{file} is corrupt (SHA-256 {actual}, the hub says {expected}); it was removed, run the download again"
-                            )));
+                            return Err(ModelError::Checksum {
+                                file: format!("{repo}/{file}"),
+                                actual,
+                                expected,
+                            }
+                            .into());
                         }
                     }
                     fs_err::rename(&part, dest)?;
@@ -132,10 +135,14 @@ impl Hub {
                     }
                     failures += 1;
                     if failures >= ATTEMPTS {
-                        return Err(Error::Model(format!(
-                            "downloading {repo}/{file} from {url}: {why} (the {} bytes fetched are kept; run the download again to resume)",
-                            file_len(&part)
-                        )));
+                        return Err(ModelError::Download {
+                            url,
+                            reason: format!(
+                                "{why} (the {} bytes of {repo}/{file} fetched are kept; run the download again to resume)",
+                                file_len(&part)
+                            ),
+                        }
+                        .into());
                     }
                     tracing::info!(file, error = %why, "download interrupted; resuming");
                     std::thread::sleep(Duration::from_millis(250 << failures));
@@ -187,15 +194,23 @@ impl Hub {
             }
             if (300..400).contains(&response.status()) {
                 let Some(location) = response.header("location") else {
-                    return Err(Failure::Fatal(Error::Model(format!(
-                        "{url} redirects without a Location"
-                    ))));
+                    return Err(Failure::Fatal(
+                        ModelError::Download {
+                            url,
+                            reason: "a redirect without a Location".into(),
+                        }
+                        .into(),
+                    ));
                 };
                 redirects += 1;
                 if redirects > MAX_REDIRECTS {
-                    return Err(Failure::Fatal(Error::Model(format!(
-                        "{url}: too many redirects"
-                    ))));
+                    return Err(Failure::Fatal(
+                        ModelError::Download {
+                            url,
+                            reason: "too many redirects".into(),
+                        }
+                        .into(),
+                    ));
                 }
                 url = join_url(&url, location);
                 continue;
@@ -221,9 +236,13 @@ impl Hub {
                     .as_deref()
                     .and_then(parse_content_range)
                     .ok_or_else(|| {
-                        Failure::Fatal(Error::Model(format!(
-                            "{url}: a partial answer without a valid Content-Range"
-                        )))
+                        Failure::Fatal(
+                            ModelError::Download {
+                                url: url.clone(),
+                                reason: "a partial answer without a valid Content-Range".into(),
+                            }
+                            .into(),
+                        )
                     })?;
                 if first != start {
                     // Other bytes than asked: start the file over.
@@ -254,15 +273,17 @@ impl Hub {
             }
             404 => return Ok(Attempt::NotFound),
             401 | 403 => {
-                return Err(Failure::Fatal(Error::Model(format!(
-                    "{url}: HTTP {status} (a private or gated model? set HF_TOKEN to a hub token that may read it)"
-                ))));
+                return Err(Failure::Fatal(ModelError::Denied { url, status }.into()));
             }
             429 | 500..=599 => return Err(Failure::Retry(format!("HTTP {status} from {url}"))),
             _ => {
-                return Err(Failure::Fatal(Error::Model(format!(
-                    "{url}: unexpected HTTP {status}"
-                ))));
+                return Err(Failure::Fatal(
+                    ModelError::Download {
+                        url,
+                        reason: format!("unexpected HTTP {status}"),
+                    }
+                    .into(),
+                ));
             }
         };
         let len = file_len(part);
