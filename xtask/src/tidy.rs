@@ -230,6 +230,12 @@ pub(crate) fn check_public_types(file: &str, text: &str, hidden: &[&str]) -> Vec
     // as SqlError};` makes `Connection` and `SqlError` hidden here.
     let mut imported: BTreeMap<String, String> = BTreeMap::new();
     for stmt in statements_starting(&code, "use") {
+        // Only a module's own `use`s (at the start of a line) name things its items can use;
+        // one inside a function body (indented) is local to it.
+        let at = stmt.as_ptr() as usize - code.as_ptr() as usize;
+        if at > 0 && code.as_bytes()[at - 1] != b'\n' {
+            continue;
+        }
         let body = stmt.trim_start_matches("use").trim();
         let body = body.strip_prefix("::").unwrap_or(body);
         let Some(krate) = hidden.iter().find(|h| body.starts_with(&format!("{h}::"))) else {
@@ -729,6 +735,18 @@ pub use tantivy::TantivyError;
         assert!(p[1].contains("SqlError (from rusqlite)"));
         assert!(p[2].contains("rusqlite::"));
         assert!(p[3].contains("tantivy::"));
+    }
+
+    #[test]
+    fn a_use_inside_a_function_is_local_to_it() {
+        let src = "fn convert(e: u8) -> u8 {\n    use tantivy::TantivyError as T;\n    e\n}\n\n\
+                   pub type Result<T, E = Error> = std::result::Result<T, E>;\n";
+        assert_eq!(
+            check_public_types("error.rs", src, HIDDEN_CRATES),
+            Vec::<String>::new()
+        );
+        let src = "use tantivy::TantivyError as T;\n\npub fn f() -> T { todo!() }\n";
+        assert_eq!(check_public_types("error.rs", src, HIDDEN_CRATES).len(), 1);
     }
 
     #[test]
