@@ -11,56 +11,22 @@ Prints one line per check (`PASS`/`FAIL`), then `N passed, M failed`; exit 1 on 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from contextlib import AsyncExitStack
 
 import anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+
+from stdio_session import call, check, finish, spawn
 
 BIN, HOME = sys.argv[1], sys.argv[2]
 PDF = "pdfjs-freeculture-p185-186.pdf"
-results: list[tuple[bool, str]] = []
-
-
-def check(ok: bool, what: str) -> bool:
-    ok = bool(ok)
-    results.append((ok, what))
-    print(("PASS " if ok else "FAIL ") + what, flush=True)
-    return ok
-
-
-async def call(session: ClientSession, tool: str, **args) -> tuple[bool, dict | str]:
-    if tool != "note_save":  # note_save answers JSON and has no output_format
-        args.setdefault("output_format", "json")
-    res = await session.call_tool(tool, args)
-    text = "".join(getattr(c, "text", "") for c in res.content)
-    try:
-        body = json.loads(text)
-    except ValueError:
-        body = text
-    is_error = getattr(res, "is_error", None)
-    if is_error is None:  # SDK 1.x
-        is_error = getattr(res, "isError", False)
-    return bool(is_error), body
 
 
 async def main() -> None:
-    params = StdioServerParameters(
-        command=BIN,
-        args=["mcp"],
-        env={
-            "LINKLY_HOME": HOME,
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            # The shared server it starts goes away soon after the test.
-            "LINKLY_MCP_IDLE_SECS": "10",
-        },
-    )
     async with AsyncExitStack() as stack:
-        read, write = (await stack.enter_async_context(stdio_client(params)))[:2]
-        s = await stack.enter_async_context(ClientSession(read, write))
+        # The shared server it starts goes away soon after the test.
+        s = await spawn(stack, BIN, HOME, LINKLY_MCP_IDLE_SECS="10")
         await s.initialize()
 
         # 1. search: the hit says where it is.
@@ -170,10 +136,7 @@ async def main() -> None:
                 f"its keywords hold no timestamp fragments ({kws})",
             )
 
-    passed = sum(ok for ok, _ in results)
-    failed = len(results) - passed
-    print(f"{passed} passed, {failed} failed", flush=True)
-    sys.exit(1 if failed else 0)
+    finish()
 
 
 anyio.run(main)

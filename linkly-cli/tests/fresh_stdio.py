@@ -18,46 +18,18 @@ import time
 from contextlib import AsyncExitStack
 
 import anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import ClientSession
+
+import stdio_session
+from stdio_session import call, check, finish
 
 DEADLINE = 2.0  # seconds from a change on disk to the answer that shows it
 
 BIN, HOME, DOCS = sys.argv[1], sys.argv[2], sys.argv[3]
-results: list[tuple[bool, str]] = []
-
-
-def check(ok: bool, what: str) -> bool:
-    ok = bool(ok)
-    results.append((ok, what))
-    print(("PASS " if ok else "FAIL ") + what, flush=True)
-    return ok
 
 
 async def spawn(stack: AsyncExitStack) -> ClientSession:
-    """Starts `linkly mcp` as a client does; the session is not initialised yet."""
-    params = StdioServerParameters(
-        command=BIN,
-        args=["mcp"],
-        env={"LINKLY_HOME": HOME, "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-    )
-    read, write = (await stack.enter_async_context(stdio_client(params)))[:2]
-    return await stack.enter_async_context(ClientSession(read, write))
-
-
-async def call(session: ClientSession, tool: str, **args) -> tuple[bool, dict | str]:
-    if tool != "note_save":  # note_save answers JSON and has no output_format
-        args.setdefault("output_format", "json")
-    res = await session.call_tool(tool, args)
-    text = "".join(getattr(c, "text", "") for c in res.content)
-    try:
-        body = json.loads(text)
-    except ValueError:
-        body = text
-    is_error = getattr(res, "is_error", None)
-    if is_error is None:  # SDK 1.x
-        is_error = getattr(res, "isError", False)
-    return bool(is_error), body
+    return await stdio_session.spawn(stack, BIN, HOME)
 
 
 async def search_ids(session: ClientSession, query: str, **args) -> list[str]:
@@ -159,10 +131,7 @@ async def main() -> None:
         t = await until(lambda: _has(b, "ocelots", "late.md"))
         check(t is not None, f"the new server watches again ({t and round(t, 3)}s)")
 
-    passed = sum(ok for ok, _ in results)
-    failed = len(results) - passed
-    print(f"{passed} passed, {failed} failed", flush=True)
-    sys.exit(1 if failed else 0)
+    finish()
 
 
 async def _has(session: ClientSession, query: str, name: str) -> bool:

@@ -98,6 +98,22 @@ pub(crate) fn shown(path: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// The `Filters:` and `Hint:` lines of an empty answer (either may be absent).
+pub(crate) fn filters_and_hint(
+    filters: &serde_json::Map<String, Value>,
+    hint: Option<&str>,
+) -> String {
+    let mut out = String::new();
+    if !filters.is_empty() {
+        let shown: Vec<String> = filters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.push_str(&format!("Filters: {}\n", shown.join(" · ")));
+    }
+    if let Some(h) = hint {
+        out.push_str(&format!("Hint: {h}\n"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -168,15 +168,11 @@ pub(crate) fn search_restriction(
             "scope \"notes\" cannot be combined with the cloud library {lib:?}: notes live on this machine only"
         )));
     }
-    let wanted = wanted.unwrap_or_default();
-    let paths = linkly
-        .note_store()
-        .scan()?
-        .into_iter()
-        .filter(|n| has_all(n, &wanted))
-        .filter_map(|n| n.path.to_str().map(str::to_string))
-        .collect();
-    Ok(Some(paths))
+    Ok(Some(
+        tagged_paths(linkly, &wanted.unwrap_or_default())?
+            .into_iter()
+            .collect(),
+    ))
 }
 
 /// The paths of the notes that carry every tag of `tags` (normalised here), as the index
@@ -275,18 +271,7 @@ pub(crate) fn list_tool(linkly: &Linkly, params: &ListParams) -> Result<Rendered
         &["recent", "oldest", "name"],
     )?;
     let snippet = params.snippet.unwrap_or(true);
-    let limit = check_range("limit", params.limit.unwrap_or(50), 1, 200)?;
-    if snippet && limit > 50 {
-        return Err(ToolError::out_of_range(
-            "limit",
-            limit,
-            1,
-            50,
-            format!(
-                "limit must be between 1 and 50 while snippet is on (got {limit}); pass snippet=false to list up to 200"
-            ),
-        ));
-    }
+    let limit = crate::tools::list::check_list_limit(params.limit, snippet)?;
     let offset = check_range("offset", params.offset.unwrap_or(0), 0, i64::from(u32::MAX))?;
     let wanted = tag_filter(params.tags.as_deref())?.unwrap_or_default();
 

@@ -227,6 +227,23 @@ fn file_item(rec: DocRecord, with_snippet: bool) -> FileItem {
     }
 }
 
+/// `list`'s `limit` (default 50): 1–200, or 1–50 while snippets are on.
+pub(crate) fn check_list_limit(limit: Option<i64>, snippet: bool) -> Result<i64> {
+    let limit = check_range("limit", limit.unwrap_or(50), 1, 200)?;
+    if snippet && limit > 50 {
+        return Err(ToolError::out_of_range(
+            "limit",
+            limit,
+            1,
+            50,
+            format!(
+                "limit must be between 1 and 50 while snippet is on (got {limit}); pass snippet=false to list up to 200"
+            ),
+        ));
+    }
+    Ok(limit)
+}
+
 impl Linkly {
     /// Runs `list` for the `folder` and `library` scopes.
     pub fn list_files(&self, p: &ListParams) -> Result<FileList> {
@@ -257,18 +274,7 @@ impl Linkly {
             _ => CatalogSort::Recent,
         };
         let with_snippet = p.snippet.unwrap_or(false);
-        let limit = check_range("limit", p.limit.unwrap_or(50), 1, 200)?;
-        if with_snippet && limit > 50 {
-            return Err(ToolError::out_of_range(
-                "limit",
-                limit,
-                1,
-                50,
-                format!(
-                    "limit must be between 1 and 50 while snippet is on (got {limit}); pass snippet=false to list up to 200"
-                ),
-            ));
-        }
+        let limit = check_list_limit(p.limit, with_snippet)?;
         let offset = check_range("offset", p.offset.unwrap_or(0), 0, i64::MAX)?;
         let doc_types = p
             .doc_types
@@ -438,17 +444,10 @@ impl FileList {
             } else {
                 "\nNo files at this offset.\n"
             });
-            if !self.filters.is_empty() {
-                let shown: Vec<String> = self
-                    .filters
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                out.push_str(&format!("Filters: {}\n", shown.join(" · ")));
-            }
-            if let Some(h) = &self.hint {
-                out.push_str(&format!("Hint: {h}\n"));
-            }
+            out.push_str(&crate::render::filters_and_hint(
+                &self.filters,
+                self.hint.as_deref(),
+            ));
         }
         for (i, f) in self.items.iter().enumerate() {
             out.push_str(&format!(

@@ -540,17 +540,10 @@ impl SearchResponse {
             .collect();
         if self.results.is_empty() {
             out.push_str(&format!("No results found for \"{}\".\n", self.query));
-            if !self.filters.is_empty() {
-                let shown: Vec<String> = self
-                    .filters
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                out.push_str(&format!("Filters: {}\n", shown.join(" · ")));
-            }
-            if let Some(h) = &self.hint {
-                out.push_str(&format!("Hint: {h}\n"));
-            }
+            out.push_str(&crate::render::filters_and_hint(
+                &self.filters,
+                self.hint.as_deref(),
+            ));
             out.push_str(&notices);
             return out;
         }
