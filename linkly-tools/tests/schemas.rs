@@ -307,4 +307,6 @@ fn integers_may_come_as_numeric_strings() {
             .starts_with("limit: "),
         "{v}"
     );
+    // The parameter is in `details` too, as for every INVALID_ARGUMENT.
+    assert_eq!(v["error"]["details"]["parameter"], "limit", "{v}");
 }

@@ -156,6 +156,7 @@ pub(crate) fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
             ToolError::invalid(format!("invalid arguments: {inner}"))
         } else {
             ToolError::invalid(format!("{path}: {inner}"))
+                .with_details(serde_json::json!({ "parameter": path }))
         }
     })
 }
