@@ -1,8 +1,9 @@
 //! `cargo xtask bench serve`: the daemon under load.
 //!
 //! Indexes the generated corpus with a release `linkly serve`, then drives it with K concurrent
-//! MCP clients over HTTP (the official Python SDK's load mode in `mcp-probe`) calling search and
-//! read, measures the time from a file save to the change being searchable, and reads the
+//! MCP clients over HTTP calling search and read — the lean Rust client of `load.rs`, then the
+//! official Python SDK's load mode in `mcp-probe`, each with the CPU time client and server
+//! spent — measures the time from a file save to the change being searchable, and reads the
 //! daemon's resident memory.
 
 use std::path::Path;
@@ -112,16 +113,35 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
         .context("no document")?
         .to_string();
     let queries = corpus::generated_queries(1);
+    let cpu = |pid: &str| crate::load::cpu_seconds(pid).unwrap_or(0.0);
     for k in [1usize, 4, 16] {
         for (tool, args) in [
             ("search", json!({"query": queries[0], "limit": 10})),
             ("read", json!({"doc_id": doc_id, "offset": 1, "limit": 50})),
         ] {
+            // The lean Rust client first: it measures the server.
+            let calls = (1600 / k).max(100);
+            let r = crate::load::run(&url, k, calls, tool, &args, Some(pid))?;
+            report.push_str(&format!(
+                "| serve | Rust client (`bench load`): {} |\n",
+                crate::load::row(k, calls, tool, &r)
+                    .trim_matches('|')
+                    .trim()
+            ));
+            // Then the Python SDK's load mode, whose client costs more CPU than the server.
             let repeat = (400 / k).max(25);
+            let (server0, client0) = (
+                cpu(&pid.to_string()),
+                crate::load::children_cpu_seconds().unwrap_or(0.0),
+            );
             let r = load(&url, k, repeat, tool, &args)?;
+            let (server1, client1) = (
+                cpu(&pid.to_string()),
+                crate::load::children_cpu_seconds().unwrap_or(0.0),
+            );
             let wall = r["wall_s"].as_f64().unwrap_or(1.0);
             report.push_str(&format!(
-                "| serve | {k} client(s) × {repeat} {tool} | {:.0} calls/s, p50 {:.1} ms, p99 {:.1} ms, errors {} |\n",
+                "| serve | Python SDK client: {k} client(s) × {repeat} {tool} | {:.0} calls/s, p50 {:.1} ms, p99 {:.1} ms, errors {}; CPU: server {:.2} s, client {:.2} s |\n",
                 r["calls"].as_f64().unwrap_or(0.0) / wall,
                 r["p50"].as_f64().unwrap_or(0.0),
                 r["p99"].as_f64().unwrap_or(0.0),
@@ -129,7 +149,9 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
                     .iter()
                     .filter(|(k, _)| k.as_str() != "deadline")
                     .map(|(_, v)| v.as_u64().unwrap_or(0))
-                    .sum::<u64>())
+                    .sum::<u64>()),
+                server1 - server0,
+                client1 - client0,
             ));
         }
     }

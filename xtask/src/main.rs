@@ -36,6 +36,7 @@ mod bench_serve;
 mod corpus;
 mod dist;
 mod harness;
+mod load;
 mod test_model;
 mod tidy;
 mod tokens;
@@ -67,10 +68,11 @@ fn main() -> anyhow::Result<()> {
         Some("bench") if args.get(1).is_some_and(|a| a == "discovery") => {
             bench_discovery::run(&args[2..])
         }
+        Some("bench") if args.get(1).is_some_and(|a| a == "load") => load::cli(&args[2..]),
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage types in linkly-index's API, lib.rs openings)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage types in linkly-index's API, lib.rs openings)"
             );
             std::process::exit(2);
         }
