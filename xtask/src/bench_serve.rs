@@ -47,9 +47,18 @@ fn proc_kb(pid: u32, key: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn load(url: &str, k: usize, repeat: usize, tool: &str, args: &Value) -> anyhow::Result<Value> {
+/// One run of the Python SDK's load mode: its report, and the CPU seconds the client process
+/// spent (the setup check before it excluded).
+fn load(
+    url: &str,
+    k: usize,
+    repeat: usize,
+    tool: &str,
+    args: &Value,
+) -> anyhow::Result<(Value, f64)> {
     let harness = crate::harness::probe_setup()?;
     let report = std::env::temp_dir().join(format!("linkly-load-{k}-{tool}.json"));
+    let client0 = crate::load::children_cpu_seconds().unwrap_or(0.0);
     let out = Command::new(harness.join("venv/bin/python"))
         .arg(crate::shared_dir().join("tools/mcp-probe/probe.py"))
         .args(["--http", url, "--concurrency", &k.to_string()])
@@ -63,6 +72,7 @@ fn load(url: &str, k: usize, repeat: usize, tool: &str, args: &Value) -> anyhow:
         ])
         .arg(&report)
         .output()?;
+    let client = crate::load::children_cpu_seconds().unwrap_or(0.0) - client0;
     if !report.exists() {
         bail!(
             "load run failed: {}{}",
@@ -70,7 +80,10 @@ fn load(url: &str, k: usize, repeat: usize, tool: &str, args: &Value) -> anyhow:
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    Ok(serde_json::from_str(&fs_err::read_to_string(&report)?)?)
+    Ok((
+        serde_json::from_str(&fs_err::read_to_string(&report)?)?,
+        client,
+    ))
 }
 
 pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
@@ -130,15 +143,9 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
             ));
             // Then the Python SDK's load mode, whose client costs more CPU than the server.
             let repeat = (400 / k).max(25);
-            let (server0, client0) = (
-                cpu(&pid.to_string()),
-                crate::load::children_cpu_seconds().unwrap_or(0.0),
-            );
-            let r = load(&url, k, repeat, tool, &args)?;
-            let (server1, client1) = (
-                cpu(&pid.to_string()),
-                crate::load::children_cpu_seconds().unwrap_or(0.0),
-            );
+            let server0 = cpu(&pid.to_string());
+            let (r, client) = load(&url, k, repeat, tool, &args)?;
+            let server = cpu(&pid.to_string()) - server0;
             let wall = r["wall_s"].as_f64().unwrap_or(1.0);
             report.push_str(&format!(
                 "| serve | Python SDK client: {k} client(s) × {repeat} {tool} | {:.0} calls/s, p50 {:.1} ms, p99 {:.1} ms, errors {}; CPU: server {:.2} s, client {:.2} s |\n",
@@ -150,8 +157,8 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
                     .filter(|(k, _)| k.as_str() != "deadline")
                     .map(|(_, v)| v.as_u64().unwrap_or(0))
                     .sum::<u64>()),
-                server1 - server0,
-                client1 - client0,
+                server,
+                client,
             ));
         }
     }

@@ -16,7 +16,13 @@
 //! - `cargo xtask dist [--debug]`: the release binary, its man page, shell completions and the
 //!   MCP registry's `server.json`, in `target/dist/`.
 //! - `cargo xtask bench embed [--docs N] [--model DIR]`: embedding throughput and peak RSS of
-//!   Linkly's encoder against candle-transformers' on SciFact abstracts.
+//!   Linkly's encoder against candle-transformers' on SciFact abstracts; `--queries`: the model's
+//!   load time and one query embedding's latency on SciFact's test queries.
+//! - `cargo xtask bench serve [--docs N]`: a release `linkly serve` under 1, 4 and 16 MCP
+//!   clients over HTTP (the Rust client of `load.rs` and the Python SDK's), freshness, RSS.
+//! - `cargo xtask bench load --url URL [--clients K] [--calls N] [--tool T] [--args JSON]
+//!   [--pid P]`: that Rust client alone against a running server (with its pid, the server's
+//!   CPU time too).
 //! - `cargo xtask tokens`: tokens (cl100k_base) of the MCP `tools/list` answer, of the server
 //!   instructions and of a typical answer per tool over `testdata/corpus`.
 //! - `cargo xtask tidy`: checks what `docs/ARCHITECTURE.md` promises (crate layers from `cargo
