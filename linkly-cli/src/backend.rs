@@ -75,19 +75,26 @@ pub(crate) fn server_target(data: &DataDir) -> anyhow::Result<Option<Target>> {
 pub(crate) fn open(data: &DataDir) -> anyhow::Result<Backend> {
     match server_target(data)? {
         Some(target) => {
-            // Pre-flight, with the anchor's messages.
-            target
-                .health_json(Duration::from_secs(5))
-                .with_context(|| {
-                    format!(
-                        "Cannot connect to Linkly at {}. Run 'linkly doctor{}' to diagnose",
-                        target.base,
-                        connection()
-                            .endpoint
-                            .map(|_| format!(" --endpoint {} --token <your-token>", target.base))
-                            .unwrap_or_default()
-                    )
-                })?;
+            // Pre-flight, with the anchor's messages. A local server found through the port
+            // file has just answered `/health` in `server_target`: asking again would only
+            // add a round trip (and the server's counts) to every CLI call.
+            if connection().endpoint.is_some() {
+                target
+                    .health_json(Duration::from_secs(5))
+                    .with_context(|| {
+                        format!(
+                            "Cannot connect to Linkly at {}. Run 'linkly doctor{}' to diagnose",
+                            target.base,
+                            connection()
+                                .endpoint
+                                .map(|_| format!(
+                                    " --endpoint {} --token <your-token>",
+                                    target.base
+                                ))
+                                .unwrap_or_default()
+                        )
+                    })?;
+            }
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;

@@ -2,6 +2,10 @@
 //! first N SciFact abstracts (default 400), for Linkly's encoder and for candle-transformers'
 //! reference models, each in its own process (so each peak RSS is its own), through the same
 //! path as `linkly index`: keyword sync, then `embed_pending` (chunking, batching, storing).
+//!
+//! `cargo xtask bench embed --queries [--dataset DIR]`: the model's load time and the latency of
+//! one query embedding (the hybrid search's own cost), over a BEIR set's test queries (default:
+//! SciFact in the shared folder).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,6 +21,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     }
     if let Some(dir) = crate::arg(args, "--child-whole") {
         return child_whole(Path::new(&dir), &model);
+    }
+    if args.iter().any(|a| a == "--queries") {
+        return queries(args, &model);
     }
     let docs: usize = crate::arg(args, "--docs").map_or(Ok(400), |d| d.parse())?;
     let all = crate::corpus::scifact(&crate::target_dir().join("bench"))?;
@@ -140,6 +147,33 @@ fn child_whole(docs: &Path, model: &ModelChoice) -> anyhow::Result<()> {
     println!(
         "{}",
         serde_json::json!({"docs": n, "chunks": n, "secs": secs, "rss_mb": rss_kb / 1024.0})
+    );
+    Ok(())
+}
+
+/// Model load time and one-query embedding latency over a BEIR set's test queries.
+fn queries(args: &[String], model: &ModelChoice) -> anyhow::Result<()> {
+    let dataset = crate::arg(args, "--dataset")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::shared_dir().join("ir/scifact"));
+    let (queries, _) = crate::corpus::beir_queries(&dataset)?;
+    let t = std::time::Instant::now();
+    let embedder = TextEmbedder::load(model)?;
+    let load_ms = t.elapsed().as_secs_f64() * 1000.0;
+    for (_, q) in queries.iter().take(10) {
+        embedder.embed_query(q)?;
+    }
+    let mut ms = Vec::with_capacity(queries.len());
+    for (_, q) in &queries {
+        let t = std::time::Instant::now();
+        embedder.embed_query(q)?;
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let n = ms.len();
+    let (p50, p99) = crate::bench::percentiles(ms);
+    println!(
+        "| query embedding ({n} queries, {}) | model load {load_ms:.0} ms; p50 {p50:.2} ms, p99 {p99:.2} ms |",
+        model.dir.display()
     );
     Ok(())
 }

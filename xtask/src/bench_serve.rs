@@ -1,8 +1,9 @@
 //! `cargo xtask bench serve`: the daemon under load.
 //!
 //! Indexes the generated corpus with a release `linkly serve`, then drives it with K concurrent
-//! MCP clients over HTTP (the official Python SDK's load mode in `mcp-probe`) calling search and
-//! read, measures the time from a file save to the change being searchable, and reads the
+//! MCP clients over HTTP calling search and read — the lean Rust client of `load.rs`, then the
+//! official Python SDK's load mode in `mcp-probe`, each with the CPU time client and server
+//! spent — measures the time from a file save to the change being searchable, and reads the
 //! daemon's resident memory.
 
 use std::path::Path;
@@ -46,9 +47,18 @@ fn proc_kb(pid: u32, key: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn load(url: &str, k: usize, repeat: usize, tool: &str, args: &Value) -> anyhow::Result<Value> {
+/// One run of the Python SDK's load mode: its report, and the CPU seconds the client process
+/// spent (the setup check before it excluded).
+fn load(
+    url: &str,
+    k: usize,
+    repeat: usize,
+    tool: &str,
+    args: &Value,
+) -> anyhow::Result<(Value, f64)> {
     let harness = crate::harness::probe_setup()?;
     let report = std::env::temp_dir().join(format!("linkly-load-{k}-{tool}.json"));
+    let client0 = crate::load::children_cpu_seconds().unwrap_or(0.0);
     let out = Command::new(harness.join("venv/bin/python"))
         .arg(crate::shared_dir().join("tools/mcp-probe/probe.py"))
         .args(["--http", url, "--concurrency", &k.to_string()])
@@ -62,6 +72,7 @@ fn load(url: &str, k: usize, repeat: usize, tool: &str, args: &Value) -> anyhow:
         ])
         .arg(&report)
         .output()?;
+    let client = crate::load::children_cpu_seconds().unwrap_or(0.0) - client0;
     if !report.exists() {
         bail!(
             "load run failed: {}{}",
@@ -69,7 +80,10 @@ fn load(url: &str, k: usize, repeat: usize, tool: &str, args: &Value) -> anyhow:
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    Ok(serde_json::from_str(&fs_err::read_to_string(&report)?)?)
+    Ok((
+        serde_json::from_str(&fs_err::read_to_string(&report)?)?,
+        client,
+    ))
 }
 
 pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
@@ -112,16 +126,29 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
         .context("no document")?
         .to_string();
     let queries = corpus::generated_queries(1);
+    let cpu = |pid: &str| crate::load::cpu_seconds(pid).unwrap_or(0.0);
     for k in [1usize, 4, 16] {
         for (tool, args) in [
             ("search", json!({"query": queries[0], "limit": 10})),
             ("read", json!({"doc_id": doc_id, "offset": 1, "limit": 50})),
         ] {
+            // The lean Rust client first: it measures the server.
+            let calls = (1600 / k).max(100);
+            let r = crate::load::run(&url, k, calls, tool, &args, Some(pid))?;
+            report.push_str(&format!(
+                "| serve | Rust client (`bench load`): {} |\n",
+                crate::load::row(k, calls, tool, &r)
+                    .trim_matches('|')
+                    .trim()
+            ));
+            // Then the Python SDK's load mode, whose client costs more CPU than the server.
             let repeat = (400 / k).max(25);
-            let r = load(&url, k, repeat, tool, &args)?;
+            let server0 = cpu(&pid.to_string());
+            let (r, client) = load(&url, k, repeat, tool, &args)?;
+            let server = cpu(&pid.to_string()) - server0;
             let wall = r["wall_s"].as_f64().unwrap_or(1.0);
             report.push_str(&format!(
-                "| serve | {k} client(s) × {repeat} {tool} | {:.0} calls/s, p50 {:.1} ms, p99 {:.1} ms, errors {} |\n",
+                "| serve | Python SDK client: {k} client(s) × {repeat} {tool} | {:.0} calls/s, p50 {:.1} ms, p99 {:.1} ms, errors {}; CPU: server {:.2} s, client {:.2} s |\n",
                 r["calls"].as_f64().unwrap_or(0.0) / wall,
                 r["p50"].as_f64().unwrap_or(0.0),
                 r["p99"].as_f64().unwrap_or(0.0),
@@ -129,7 +156,9 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
                     .iter()
                     .filter(|(k, _)| k.as_str() != "deadline")
                     .map(|(_, v)| v.as_u64().unwrap_or(0))
-                    .sum::<u64>())
+                    .sum::<u64>()),
+                server,
+                client,
             ));
         }
     }

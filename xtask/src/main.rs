@@ -16,7 +16,13 @@
 //! - `cargo xtask dist [--debug]`: the release binary, its man page, shell completions and the
 //!   MCP registry's `server.json`, in `target/dist/`.
 //! - `cargo xtask bench embed [--docs N] [--model DIR]`: embedding throughput and peak RSS of
-//!   Linkly's encoder against candle-transformers' on SciFact abstracts.
+//!   Linkly's encoder against candle-transformers' on SciFact abstracts; `--queries`: the model's
+//!   load time and one query embedding's latency on SciFact's test queries.
+//! - `cargo xtask bench serve [--docs N]`: a release `linkly serve` under 1, 4 and 16 MCP
+//!   clients over HTTP (the Rust client of `load.rs` and the Python SDK's), freshness, RSS.
+//! - `cargo xtask bench load --url URL [--clients K] [--calls N] [--tool T] [--args JSON]
+//!   [--pid P]`: that Rust client alone against a running server (with its pid, the server's
+//!   CPU time too).
 //! - `cargo xtask tokens`: tokens (cl100k_base) of the MCP `tools/list` answer, of the server
 //!   instructions and of a typical answer per tool over `testdata/corpus`.
 //! - `cargo xtask tidy`: checks what `docs/ARCHITECTURE.md` promises (crate layers from `cargo
@@ -36,6 +42,7 @@ mod bench_serve;
 mod corpus;
 mod dist;
 mod harness;
+mod load;
 mod test_model;
 mod tidy;
 mod tokens;
@@ -67,10 +74,11 @@ fn main() -> anyhow::Result<()> {
         Some("bench") if args.get(1).is_some_and(|a| a == "discovery") => {
             bench_discovery::run(&args[2..])
         }
+        Some("bench") if args.get(1).is_some_and(|a| a == "load") => load::cli(&args[2..]),
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage types in linkly-index's API, lib.rs openings)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage types in linkly-index's API, lib.rs openings)"
             );
             std::process::exit(2);
         }
