@@ -40,6 +40,10 @@ pub(crate) struct LexicalDoc<'a> {
     pub(crate) filename: &'a str,
     pub(crate) dir: &'a str,
     pub(crate) content: &'a str,
+    /// True when the id has never been in the index (a document the store numbered just now,
+    /// or a rebuild after `clear`): nothing to replace, so no delete is queued. A delete costs
+    /// a look-up in every segment at the commit.
+    pub(crate) fresh: bool,
 }
 
 pub(crate) struct Lexical {
@@ -212,7 +216,9 @@ impl Lexical {
                 w.delete_term(Term::from_field_u64(f.id, *id));
             }
             for d in docs {
-                w.delete_term(Term::from_field_u64(f.id, d.id));
+                if !d.fresh {
+                    w.delete_term(Term::from_field_u64(f.id, d.id));
+                }
                 w.add_document(doc!(
                     f.id => d.id,
                     f.title => d.title,
@@ -325,6 +331,7 @@ mod tests {
             filename,
             dir: "/home/me/docs",
             content,
+            fresh: false,
         }
     }
 
