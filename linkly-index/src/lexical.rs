@@ -24,6 +24,16 @@ const BOOST_PATH: f32 = 0.5;
 /// The writer's memory budget.
 const WRITER_MEMORY: usize = 64 * 1024 * 1024;
 
+/// Indexing threads of the writer: one core fewer than the machine has (at least one), since
+/// a sync prepares the next batch on all cores while the writer indexes this one. Each thread
+/// that allocates takes an allocator arena of its own, so fewer threads also keep the peak
+/// memory down (docs/benchmarks.md).
+fn writer_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get().saturating_sub(1))
+        .clamp(1, 8)
+}
+
 #[derive(Clone, Copy)]
 struct Fields {
     id: Field,
@@ -153,10 +163,12 @@ impl Lexical {
     }
 
     fn open_writer(&self) -> Result<IndexWriter> {
-        self.index.writer(WRITER_MEMORY).map_err(|e| match e {
-            tantivy::TantivyError::LockFailure(..) => Error::Locked(self.dir.clone()),
-            other => Error::Lexical(other),
-        })
+        self.index
+            .writer_with_num_threads(writer_threads(), WRITER_MEMORY)
+            .map_err(|e| match e {
+                tantivy::TantivyError::LockFailure(..) => Error::Locked(self.dir.clone()),
+                other => Error::Lexical(other),
+            })
     }
 
     /// Takes the writer lock now, so that a second writer process fails early with
