@@ -111,8 +111,8 @@ pub struct SyncOptions {
 }
 
 struct Candidate {
+    /// The file; its key in the store is `path.to_string_lossy()` (see [`path_key`]).
     path: PathBuf,
-    key: String,
     size: u64,
     modified_at: i64,
     previous: Option<FileState>,
@@ -287,6 +287,21 @@ impl Scope {
     }
 }
 
+/// The store's key of a file: its path, lossily converted when it is not UTF-8 (such a file is
+/// indexed by name only, see `SkipReason::NON_UTF8_PATH`).
+fn path_key(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// A 128-bit digest of a path key (the first half of its SHA-256), for telling paths apart:
+/// two keys collide with a chance of about 2^-128, even when names are made to collide.
+fn key_digest(key: &str) -> u128 {
+    let digest = Sha256::digest(key.as_bytes());
+    let mut half = [0u8; 16];
+    half.copy_from_slice(&digest[..16]);
+    u128::from_le_bytes(half)
+}
+
 fn mtime_millis(meta: &std::fs::Metadata) -> i64 {
     meta.modified()
         .ok()
@@ -376,7 +391,7 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
         Ok(ex) => {
             let total_lines = ex.total_lines();
             NewDoc {
-                path: c.key,
+                path: path_key(&c.path),
                 doc_type: ex.doc_type,
                 size: c.size,
                 modified_at: c.modified_at,
@@ -394,7 +409,7 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
             }
         }
         Err(reason) => NewDoc {
-            path: c.key,
+            path: path_key(&c.path),
             doc_type,
             size: c.size,
             modified_at: c.modified_at,
@@ -419,7 +434,8 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
     }))
 }
 
-/// Prepares candidates on all cores, keeping their order.
+/// Prepares candidates on all cores, keeping their order. Each thread takes the next
+/// candidate as it finishes one, so a slow file holds up one thread only.
 fn prepare_parallel(batch: Vec<Candidate>, sandbox: &linkly_extract::Sandbox) -> Vec<Work> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -428,28 +444,35 @@ fn prepare_parallel(batch: Vec<Candidate>, sandbox: &linkly_extract::Sandbox) ->
     if threads <= 1 {
         return batch.into_iter().map(|c| prepare(c, sandbox)).collect();
     }
-    let chunk = batch.len().div_ceil(threads);
-    let mut parts: Vec<Vec<Candidate>> = Vec::new();
-    let mut it = batch.into_iter().peekable();
-    while it.peek().is_some() {
-        parts.push(it.by_ref().take(chunk).collect());
-    }
-    std::thread::scope(|s| {
-        let handles: Vec<_> = parts
-            .into_iter()
-            .map(|part| {
-                s.spawn(move || {
-                    part.into_iter()
-                        .map(|c| prepare(c, sandbox))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    })
+    let slots: Vec<std::sync::Mutex<Option<Candidate>>> = batch
+        .into_iter()
+        .map(|c| std::sync::Mutex::new(Some(c)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(slot) = slots.get(i) else {
+                return out;
+            };
+            let c = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(c) = c {
+                out.push((i, prepare(c, sandbox)));
+            }
+        }
+    };
+    // This thread is one of the workers.
+    let mut done: Vec<(usize, Work)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let mut done = work();
+        for h in handles {
+            done.extend(h.join().unwrap_or_default());
+        }
+        done
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, w)| w).collect()
 }
 
 impl Index {
@@ -533,14 +556,16 @@ impl Index {
         // Scan. Files that waited for OCR are redone once it can run.
         let ocr_ready = linkly_extract::ocr::ready(&opts.sandbox.options.ocr).is_ok();
         let mut candidates = Vec::new();
-        let mut seen: HashSet<String> = HashSet::new();
+        // Paths already considered (roots may nest, named paths overlap), by a 128-bit digest
+        // of the key: a sixth of the memory of the keys themselves, on 100,000 files.
+        let mut seen: HashSet<u128> = HashSet::new();
         let mut states;
         let mut consider =
             |states: &mut HashMap<String, FileState>, path: PathBuf, meta: std::fs::Metadata| {
                 // A name that is not UTF-8 is listed under a lossy key, by name only (see
                 // `SkipReason::NON_UTF8_PATH`).
-                let key = path.to_string_lossy().into_owned();
-                if !seen.insert(key.clone()) {
+                let key = path_key(&path);
+                if !seen.insert(key_digest(&key)) {
                     return;
                 }
                 let size = meta.len();
@@ -557,7 +582,6 @@ impl Index {
                 }
                 candidates.push(Candidate {
                     path,
-                    key,
                     size,
                     modified_at,
                     previous,
@@ -671,53 +695,74 @@ impl Index {
             bytes: 0,
         });
         let mut done = 0u64;
-        let mut pending = candidates.into_iter().peekable();
-        while pending.peek().is_some() {
-            let mut batch = Vec::new();
-            let mut bytes = 0usize;
-            let slow = pending.peek().is_some_and(|c| is_slow(&c.path));
-            let max_docs = if slow { SLOW_BATCH_DOCS } else { BATCH_DOCS };
-            while let Some(c) = pending.next_if(|c| {
-                batch.len() < max_docs && bytes < BATCH_BYTES && is_slow(&c.path) == slow
-            }) {
-                bytes += c.size as usize;
-                batch.push(c);
-            }
-            let n = batch.len() as u64;
-            let works = prepare_parallel(batch, &opts.sandbox);
-            let mut touched = Vec::new();
-            let mut prepared = Vec::new();
-            for w in works {
-                match w {
-                    Work::Unchanged(id, mtime) => {
-                        touched.push((id, mtime));
-                        report.unchanged += 1;
+        // A pipeline of two stages: one thread cuts the candidates into batches and prepares
+        // each (read, hash, extract, count, keywords: on all cores) while this one writes the
+        // previous batch (store, full-text index, commit). The hand-over waits for the writer,
+        // so at most two batches are in memory.
+        let (to_writer, prepared_batches) = std::sync::mpsc::sync_channel::<(u64, Vec<Work>)>(0);
+        let sandbox = &opts.sandbox;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let mut pending = candidates.into_iter().peekable();
+                while pending.peek().is_some() {
+                    let mut batch = Vec::new();
+                    let mut bytes = 0usize;
+                    let slow = pending.peek().is_some_and(|c| is_slow(&c.path));
+                    let max_docs = if slow { SLOW_BATCH_DOCS } else { BATCH_DOCS };
+                    while let Some(c) = pending.next_if(|c| {
+                        batch.len() < max_docs && bytes < BATCH_BYTES && is_slow(&c.path) == slow
+                    }) {
+                        bytes += c.size as usize;
+                        batch.push(c);
                     }
-                    Work::Index(p) => {
-                        report.bytes += p.doc.size;
-                        if p.doc.skip_reason.is_some() {
-                            report.skipped += 1;
-                        }
-                        if p.previous.is_some() {
-                            report.updated += 1;
-                        } else {
-                            report.added += 1;
-                        }
-                        prepared.push(*p);
+                    let n = batch.len() as u64;
+                    let works = prepare_parallel(batch, sandbox);
+                    if to_writer.send((n, works)).is_err() {
+                        // The writer stopped on an error.
+                        return;
                     }
                 }
-            }
-            self.store.touch(&touched)?;
-            self.write_batch(&prepared)?;
-            done += n;
-            progress(&Progress {
-                phase: Phase::Indexing,
-                done,
-                total,
-                bytes: report.bytes,
             });
+            for (n, works) in prepared_batches {
+                self.write_works(works, report)?;
+                done += n;
+                progress(&Progress {
+                    phase: Phase::Indexing,
+                    done,
+                    total,
+                    bytes: report.bytes,
+                });
+            }
+            Ok(())
+        })
+    }
+
+    /// Writes one prepared batch: touched times of unchanged files, then the documents.
+    fn write_works(&self, works: Vec<Work>, report: &mut SyncReport) -> Result<()> {
+        let mut touched = Vec::new();
+        let mut prepared = Vec::new();
+        for w in works {
+            match w {
+                Work::Unchanged(id, mtime) => {
+                    touched.push((id, mtime));
+                    report.unchanged += 1;
+                }
+                Work::Index(p) => {
+                    report.bytes += p.doc.size;
+                    if p.doc.skip_reason.is_some() {
+                        report.skipped += 1;
+                    }
+                    if p.previous.is_some() {
+                        report.updated += 1;
+                    } else {
+                        report.added += 1;
+                    }
+                    prepared.push(*p);
+                }
+            }
         }
-        Ok(())
+        self.store.touch(&touched)?;
+        self.write_batch(&prepared)
     }
 
     fn write_batch(&self, prepared: &[Prepared]) -> Result<()> {
@@ -725,12 +770,13 @@ impl Index {
             return Ok(());
         }
         let docs: Vec<&NewDoc> = prepared.iter().map(|p| &p.doc).collect();
-        let ids = self.store.upsert_batch(&docs, now_millis())?;
+        let written = self.store.upsert_batch_marked(&docs, now_millis())?;
         let lexical: Vec<LexicalDoc<'_>> = prepared
             .iter()
-            .zip(&ids)
-            .map(|(p, id)| LexicalDoc {
-                id: *id,
+            .zip(&written)
+            .map(|(p, &(id, new))| LexicalDoc {
+                id,
+                fresh: new,
                 title: p.doc.title.as_deref().unwrap_or(""),
                 filename: &p.filename,
                 dir: &p.dir,
@@ -739,6 +785,7 @@ impl Index {
             .collect();
         self.lexical.stage(&lexical, &[])?;
         self.lexical.commit()?;
+        let ids: Vec<u64> = written.iter().map(|(id, _)| *id).collect();
         self.store.mark_clean(&ids)?;
         Ok(())
     }

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 
 use linkly_core::{is_cjk, stdx};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::tokenizer;
 
@@ -44,24 +45,39 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 fn is_stop_word(term: &str) -> bool {
-    STOP_WORDS.contains(&term)
+    static SET: std::sync::OnceLock<FxHashSet<&'static str>> = std::sync::OnceLock::new();
+    SET.get_or_init(|| STOP_WORDS.iter().copied().collect())
+        .contains(term)
+}
+
+/// True for a word that may be a keyword: not CJK (see [`cjk_words`]), three characters or
+/// more, with a letter, not a hex number, not a stop word.
+fn may_be_keyword(term: &str) -> bool {
+    !term.chars().any(is_cjk)
+        && term.chars().count() >= 3
+        && term.chars().any(|c| c.is_alphabetic())
+        && !term.chars().all(|c| c.is_ascii_hexdigit())
+        && !is_stop_word(term)
 }
 
 /// The top keywords of a text.
 pub(crate) fn keywords(text: &str) -> Vec<String> {
     let scan = &text[..stdx::floor_char_boundary(text, SCAN_BYTES)];
     // term → (count, first position in the text)
-    let mut counts: HashMap<String, (u32, usize)> = HashMap::new();
-    for (order, term) in tokenizer::terms_at(scan) {
-        let keep = !term.chars().any(is_cjk)
-            && term.chars().count() >= 3
-            && term.chars().any(|c| c.is_alphabetic())
-            && !term.chars().all(|c| c.is_ascii_hexdigit())
-            && !is_stop_word(&term);
-        if keep {
-            counts.entry(term).or_insert((0, order)).0 += 1;
+    // Each word is judged once: `None` for one that cannot be a keyword.
+    let mut seen: FxHashMap<String, Option<(u32, usize)>> = FxHashMap::default();
+    tokenizer::for_each_word(scan, |order, term| match seen.get_mut(term) {
+        Some(Some(entry)) => entry.0 += 1,
+        Some(None) => {}
+        None => {
+            let judged = may_be_keyword(term).then_some((1, order));
+            seen.insert(term.to_string(), judged);
         }
-    }
+    });
+    let mut counts: FxHashMap<String, (u32, usize)> = seen
+        .into_iter()
+        .filter_map(|(term, judged)| judged.map(|j| (term, j)))
+        .collect();
     for (term, (n, order)) in cjk_words(scan) {
         let entry = counts.entry(term).or_insert((0, order));
         entry.0 += n;
@@ -69,7 +85,14 @@ pub(crate) fn keywords(text: &str) -> Vec<String> {
     }
     let mut ranked: Vec<(String, (u32, usize))> =
         counts.into_iter().filter(|(_, (n, _))| *n >= 2).collect();
-    ranked.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.1.1.cmp(&b.1.1)));
+    // Ties (a CJK word and a longer one from the same place) go to the smaller term, so the
+    // keywords do not depend on the hash map's order.
+    ranked.sort_by(|a, b| {
+        b.1.0
+            .cmp(&a.1.0)
+            .then(a.1.1.cmp(&b.1.1))
+            .then_with(|| a.0.cmp(&b.0))
+    });
     ranked.into_iter().take(KEYWORDS).map(|(t, _)| t).collect()
 }
 

@@ -24,6 +24,16 @@ const BOOST_PATH: f32 = 0.5;
 /// The writer's memory budget.
 const WRITER_MEMORY: usize = 64 * 1024 * 1024;
 
+/// Indexing threads of the writer: one core fewer than the machine has (at least one), since
+/// a sync prepares the next batch on all cores while the writer indexes this one. Each thread
+/// that allocates takes an allocator arena of its own, so fewer threads also keep the peak
+/// memory down (docs/benchmarks.md).
+fn writer_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get().saturating_sub(1))
+        .clamp(1, 8)
+}
+
 #[derive(Clone, Copy)]
 struct Fields {
     id: Field,
@@ -40,6 +50,10 @@ pub(crate) struct LexicalDoc<'a> {
     pub(crate) filename: &'a str,
     pub(crate) dir: &'a str,
     pub(crate) content: &'a str,
+    /// True when the id has never been in the index (a document the store numbered just now,
+    /// or a rebuild after `clear`): nothing to replace, so no delete is queued. A delete costs
+    /// a look-up in every segment at the commit.
+    pub(crate) fresh: bool,
 }
 
 pub(crate) struct Lexical {
@@ -149,10 +163,12 @@ impl Lexical {
     }
 
     fn open_writer(&self) -> Result<IndexWriter> {
-        self.index.writer(WRITER_MEMORY).map_err(|e| match e {
-            tantivy::TantivyError::LockFailure(..) => Error::Locked(self.dir.clone()),
-            other => Error::from(other),
-        })
+        self.index
+            .writer_with_num_threads(writer_threads(), WRITER_MEMORY)
+            .map_err(|e| match e {
+                tantivy::TantivyError::LockFailure(..) => Error::Locked(self.dir.clone()),
+                other => Error::from(other),
+            })
     }
 
     /// Takes the writer lock now, so that a second writer process fails early with
@@ -212,7 +228,9 @@ impl Lexical {
                 w.delete_term(Term::from_field_u64(f.id, *id));
             }
             for d in docs {
-                w.delete_term(Term::from_field_u64(f.id, d.id));
+                if !d.fresh {
+                    w.delete_term(Term::from_field_u64(f.id, d.id));
+                }
                 w.add_document(doc!(
                     f.id => d.id,
                     f.title => d.title,
@@ -325,6 +343,7 @@ mod tests {
             filename,
             dir: "/home/me/docs",
             content,
+            fresh: false,
         }
     }
 

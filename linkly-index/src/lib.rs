@@ -272,6 +272,8 @@ impl Index {
                     filename,
                     dir,
                     content: indexer::searchable(text, indexer::LEXICAL_TEXT_BYTES),
+                    // The index was cleared above.
+                    fresh: true,
                 })
                 .collect();
             self.lexical.stage(&docs, &[])?;

@@ -382,7 +382,22 @@ impl Store {
     }
 
     /// Writes a batch of documents (dirty) in one transaction and returns their ids, in order.
+    #[cfg(test)]
     pub(crate) fn upsert_batch(&self, docs: &[&NewDoc], now: i64) -> Result<Vec<u64>> {
+        Ok(self
+            .upsert_batch_marked(docs, now)?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect())
+    }
+
+    /// Writes a batch of documents (dirty) in one transaction and returns their ids, in order,
+    /// each with `true` when the id is new: given now, so no index has ever held it.
+    pub(crate) fn upsert_batch_marked(
+        &self,
+        docs: &[&NewDoc],
+        now: i64,
+    ) -> Result<Vec<(u64, bool)>> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let mut ids = Vec::with_capacity(docs.len());
@@ -455,7 +470,7 @@ impl Store {
                     |r| r.get(0),
                 )?;
                 content.execute(params![id, d.text])?;
-                ids.push(id as u64);
+                ids.push((id as u64, new_id.is_some()));
             }
         }
         tx.execute(
