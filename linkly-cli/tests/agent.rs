@@ -6,10 +6,7 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
-use common::{Env, bin, corpus_dir, probe_python};
+use common::{Env, corpus_dir};
 
 #[test]
 fn search_read_grep_edit_a_note_and_find_it_by_tag() {
@@ -23,20 +20,6 @@ fn search_read_grep_edit_a_note_and_find_it_by_tag() {
         fs_err::copy(corpus_dir().join(dir).join(name), env.docs.join(name)).unwrap();
     }
     env.index();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agent_scenario.py");
-    let out = Command::new(probe_python())
-        .arg(&script)
-        .arg(bin())
-        .arg(&env.home)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let log = fs_err::read_to_string(env.home.join("serve.log")).unwrap_or_default();
-    assert!(
-        out.status.success(),
-        "agent_scenario.py failed:\n{stdout}\n{stderr}\nserver log:\n{log}"
-    );
-    let last = stdout.trim_end().lines().last().unwrap_or_default();
+    let (last, stdout) = env.stdio_scenario("agent_scenario.py", &[]);
     assert_eq!(last, "15 passed, 0 failed", "{stdout}");
 }

@@ -6,10 +6,7 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
-use common::{Env, bin, probe_python};
+use common::Env;
 
 #[test]
 fn two_stdio_clients_see_every_change_without_a_server_started_by_hand() {
@@ -20,22 +17,7 @@ fn two_stdio_clients_see_every_change_without_a_server_started_by_hand() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fresh_stdio.py");
-    let out = Command::new(probe_python())
-        .arg(&script)
-        .arg(bin())
-        .arg(&env.home)
-        .arg(&env.docs)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let log = fs_err::read_to_string(env.home.join("serve.log")).unwrap_or_default();
-    assert!(
-        out.status.success(),
-        "fresh_stdio.py failed:\n{stdout}\n{stderr}\nserver log:\n{log}"
-    );
-    let last = stdout.trim_end().lines().last().unwrap_or_default();
+    let (last, stdout) = env.stdio_scenario("fresh_stdio.py", &[&env.docs]);
     assert!(last.ends_with(" 0 failed"), "{last}\n{stdout}");
     assert!(
         last.starts_with("17 passed"),

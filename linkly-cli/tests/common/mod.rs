@@ -104,6 +104,37 @@ impl Env {
         self.cmd().args(args).output().unwrap()
     }
 
+    /// Runs a Python SDK scenario of `tests/` (`fresh_stdio.py`, `agent_scenario.py`) with
+    /// the binary, the data directory and `extra` as arguments; asserts it succeeded (showing
+    /// its output and the shared server's log otherwise) and returns its summary line
+    /// (`N passed, M failed`) and its whole output.
+    pub fn stdio_scenario(&self, script: &str, extra: &[&Path]) -> (String, String) {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests")
+            .join(script);
+        let out = Command::new(probe_python())
+            .arg(&path)
+            .arg(bin())
+            .arg(&self.home)
+            .args(extra)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let log = fs_err::read_to_string(self.home.join("serve.log")).unwrap_or_default();
+        assert!(
+            out.status.success(),
+            "{script} failed:\n{stdout}\n{stderr}\nserver log:\n{log}"
+        );
+        let last = stdout
+            .trim_end()
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_string();
+        (last, stdout)
+    }
+
     /// Runs `linkly index <docs>` and asserts success.
     pub fn index(&self) {
         let out = self.run(&["index", self.docs.to_str().unwrap()]);
