@@ -21,13 +21,15 @@ use anyhow::{Context as _, bail};
 use serde_json::Value;
 
 /// Linkly's crates from the bottom layer up: each may depend only on crates before it. The
-/// two front ends come last (`linkly-cli` talks to a server through `linkly-mcp`'s client).
+/// front ends come last: the gateway serves over `linkly-mcp`'s HTTP and client, and `linkly-cli`
+/// wires both.
 pub(crate) const LAYERS: &[&str] = &[
     "linkly-core",
     "linkly-extract",
     "linkly-index",
     "linkly-tools",
     "linkly-mcp",
+    "linkly-gateway",
     "linkly-cli",
 ];
 

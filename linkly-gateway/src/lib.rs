@@ -1,0 +1,12 @@
+//! Linkly Cloud, self-hosted: a multi-user MCP gateway that hosts the libraries people publish,
+//! with `library_search`, `library_link` and the nine document tools over `cloud://` libraries.
+//!
+//! - [`model`]: users, plans, libraries, visibility, published documents.
+//! - [`db`]: the one store of accounts, catalogue, links, invitations and published documents,
+//!   in SQLite (one process) or PostgreSQL (several processes behind a load balancer).
+
+pub mod db;
+mod error;
+pub mod model;
+
+pub use crate::error::{GatewayError, Result};
