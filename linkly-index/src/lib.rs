@@ -192,6 +192,18 @@ impl Index {
         self.store.get_many(&raw)
     }
 
+    /// The SHA-256 (hex) of the source files of these documents, as indexed (ids not stored
+    /// are left out). `linkly publish` sends it so that a gateway skips unchanged documents.
+    pub fn doc_hashes(&self, ids: &[DocId]) -> Result<std::collections::HashMap<DocId, String>> {
+        let raw: Vec<u64> = ids.iter().map(|d| d.0).collect();
+        Ok(self
+            .store
+            .hashes(&raw)?
+            .into_iter()
+            .map(|(id, h)| (DocId(id), h))
+            .collect())
+    }
+
     /// Every record, ordered by path.
     pub fn all_docs(&self) -> Result<Vec<DocRecord>> {
         self.store.all()
