@@ -26,8 +26,9 @@ pub(crate) struct Cli {
     /// server running for the data directory, if any, else the tools run embedded.
     #[arg(long, global = true, value_name = "URL")]
     pub(crate) endpoint: Option<String>,
-    /// The server's LAN bearer token (with --endpoint).
-    #[arg(long, global = true, value_name = "TOKEN", requires = "endpoint")]
+    /// The server's LAN bearer token (with --endpoint); for `publish` and `mcp --remote`, your
+    /// token on the gateway (default: $LINKLY_GATEWAY_TOKEN).
+    #[arg(long, global = true, value_name = "TOKEN")]
     pub(crate) token: Option<String>,
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -67,6 +68,12 @@ pub(crate) enum Command {
     /// directory's server, starting one in the background when none runs, so the index stays
     /// fresh; with --endpoint, forwards to that server.
     Mcp(McpArgs),
+    /// Linkly Cloud, self-hosted: serve a multi-user gateway, manage its users and invitations.
+    #[command(subcommand)]
+    Gateway(GatewayCommand),
+    /// Publish a local library to a Linkly Cloud gateway (only the extracted text, outline and
+    /// metadata travel; unchanged documents are not sent again), or take it down.
+    Publish(PublishArgs),
     /// The embedding model for semantic search: status, download, use `<name>`.
     #[command(subcommand)]
     Model(ModelCommand),
@@ -279,6 +286,131 @@ pub(crate) struct McpArgs {
     /// background when none runs.
     #[arg(long)]
     pub(crate) embedded: bool,
+    /// A Linkly Cloud gateway (its base URL or its /mcp endpoint): adds `library_search` and
+    /// `library_link`, and sends calls naming a `cloud://` library or document there; the
+    /// other calls are served here, from this process (as with --embedded).
+    #[arg(long, value_name = "URL", conflicts_with = "embedded")]
+    pub(crate) remote: Option<String>,
+}
+
+/// The database option of every `linkly gateway` command.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct GatewayDb {
+    /// The gateway's database: `postgres://user@host/db` (several gateway processes share
+    /// it) or an SQLite file. Default: <data dir>/gateway/gateway.sqlite.
+    #[arg(long, value_name = "URL|PATH", env = "LINKLY_GATEWAY_DATABASE")]
+    pub(crate) database: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum PlanArg {
+    Free,
+    Pro,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum VisibilityArg {
+    Public,
+    Showcase,
+    Private,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GatewayCommand {
+    /// Serve the gateway: multi-user MCP over Streamable HTTP at /mcp (a bearer token per
+    /// user), the publish API at /api/v1, /health. Stops cleanly on SIGINT/SIGTERM.
+    Serve(GatewayServeArgs),
+    /// Manage the gateway's users.
+    #[command(subcommand)]
+    User(GatewayUserCommand),
+    /// Let a user link a showcase or private library.
+    Invite {
+        /// The library: cloud://<owner>/<slug>.
+        library: String,
+        /// The user invited.
+        user: String,
+        #[command(flatten)]
+        db: GatewayDb,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GatewayServeArgs {
+    #[command(flatten)]
+    pub(crate) db: GatewayDb,
+    /// The address to bind (default 127.0.0.1; 0.0.0.0 for every interface).
+    #[arg(long, value_name = "IP")]
+    pub(crate) bind: Option<std::net::IpAddr>,
+    /// The port (0: any free port; the one bound is printed, and written to --port-file).
+    #[arg(long, default_value_t = 60607)]
+    pub(crate) port: u16,
+    /// Write the port bound to this file once the gateway listens.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) port_file: Option<PathBuf>,
+    /// Libraries a free user may link at once.
+    #[arg(long, value_name = "N")]
+    pub(crate) free_slots: Option<u32>,
+    /// Libraries a pro user may link at once.
+    #[arg(long, value_name = "N")]
+    pub(crate) pro_slots: Option<u32>,
+    /// Where `slot_exhausted` tells users to upgrade.
+    #[arg(long, value_name = "URL")]
+    pub(crate) upgrade_url: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GatewayUserCommand {
+    /// Add a user and print their token (shown once: only its hash is kept).
+    Add {
+        /// The user name: lowercase letters, digits, '-', '_', '.'.
+        name: String,
+        /// Their plan.
+        #[arg(long, value_enum, default_value = "free")]
+        plan: PlanArg,
+        #[command(flatten)]
+        db: GatewayDb,
+    },
+    /// Remove a user, with their libraries, links and invitations.
+    Remove {
+        /// The user name.
+        name: String,
+        #[command(flatten)]
+        db: GatewayDb,
+    },
+    /// List the users.
+    List {
+        #[command(flatten)]
+        db: GatewayDb,
+    },
+}
+
+/// `linkly publish`.
+#[derive(Debug, Args)]
+pub(crate) struct PublishArgs {
+    /// The local library (a name or `local://<id>`).
+    pub(crate) library: String,
+    /// The gateway's URL.
+    #[arg(long, value_name = "URL", env = "LINKLY_GATEWAY")]
+    pub(crate) gateway: String,
+    /// The slug of its address cloud://<you>/<slug> (default: from the library's name).
+    #[arg(long)]
+    pub(crate) slug: Option<String>,
+    /// Who may see and link it (default for a new library: public).
+    #[arg(long, value_enum)]
+    pub(crate) visibility: Option<VisibilityArg>,
+    /// Its category: ai-ml, programming, design, science, business, lifestyle, education or
+    /// other.
+    #[arg(long)]
+    pub(crate) category: Option<String>,
+    /// What it holds (default: the local library's description).
+    #[arg(long)]
+    pub(crate) description: Option<String>,
+    /// Its title (default: the local library's name).
+    #[arg(long)]
+    pub(crate) title: Option<String>,
+    /// Take the published library down instead (its links and invitations go with it).
+    #[arg(long)]
+    pub(crate) unpublish: bool,
 }
 
 #[derive(Debug, Subcommand)]

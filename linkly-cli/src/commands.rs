@@ -14,7 +14,7 @@ use crate::args::{Cli, Command, FoldersCommand, IndexArgs};
 use crate::backend;
 use crate::output::Printer;
 use crate::progress::Reporter;
-use crate::{daemon, discovery, documents, model, notes, shared, status};
+use crate::{daemon, discovery, documents, gateway, model, notes, publish, shared, status};
 
 pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let data = cli
@@ -26,6 +26,13 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         json: cli.json,
         exit_code: cli.exit_code,
     };
+    // --token goes with --endpoint, except for the gateway clients, where it is the user's
+    // gateway token.
+    let gateway_client = matches!(&cli.command, Command::Publish(_))
+        || matches!(&cli.command, Command::Mcp(a) if a.remote.is_some());
+    if cli.token.is_some() && cli.endpoint.is_none() && !gateway_client {
+        bail!("--token goes with --endpoint (or with `publish` and `mcp --remote`)");
+    }
     backend::set_connection(backend::Connection {
         endpoint: cli.endpoint.clone(),
         token: cli.token.clone(),
@@ -44,6 +51,8 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Library(cmd) => discovery::library(&data, cmd, printer),
         Command::Serve(args) => daemon::serve(&data, args),
         Command::Mcp(args) => shared::mcp(&data, args),
+        Command::Gateway(cmd) => gateway::run(&data, cmd, printer),
+        Command::Publish(args) => publish::publish(&data, args, cli.token.clone(), printer),
         Command::Model(cmd) => model::run(&data, cmd, printer),
         Command::NoteSave(args) => notes::note_save(&data, args, printer),
         Command::Status => status::status(&data, printer),

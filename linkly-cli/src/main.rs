@@ -9,7 +9,7 @@
 //! main
 //!  └ commands                        dispatch; `folders`, `index`
 //!     └ documents, discovery, notes  tool commands: flags → the tool's params → `call`
-//!       model, daemon, shared, status
+//!       model, daemon, shared, status, gateway, publish
 //!        └ call                      one typed tool call, printed; its outcome
 //!           └ backend                embedded tools or a server over MCP; the runtime
 //!              └ args, output, progress, health   (leaves: clap types, printing, …)
@@ -25,11 +25,13 @@ mod commands;
 mod daemon;
 mod discovery;
 mod documents;
+mod gateway;
 mod health;
 mod model;
 mod notes;
 mod output;
 mod progress;
+mod publish;
 mod shared;
 mod status;
 

@@ -31,6 +31,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(crate) fn mcp(data: &DataDir, args: McpArgs) -> anyhow::Result<ExitCode> {
     let conn = backend::connection();
+    if let Some(url) = args.remote {
+        return remote(data, &url, conn.token);
+    }
     if let Some(endpoint) = conn.endpoint {
         // Bridge: stdio in, the remote server's tools out.
         let target = Target::parse(&endpoint, conn.token)?;
@@ -65,6 +68,42 @@ pub(crate) fn mcp(data: &DataDir, args: McpArgs) -> anyhow::Result<ExitCode> {
         })
     });
     runtime()?.block_on(linkly_mcp::serve_stdio_bridge_with(connect))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `linkly mcp --remote URL --token T`: the local tools served from this process (as
+/// `--embedded`: its own keep-fresh engine keeps the index fresh, and fails quietly, leaving
+/// the tools answering, while another process writes it), the cloud ones forwarded to the
+/// gateway.
+fn remote(data: &DataDir, url: &str, token: Option<String>) -> anyhow::Result<ExitCode> {
+    let token = crate::publish::gateway_token(token)?;
+    let linkly =
+        Arc::new(Linkly::open(data.clone()).map_err(|e| anyhow::anyhow!("{}", e.message))?);
+    let engine = linkly
+        .keep_fresh(
+            KeepFreshOptions {
+                watch: true,
+                fetch_model: false,
+            },
+            |event| {
+                if let linkly_tools::FreshEvent::Failed(m) = event {
+                    tracing::warn!("{m}");
+                }
+            },
+        )
+        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let router = linkly_gateway::remote::RemoteRouter::new(linkly, url, &token);
+    runtime()?.block_on(async move {
+        // A refused token is a mistake to show now; an unreachable gateway may come back (the
+        // local tools answer meanwhile).
+        match router.check().await {
+            Err(e @ linkly_gateway::GatewayError::Unauthorized(_)) => return Err(e),
+            Err(e) => tracing::warn!(error = %e, "the gateway does not answer yet"),
+            Ok(()) => {}
+        }
+        linkly_gateway::remote::serve_stdio_remote(router).await
+    })?;
+    drop(engine);
     Ok(ExitCode::SUCCESS)
 }
 

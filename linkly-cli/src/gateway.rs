@@ -1,0 +1,116 @@
+//! `linkly gateway …`: Linkly Cloud, self-hosted. `serve` runs the multi-user gateway
+//! (`linkly_gateway::serve`); `user add|remove|list` and `invite` administer its database
+//! directly (SQLite at `<data dir>/gateway/gateway.sqlite` unless `--database` names another
+//! file or a PostgreSQL URL), so they work whether or not a gateway runs.
+
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use linkly_core::DataDir;
+use linkly_gateway::db::{Db, DbSpec};
+use linkly_gateway::model::{LibraryKey, Plan};
+use serde_json::json;
+
+use crate::args::{GatewayCommand, GatewayDb, GatewayServeArgs, GatewayUserCommand, PlanArg};
+use crate::output::Printer;
+
+/// The gateway's folder in the data directory: its SQLite database, index cache, user notes.
+fn gateway_dir(data: &DataDir) -> std::path::PathBuf {
+    data.root().join("gateway")
+}
+
+/// Opens the gateway's database (creating the schema when missing).
+fn open_db(data: &DataDir, db: &GatewayDb) -> anyhow::Result<Db> {
+    let dir = gateway_dir(data);
+    let spec = DbSpec::parse(db.database.as_deref(), &dir)?;
+    if let DbSpec::Sqlite(path) = &spec
+        && let Some(parent) = path.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        fs_err::create_dir_all(parent)?;
+    }
+    Db::open(&spec).with_context(|| format!("cannot open the gateway database {}", spec.redacted()))
+}
+
+pub(crate) fn run(data: &DataDir, cmd: GatewayCommand, printer: Printer) -> anyhow::Result<ExitCode> {
+    match cmd {
+        GatewayCommand::Serve(args) => serve(data, args),
+        GatewayCommand::User(GatewayUserCommand::Add { name, plan, db }) => {
+            let db = open_db(data, &db)?;
+            let plan = match plan {
+                PlanArg::Free => Plan::Free,
+                PlanArg::Pro => Plan::Pro,
+            };
+            let (user, token) = db.add_user(&name, plan)?;
+            if printer.json {
+                println!(
+                    "{}",
+                    json!({"status": "success", "user": user.name, "plan": user.plan, "token": token})
+                );
+            } else {
+                println!("Added {} ({} plan). Their token (shown once; only its hash is kept):", user.name, user.plan.as_str());
+                println!("{token}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        GatewayCommand::User(GatewayUserCommand::Remove { name, db }) => {
+            let db = open_db(data, &db)?;
+            if !db.remove_user(&name)? {
+                bail!("no user {name:?} on this gateway (`linkly gateway user list`)");
+            }
+            if printer.json {
+                println!("{}", json!({"status": "success", "removed": name}));
+            } else {
+                println!("Removed {name}, with their libraries, links and invitations.");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        GatewayCommand::User(GatewayUserCommand::List { db }) => {
+            let db = open_db(data, &db)?;
+            let users = db.users()?;
+            if printer.json {
+                let list: Vec<_> = users
+                    .iter()
+                    .map(|u| {
+                        json!({
+                            "user": u.name, "plan": u.plan,
+                            "created_at": linkly_core::format_rfc3339(u.created_at),
+                        })
+                    })
+                    .collect();
+                println!("{}", json!({"status": "success", "users": list}));
+            } else if users.is_empty() {
+                println!("No users yet: add one with `linkly gateway user add <name>`.");
+            } else {
+                for u in &users {
+                    println!(
+                        "{}\t{}\t{}",
+                        u.name,
+                        u.plan.as_str(),
+                        linkly_core::format_rfc3339(u.created_at)
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        GatewayCommand::Invite { library, user, db } => {
+            let key = LibraryKey::parse(&library)?;
+            let db = open_db(data, &db)?;
+            db.invite(&key, &user)?;
+            if printer.json {
+                println!(
+                    "{}",
+                    json!({"status": "success", "library": key.address(), "user": user})
+                );
+            } else {
+                println!("Invited {user} to {key}: they may link it now.");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn serve(data: &DataDir, args: GatewayServeArgs) -> anyhow::Result<ExitCode> {
+    let _ = (data, args);
+    bail!("not wired yet")
+}
