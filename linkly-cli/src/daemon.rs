@@ -188,7 +188,8 @@ async fn stop_when(state: Arc<ServerState>, root: std::path::PathBuf, unused: Op
     }
 }
 
-async fn shutdown_signal() {
+/// Resolves on SIGINT or SIGTERM (also how `linkly gateway serve` stops).
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

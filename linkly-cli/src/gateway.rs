@@ -3,15 +3,19 @@
 //! directly (SQLite at `<data dir>/gateway/gateway.sqlite` unless `--database` names another
 //! file or a PostgreSQL URL), so they work whether or not a gateway runs.
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use linkly_core::DataDir;
+use linkly_gateway::GatewayOptions;
 use linkly_gateway::db::{Db, DbSpec};
-use linkly_gateway::model::{LibraryKey, Plan};
+use linkly_gateway::model::{LibraryKey, Limits, Plan};
 use serde_json::json;
 
 use crate::args::{GatewayCommand, GatewayDb, GatewayServeArgs, GatewayUserCommand, PlanArg};
+use crate::backend::runtime;
+use crate::daemon::shutdown_signal;
 use crate::output::Printer;
 
 /// The gateway's folder in the data directory: its SQLite database, index cache, user notes.
@@ -32,7 +36,11 @@ fn open_db(data: &DataDir, db: &GatewayDb) -> anyhow::Result<Db> {
     Db::open(&spec).with_context(|| format!("cannot open the gateway database {}", spec.redacted()))
 }
 
-pub(crate) fn run(data: &DataDir, cmd: GatewayCommand, printer: Printer) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(
+    data: &DataDir,
+    cmd: GatewayCommand,
+    printer: Printer,
+) -> anyhow::Result<ExitCode> {
     match cmd {
         GatewayCommand::Serve(args) => serve(data, args),
         GatewayCommand::User(GatewayUserCommand::Add { name, plan, db }) => {
@@ -48,7 +56,11 @@ pub(crate) fn run(data: &DataDir, cmd: GatewayCommand, printer: Printer) -> anyh
                     json!({"status": "success", "user": user.name, "plan": user.plan, "token": token})
                 );
             } else {
-                println!("Added {} ({} plan). Their token (shown once; only its hash is kept):", user.name, user.plan.as_str());
+                println!(
+                    "Added {} ({} plan). Their token (shown once; only its hash is kept):",
+                    user.name,
+                    user.plan.as_str()
+                );
                 println!("{token}");
             }
             Ok(ExitCode::SUCCESS)
@@ -110,7 +122,47 @@ pub(crate) fn run(data: &DataDir, cmd: GatewayCommand, printer: Printer) -> anyh
     }
 }
 
-fn serve(data: &DataDir, args: GatewayServeArgs) -> anyhow::Result<ExitCode> {
-    let _ = (data, args);
-    bail!("not wired yet")
+fn serve(data: &DataDir, a: GatewayServeArgs) -> anyhow::Result<ExitCode> {
+    let db = open_db(data, &a.db)?;
+    let database = db.spec().redacted();
+    let mut limits = Limits::default();
+    if let Some(n) = a.free_slots {
+        limits.free_slots = n;
+    }
+    if let Some(n) = a.pro_slots {
+        limits.pro_slots = n;
+    }
+    if let Some(u) = a.upgrade_url {
+        limits.upgrade_url = u;
+    }
+    let dir = gateway_dir(data);
+    fs_err::create_dir_all(&dir)?;
+    let mut opts = GatewayOptions::new(db, dir);
+    opts.bind = a.bind.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    opts.port = a.port;
+    opts.limits = limits;
+    let port_file = a.port_file;
+    runtime()?.block_on(async move {
+        let bound = linkly_gateway::bind(opts)
+            .await
+            .with_context(|| format!("cannot listen on port {}", a.port))?;
+        eprintln!(
+            "Linkly Cloud gateway: serving on {} (database {database})",
+            bound.endpoint()
+        );
+        if let Some(f) = &port_file {
+            // Whole or absent: written aside, then renamed.
+            let tmp = f.with_extension("tmp");
+            fs_err::write(&tmp, bound.port().to_string())?;
+            fs_err::rename(&tmp, f)?;
+        }
+        let served = bound.serve(shutdown_signal()).await;
+        if let Some(f) = &port_file {
+            let _ = fs_err::remove_file(f);
+        }
+        served?;
+        eprintln!("Gateway stopped");
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -92,10 +92,7 @@ pub(crate) fn publish(
             report.unchanged,
             report.removed,
             if report.skipped > 0 {
-                format!(
-                    " ({} left out: no extractable text)",
-                    report.skipped
-                )
+                format!(" ({} left out: no extractable text)", report.skipped)
             } else {
                 String::new()
             }

@@ -351,10 +351,7 @@ pub fn publish(
     let answer: ManifestAnswer = api.send(
         "POST",
         &api.url(&slug, "/manifest"),
-        Some(
-            serde_json::to_vec(&json!({ "documents": manifest }))
-                .map_err(std::io::Error::other)?,
-        ),
+        Some(serde_json::to_vec(&json!({ "documents": manifest })).map_err(std::io::Error::other)?),
     )?;
 
     // The documents it needs, in batches.

@@ -311,10 +311,7 @@ impl ServerHandler for RemoteRouter {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let args = request
-            .arguments
-            .map(Value::Object)
-            .unwrap_or(Value::Null);
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let output = self.call(&request.name, args).await?;
         let content = vec![ContentBlock::text(output.text)];
         Ok(if output.is_error {
@@ -350,7 +347,10 @@ mod tests {
     #[test]
     fn calls_go_where_their_library_or_document_lives() {
         assert_eq!(route("library_search", &json!({})), Route::Cloud);
-        assert_eq!(route("library_link", &json!({"library": "x"})), Route::Cloud);
+        assert_eq!(
+            route("library_link", &json!({"library": "x"})),
+            Route::Cloud
+        );
         assert_eq!(route("list_libraries", &json!({})), Route::Both);
         assert_eq!(route("search", &json!({"query": "a"})), Route::Local);
         assert_eq!(
@@ -361,14 +361,23 @@ mod tests {
             route("search", &json!({"query": "a", "library": "research"})),
             Route::Local
         );
-        assert_eq!(route("read", &json!({"doc_id": "cloud://a/b/3"})), Route::Cloud);
+        assert_eq!(
+            route("read", &json!({"doc_id": "cloud://a/b/3"})),
+            Route::Cloud
+        );
         assert_eq!(route("read", &json!({"doc_id": "local://3"})), Route::Local);
         assert_eq!(
-            route("outline", &json!({"doc_ids": ["cloud://a/b/1", "cloud://a/b/2"]})),
+            route(
+                "outline",
+                &json!({"doc_ids": ["cloud://a/b/1", "cloud://a/b/2"]})
+            ),
             Route::Cloud
         );
         assert_eq!(
-            route("outline", &json!({"doc_ids": ["cloud://a/b/1", "local://2"]})),
+            route(
+                "outline",
+                &json!({"doc_ids": ["cloud://a/b/1", "local://2"]})
+            ),
             Route::Mixed
         );
         assert_eq!(route("outline", &json!({"doc_ids": ["7"]})), Route::Local);

@@ -1,0 +1,425 @@
+//! Linkly Cloud, self-hosted, end to end over the real binary: `linkly gateway serve`, users
+//! and invitations from the CLI, `linkly publish`, the link rules as a user sees them through the
+//! official MCP Python SDK over HTTP (`interop/gateway_scenario.py`), `linkly mcp --remote` over
+//! stdio, and two gateway processes sharing one PostgreSQL catalogue (when
+//! `LINKLY_TEST_POSTGRES` names a database).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{bin, probe_python, repo_dir};
+use serde_json::Value;
+
+/// A running `linkly gateway serve`; stopped with SIGTERM when dropped.
+struct Gateway {
+    child: Option<Child>,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Gateway {
+    /// Starts a gateway on a free port with this data directory and optional database.
+    fn start(home: &Path, database: Option<&str>) -> Gateway {
+        fs_err::create_dir_all(home).unwrap();
+        let port_file = home.join("gateway.port");
+        let _ = fs_err::remove_file(&port_file);
+        let log = home.join("gateway.log");
+        let mut cmd = Command::new(bin());
+        cmd.env_remove("LINKLY_LOG")
+            .arg("--home")
+            .arg(home)
+            .args(["gateway", "serve", "--port", "0", "--port-file"])
+            .arg(&port_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()));
+        if let Some(db) = database {
+            cmd.args(["--database", db]);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let started = Instant::now();
+        let port = loop {
+            if let Some(p) = fs_err::read_to_string(&port_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<u16>().ok())
+            {
+                break p;
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "the gateway exited ({status}): {}",
+                    fs_err::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the gateway did not start: {}",
+                fs_err::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        Gateway {
+            child: Some(child),
+            port,
+            log,
+        }
+    }
+
+    fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn mcp(&self) -> String {
+        format!("{}/mcp", self.base())
+    }
+
+    /// Stops it with SIGTERM and returns whether it exited cleanly (status 0) in time.
+    fn stop(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return true;
+        };
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(20) {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        false
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// `linkly --home <home> args…`.
+fn linkly(home: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .env_remove("LINKLY_LOG")
+        .env_remove("LINKLY_GATEWAY_TOKEN")
+        .arg("--home")
+        .arg(home)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `linkly --json --home <home> args…`, asserting success.
+fn linkly_json(home: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = linkly(home, &all);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// Adds a gateway user and returns their token.
+fn add_user(gw_home: &Path, name: &str, database: Option<&str>) -> String {
+    let mut args = vec!["gateway", "user", "add", name, "--plan", "free"];
+    if let Some(db) = database {
+        args.extend(["--database", db]);
+    }
+    let v = linkly_json(gw_home, &args);
+    assert_eq!(v["user"], name);
+    let token = v["token"].as_str().unwrap().to_string();
+    assert!(token.starts_with("lk_"), "{token}");
+    token
+}
+
+/// Writes files under `dir`.
+fn write_files(dir: &Path, files: &[(&str, &str)]) {
+    for (rel, text) in files {
+        let p = dir.join(rel);
+        fs_err::create_dir_all(p.parent().unwrap()).unwrap();
+        fs_err::write(p, text).unwrap();
+    }
+}
+
+/// A local data directory with one library per `(name, files)`, indexed.
+fn local_libraries(home: &Path, root: &Path, libraries: &[(&str, &[(&str, &str)])]) {
+    for (name, files) in libraries {
+        let dir = root.join(name);
+        write_files(&dir, files);
+        let out = linkly(home, &["index", dir.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "index: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = linkly(home, &["library", "add", name, dir.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "library add: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Runs a mode of `interop/gateway_scenario.py`; asserts it passed and returns its output.
+fn scenario(args: &[&str], gateway: &Gateway) -> String {
+    let out = Command::new(probe_python())
+        .arg(repo_dir().join("interop/gateway_scenario.py"))
+        .args(args)
+        .env_remove("LINKLY_GATEWAY_TOKEN")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "gateway_scenario.py {}:\n{stdout}\n{}\ngateway log:\n{}",
+        args[0],
+        String::from_utf8_lossy(&out.stderr),
+        fs_err::read_to_string(&gateway.log).unwrap_or_default()
+    );
+    let last = stdout.trim_end().lines().last().unwrap_or_default();
+    assert!(last.ends_with(" 0 failed"), "{last}\n{stdout}");
+    stdout
+}
+
+const PUBLIC: &[(&str, &str)] = &[
+    (
+        "stars.md",
+        "# Stars\n\nA quasar outshines its galaxy.\n\n## Nebulae\n\nGas and dust.\n",
+    ),
+    ("deep/far.txt", "The farthest quasar seen so far.\n"),
+];
+const SHOWCASE: &[(&str, &str)] = &[("airships.md", "# Airships\n\nThe zeppelin era.\n")];
+const PRIVATE: &[(&str, &str)] = &[("diary.md", "# Diary\n\nAn obsidian secret.\n")];
+const BOB_LOCAL: &[(&str, &str)] = &[("maps.md", "# Maps\n\nThe prime meridian.\n")];
+
+#[test]
+fn a_gateway_serves_published_libraries_by_the_link_rules() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gw_home = tmp.path().join("gateway-home");
+    let mut gateway = Gateway::start(&gw_home, None);
+
+    let alice = add_user(&gw_home, "alice", None);
+    let bob = add_user(&gw_home, "bob", None);
+    let users = linkly_json(&gw_home, &["gateway", "user", "list"]);
+    let names: Vec<&str> = users["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|u| u["user"].as_str())
+        .collect();
+    assert_eq!(names.len(), 2, "{users}");
+    assert!(
+        names.contains(&"alice") && names.contains(&"bob"),
+        "{users}"
+    );
+    let again = linkly(&gw_home, &["gateway", "user", "add", "alice"]);
+    assert!(!again.status.success(), "a second alice is refused");
+
+    // Alice publishes three libraries from her own data directory.
+    let alice_home = tmp.path().join("alice-home");
+    let docs = tmp.path().join("alice-docs");
+    local_libraries(
+        &alice_home,
+        &docs,
+        &[
+            ("public-docs", PUBLIC),
+            ("showcase-docs", SHOWCASE),
+            ("private-docs", PRIVATE),
+        ],
+    );
+    let base = gateway.base();
+    for (name, visibility) in [
+        ("public-docs", "public"),
+        ("showcase-docs", "showcase"),
+        ("private-docs", "private"),
+    ] {
+        let v = linkly_json(
+            &alice_home,
+            &[
+                "publish",
+                name,
+                "--gateway",
+                &base,
+                "--token",
+                &alice,
+                "--visibility",
+                visibility,
+                "--category",
+                "science",
+            ],
+        );
+        assert_eq!(v["library"], format!("cloud://alice/{name}"), "{v}");
+        assert_eq!(v["created"], true, "{v}");
+        assert!(v["sent"].as_u64().unwrap() >= 1, "{v}");
+    }
+    // Publishing again sends nothing unchanged; a changed file goes again, a removed one goes.
+    let v = linkly_json(
+        &alice_home,
+        &[
+            "publish",
+            "public-docs",
+            "--gateway",
+            &base,
+            "--token",
+            &alice,
+        ],
+    );
+    assert_eq!(
+        (v["sent"].as_u64(), v["unchanged"].as_u64()),
+        (Some(0), Some(2)),
+        "{v}"
+    );
+    assert_eq!(v["created"], false, "{v}");
+    // A wrong token is refused with a message that says so.
+    let out = linkly(
+        &alice_home,
+        &[
+            "publish",
+            "public-docs",
+            "--gateway",
+            &base,
+            "--token",
+            "lk_nope",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("token"), "{err}");
+    // An unreachable gateway too.
+    let out = linkly(
+        &alice_home,
+        &[
+            "publish",
+            "public-docs",
+            "--gateway",
+            "http://127.0.0.1:9",
+            "--token",
+            &alice,
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach the gateway"), "{err}");
+
+    // Bob, through the Python SDK over HTTP.
+    scenario(
+        &[
+            "http",
+            bin().to_str().unwrap(),
+            gw_home.to_str().unwrap(),
+            &gateway.mcp(),
+            &bob,
+            "alice",
+        ],
+        &gateway,
+    );
+
+    // Bob's own library and the cloud one through `linkly mcp --remote` over stdio.
+    let bob_home = tmp.path().join("bob-home");
+    local_libraries(
+        &bob_home,
+        &tmp.path().join("bob-docs"),
+        &[("maps", BOB_LOCAL)],
+    );
+    scenario(
+        &[
+            "remote",
+            bin().to_str().unwrap(),
+            bob_home.to_str().unwrap(),
+            &base,
+            &bob,
+            "alice",
+        ],
+        &gateway,
+    );
+
+    // Unpublish takes a library down.
+    let v = linkly_json(
+        &alice_home,
+        &[
+            "publish",
+            "private-docs",
+            "--gateway",
+            &base,
+            "--token",
+            &alice,
+            "--unpublish",
+        ],
+    );
+    assert_eq!(v["deleted"], true, "{v}");
+    let out = linkly(
+        &gw_home,
+        &["gateway", "invite", "cloud://alice/private-docs", "bob"],
+    );
+    assert!(
+        !out.status.success(),
+        "an unpublished library cannot be invited to"
+    );
+    let v = linkly_json(&gw_home, &["gateway", "user", "remove", "bob"]);
+    assert_eq!(v["removed"], "bob");
+
+    // SIGTERM stops it cleanly.
+    assert!(
+        gateway.stop(),
+        "the gateway did not exit cleanly on SIGTERM: {}",
+        fs_err::read_to_string(&gateway.log).unwrap_or_default()
+    );
+}
+
+#[test]
+fn two_gateway_processes_share_a_postgresql_catalogue() {
+    let Ok(url) = std::env::var("LINKLY_TEST_POSTGRES") else {
+        eprintln!(
+            "note: LINKLY_TEST_POSTGRES is not set: skipping the PostgreSQL test (.ci/run starts a throwaway cluster and sets it)"
+        );
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    // Names of their own, so that runs against one database do not meet.
+    let suffix = uuid::Uuid::new_v4().simple().to_string()[..10].to_string();
+    let (owner, reader) = (format!("pgo{suffix}"), format!("pgr{suffix}"));
+    let one = Gateway::start(&tmp.path().join("gw1"), Some(&url));
+    let two = Gateway::start(&tmp.path().join("gw2"), Some(&url));
+    let owner_token = add_user(&tmp.path().join("admin"), &owner, Some(&url));
+    let reader_token = add_user(&tmp.path().join("admin"), &reader, Some(&url));
+
+    let home = tmp.path().join("owner-home");
+    local_libraries(
+        &home,
+        &tmp.path().join("owner-docs"),
+        &[("shared-docs", PUBLIC)],
+    );
+    let v = linkly_json(
+        &home,
+        &[
+            "publish",
+            "shared-docs",
+            "--gateway",
+            &one.base(),
+            "--token",
+            &owner_token,
+        ],
+    );
+    let library = format!("cloud://{owner}/shared-docs");
+    assert_eq!(v["library"], library, "{v}");
+    scenario(
+        &["link-search", &two.mcp(), &reader_token, &library, "quasar"],
+        &two,
+    );
+}
