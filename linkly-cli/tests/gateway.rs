@@ -383,6 +383,7 @@ fn a_gateway_serves_published_libraries_by_the_link_rules() {
 }
 
 #[test]
+#[allow(clippy::print_stderr)] // the note that says the test was skipped
 fn two_gateway_processes_share_a_postgresql_catalogue() {
     let Ok(url) = std::env::var("LINKLY_TEST_POSTGRES") else {
         eprintln!(

@@ -189,8 +189,7 @@ impl RemoteRouter {
             Route::Both => {
                 let local = self.call_local(name, args.clone()).await?;
                 let cloud = self.call_cloud(name, args.clone()).await;
-                let json = args.get("output_format").and_then(Value::as_str) == Some("json");
-                Ok(merge_libraries(local, cloud, json))
+                Ok(merge_libraries(local, cloud))
             }
         }
     }
@@ -228,17 +227,15 @@ fn cloud_error(e: RemoteError) -> McpError {
     }
 }
 
-/// `list_libraries` from both sides: in JSON the `libraries` arrays merged (local first), in
-/// Markdown the two answers one after the other. When the gateway failed, the local answer with
-/// a word on why the cloud libraries are missing.
-pub fn merge_libraries(
-    local: ToolOutput,
-    cloud: Result<ToolOutput, RemoteError>,
-    json: bool,
-) -> ToolOutput {
+/// `list_libraries` from both sides: the two Markdown answers one after the other (local
+/// first), or, when the local answer is a JSON object, the `libraries` arrays merged. When the
+/// gateway failed, the local answer with a word on why the cloud libraries are missing.
+pub fn merge_libraries(local: ToolOutput, cloud: Result<ToolOutput, RemoteError>) -> ToolOutput {
     if local.is_error {
         return local;
     }
+    let json = serde_json::from_str::<Value>(&local.text)
+        .is_ok_and(|v| v.get("libraries").is_some_and(Value::is_array));
     let cloud_failure = match &cloud {
         Err(e) => Some(e.to_string()),
         Ok(c) if c.is_error => Some(c.text.clone()),
@@ -394,13 +391,13 @@ mod tests {
             text: json!({"libraries": [{"id": "cloud://a/b"}]}).to_string(),
             is_error: false,
         };
-        let merged = merge_libraries(local.clone(), Ok(cloud), true);
+        let merged = merge_libraries(local.clone(), Ok(cloud));
         let v: Value = serde_json::from_str(&merged.text).unwrap();
         assert_eq!(v["libraries"][0]["id"], "local://1");
         assert_eq!(v["libraries"][1]["id"], "cloud://a/b");
         assert_eq!(v["total"], 2);
 
-        let failed = merge_libraries(local, Err(RemoteError::Timeout(60)), true);
+        let failed = merge_libraries(local, Err(RemoteError::Timeout(60)));
         let v: Value = serde_json::from_str(&failed.text).unwrap();
         assert_eq!(v["libraries"].as_array().unwrap().len(), 1);
         assert!(v["cloud_error"].as_str().unwrap().contains("timed out"));
@@ -414,9 +411,16 @@ mod tests {
                 text: "## Cloud\n".into(),
                 is_error: false,
             }),
-            false,
         );
         assert!(md.text.starts_with("## Local") && md.text.contains("## Cloud"));
+        let down = merge_libraries(
+            ToolOutput {
+                text: "## Local\n".into(),
+                is_error: false,
+            },
+            Err(RemoteError::Timeout(60)),
+        );
+        assert!(!down.is_error && down.text.contains("Cloud libraries are unavailable"));
     }
 
     #[test]
