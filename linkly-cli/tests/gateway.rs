@@ -286,6 +286,40 @@ fn a_gateway_serves_published_libraries_by_the_link_rules() {
         "{v}"
     );
     assert_eq!(v["created"], false, "{v}");
+    write_files(
+        &docs.join("public-docs"),
+        &[(
+            "stars.md",
+            "# Stars\n\nA quasar outshines its galaxy; so does a blazar.\n",
+        )],
+    );
+    fs_err::remove_file(docs.join("public-docs/deep/far.txt")).unwrap();
+    let out = linkly(&alice_home, &["index"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = linkly_json(
+        &alice_home,
+        &[
+            "publish",
+            "public-docs",
+            "--gateway",
+            &base,
+            "--token",
+            &alice,
+        ],
+    );
+    assert_eq!(
+        (
+            v["sent"].as_u64(),
+            v["unchanged"].as_u64(),
+            v["removed"].as_u64()
+        ),
+        (Some(1), Some(0), Some(1)),
+        "{v}"
+    );
     // A wrong token is refused with a message that says so.
     let out = linkly(
         &alice_home,

@@ -243,6 +243,56 @@ fn status_error(base: &str, code: u16, message: &str) -> GatewayError {
     }
 }
 
+/// Documents (each already JSON) gathered into `{"documents": [...]}` bodies of at most `max`
+/// bytes (a single larger document goes alone).
+struct Batch {
+    max: usize,
+    docs: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+impl Batch {
+    /// The JSON around the documents: `{"documents":[` and `]}`.
+    const FRAME: usize = 16;
+
+    fn new(max: usize) -> Batch {
+        Batch {
+            max,
+            docs: Vec::new(),
+            bytes: Batch::FRAME,
+        }
+    }
+
+    /// Adds a document; returns the batch to send first when it would not fit.
+    fn push(&mut self, doc: Vec<u8>) -> Option<(Vec<u8>, u64)> {
+        let full = !self.docs.is_empty() && self.bytes + doc.len() + 1 > self.max;
+        let out = if full { self.finish() } else { None };
+        self.bytes += doc.len() + 1;
+        self.docs.push(doc);
+        out
+    }
+
+    /// The body of the documents gathered, and how many; `None` when there are none.
+    fn finish(&mut self) -> Option<(Vec<u8>, u64)> {
+        if self.docs.is_empty() {
+            return None;
+        }
+        let mut body = Vec::with_capacity(self.bytes);
+        body.extend_from_slice(b"{\"documents\":[");
+        for (i, d) in self.docs.iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(d);
+        }
+        body.extend_from_slice(b"]}");
+        let n = self.docs.len() as u64;
+        self.docs.clear();
+        self.bytes = Batch::FRAME;
+        Some((body, n))
+    }
+}
+
 /// The slug to use: the one given (checked), else one made from the library's name.
 fn resolve_slug(slug: Option<&str>, name: &str) -> Result<String> {
     match slug {
@@ -356,27 +406,12 @@ pub fn publish(
 
     // The documents it needs, in batches.
     let mut sent = 0u64;
-    let mut batch: Vec<Vec<u8>> = Vec::new();
-    let mut batch_bytes = 0usize;
+    let mut batch = Batch::new(MAX_BATCH_BYTES);
     let docs_url = api.url(&slug, "/documents");
-    let flush = |batch: &mut Vec<Vec<u8>>, batch_bytes: &mut usize| -> Result<u64> {
-        if batch.is_empty() {
-            return Ok(0);
-        }
-        let mut body = Vec::with_capacity(*batch_bytes + 32);
-        body.extend_from_slice(b"{\"documents\":[");
-        for (i, d) in batch.iter().enumerate() {
-            if i > 0 {
-                body.push(b',');
-            }
-            body.extend_from_slice(d);
-        }
-        body.extend_from_slice(b"]}");
-        let n = batch.len() as u64;
+    let mut send = |body: Vec<u8>, n: u64| -> Result<()> {
         let _: serde_json::Value = api.send("POST", &docs_url, Some(body))?;
-        batch.clear();
-        *batch_bytes = 0;
-        Ok(n)
+        sent += n;
+        Ok(())
     };
     for path in &answer.needed {
         let Some(&id) = ids.get(path) else {
@@ -398,13 +433,13 @@ pub fn publish(
             outline: serde_json::to_value(&record.outline).map_err(std::io::Error::other)?,
         };
         let bytes = serde_json::to_vec(&doc).map_err(std::io::Error::other)?;
-        if !batch.is_empty() && batch_bytes + bytes.len() + 32 > MAX_BATCH_BYTES {
-            sent += flush(&mut batch, &mut batch_bytes)?;
+        if let Some((body, n)) = batch.push(bytes) {
+            send(body, n)?;
         }
-        batch_bytes += bytes.len() + 1;
-        batch.push(bytes);
     }
-    sent += flush(&mut batch, &mut batch_bytes)?;
+    if let Some((body, n)) = batch.finish() {
+        send(body, n)?;
+    }
 
     Ok(PublishReport {
         library: put.library,
@@ -459,6 +494,29 @@ mod tests {
         );
         assert_eq!(published_path(&roots, "/elsewhere/z.md"), None);
         assert_eq!(published_path(&roots, "/home/a/papersx/z.md"), None);
+    }
+
+    #[test]
+    fn documents_go_in_batches_under_the_limit() {
+        let doc = |n: usize| serde_json::to_vec(&json!({"text": "x".repeat(n)})).unwrap();
+        let mut batch = Batch::new(100);
+        let mut bodies = Vec::new();
+        for n in [10, 20, 30, 40, 200, 5] {
+            bodies.extend(batch.push(doc(n)));
+        }
+        bodies.extend(batch.finish());
+        assert!(batch.finish().is_none());
+        let counts: Vec<u64> = bodies.iter().map(|(_, n)| *n).collect();
+        assert_eq!(counts, vec![2, 1, 1, 1, 1], "{counts:?}");
+        let mut texts = 0;
+        for (body, n) in &bodies {
+            let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+            assert_eq!(v["documents"].as_array().unwrap().len() as u64, *n);
+            texts += v["documents"].as_array().unwrap().len();
+            // Only a document larger than the limit by itself goes over it.
+            assert!(body.len() <= 100 || *n == 1, "{}", body.len());
+        }
+        assert_eq!(texts, 6);
     }
 
     #[test]
