@@ -85,7 +85,13 @@ def addresses(body: Any) -> list[str]:
 
 
 def status_of(text: str) -> str:
-    """The outcome of library_link, as its answer names it."""
+    """The outcome of library_link, as its answer names it (a JSON `status`, else the text)."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("status"), str):
+        return body["status"]
     t = text.lower()
     for s in ("already_unlinked", "already_linked", "invite_required", "slot_exhausted", "not_found", "unlinked"):
         if s in t or s.replace("_", " ") in t:
