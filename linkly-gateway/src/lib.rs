@@ -4,7 +4,11 @@
 //! - [`model`]: users, plans, libraries, visibility, published documents.
 //! - [`db`]: the one store of accounts, catalogue, links, invitations and published documents,
 //!   in SQLite (one process) or PostgreSQL (several processes behind a load balancer).
+//! - [`catalog`]: the gateway's own tools, `library_search` and `library_link`.
+//! - [`admin`]: user tokens.
 
+pub mod admin;
+pub mod catalog;
 pub mod db;
 mod error;
 pub mod model;
