@@ -26,8 +26,7 @@ use serde_json::json;
 
 use crate::db::Db;
 use crate::model::{
-    LibraryKey, LibraryMeta, Limits, ManifestEntry, PublishedDoc, User,
-    parse_category, valid_name,
+    LibraryKey, LibraryMeta, Limits, ManifestEntry, PublishedDoc, User, parse_category, valid_name,
 };
 use crate::server::{GatewayServer, Shared};
 use crate::{GatewayError, Result};
@@ -146,9 +145,7 @@ impl BoundGateway {
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
-        let BoundGateway {
-            listener, opts, ..
-        } = self;
+        let BoundGateway { listener, opts, .. } = self;
         let (db, data_dir, limits) = (opts.db.clone(), opts.data_dir.clone(), opts.limits.clone());
         let shared = tokio::task::spawn_blocking(move || Shared::new(db, data_dir, limits))
             .await
@@ -196,10 +193,7 @@ pub async fn serve(
 }
 
 /// The router, and what ends the MCP sessions at shutdown.
-fn app(
-    shared: Arc<Shared>,
-    opts: &GatewayOptions,
-) -> (Router, impl FnOnce() + Send + 'static) {
+fn app(shared: Arc<Shared>, opts: &GatewayOptions) -> (Router, impl FnOnce() + Send + 'static) {
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(opts.session_idle_timeout);
     let sessions = Arc::new(sessions);
@@ -253,26 +247,47 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, axum::Json(json!({ "error": message.into() }))).into_response()
 }
 
-fn gateway_error(e: GatewayError) -> Response {
-    match e {
-        GatewayError::Invalid(m) | GatewayError::Conflict(m) => error(StatusCode::BAD_REQUEST, m),
-        GatewayError::NotFound(m) => error(StatusCode::NOT_FOUND, m),
-        GatewayError::Unauthorized(m) => error(StatusCode::UNAUTHORIZED, m),
-        e => {
-            tracing::error!(error = %e, "gateway request failed");
-            error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+/// A refused API request: a status and a message, answered `{"error": "…"}`.
+#[derive(Debug)]
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.0 == StatusCode::UNAUTHORIZED {
+            return unauthorized(&self.1);
+        }
+        error(self.0, self.1)
+    }
+}
+
+impl From<GatewayError> for ApiError {
+    fn from(e: GatewayError) -> ApiError {
+        match e {
+            GatewayError::Invalid(m) | GatewayError::Conflict(m) => {
+                ApiError(StatusCode::BAD_REQUEST, m)
+            }
+            GatewayError::NotFound(m) => ApiError(StatusCode::NOT_FOUND, m),
+            GatewayError::Unauthorized(m) => ApiError(StatusCode::UNAUTHORIZED, m),
+            e => {
+                tracing::error!(error = %e, "gateway request failed");
+                ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+            }
         }
     }
+}
+
+fn gateway_error(e: GatewayError) -> Response {
+    ApiError::from(e).into_response()
 }
 
 /// Runs blocking work (the database) off the async threads.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T, Response> {
+) -> Result<T, ApiError> {
     match tokio::task::spawn_blocking(f).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(gateway_error(e)),
-        Err(e) => Err(error(
+        Ok(Err(e)) => Err(e.into()),
+        Err(e) => Err(ApiError(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("task failed: {e}"),
         )),
@@ -281,8 +296,7 @@ async fn blocking<T: Send + 'static>(
 
 async fn health(State(shared): State<Arc<Shared>>) -> Response {
     let db = shared.db().clone();
-    let count = tokio::task::spawn_blocking(move || db.library_count())
-    .await;
+    let count = tokio::task::spawn_blocking(move || db.library_count()).await;
     let libraries = match count {
         Ok(Ok(n)) => n,
         Ok(Err(e)) => {
@@ -405,22 +419,22 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut req: Request, next: Nex
 }
 
 /// The user the middleware put into the request.
-fn signed_in(req_user: Option<axum::Extension<User>>) -> Result<User, Response> {
+fn signed_in(req_user: Option<axum::Extension<User>>) -> Result<User, ApiError> {
     req_user
         .map(|axum::Extension(u)| u)
-        .ok_or_else(|| unauthorized("not signed in"))
+        .ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "not signed in".into()))
 }
 
-fn parse_body<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, Response> {
+fn parse_body<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
     serde_json::from_slice(body)
-        .map_err(|e| error(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
+        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
 }
 
-fn check_slug(slug: &str) -> Result<(), Response> {
+fn check_slug(slug: &str) -> Result<(), ApiError> {
     if valid_name(slug) {
         Ok(())
     } else {
-        Err(error(
+        Err(ApiError(
             StatusCode::BAD_REQUEST,
             format!(
                 "invalid slug {slug:?}: 1-64 lowercase letters, digits, '-', '_' or '.', not starting with '.' or '-'"
@@ -431,7 +445,11 @@ fn check_slug(slug: &str) -> Result<(), Response> {
 
 /// Checks a document path: relative, `/`-separated, no `..`, at most 1,024 bytes.
 pub fn check_path(path: &str) -> Result<()> {
-    let bad = |why: &str| Err(GatewayError::invalid(format!("invalid path {path:?}: {why}")));
+    let bad = |why: &str| {
+        Err(GatewayError::invalid(format!(
+            "invalid path {path:?}: {why}"
+        )))
+    };
     if path.is_empty() {
         return bad("empty");
     }
@@ -444,7 +462,10 @@ pub fn check_path(path: &str) -> Result<()> {
     if path.contains('\\') || path.contains('\0') {
         return bad("use '/' separators");
     }
-    if path.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
+    if path
+        .split('/')
+        .any(|s| s.is_empty() || s == "." || s == "..")
+    {
         return bad("no empty, '.' or '..' segment");
     }
     Ok(())
@@ -454,10 +475,7 @@ pub fn check_path(path: &str) -> Result<()> {
 pub fn check_document(doc: &PublishedDoc) -> Result<()> {
     check_path(&doc.path)?;
     DocType::from_token(&doc.doc_type).map_err(|_| {
-        GatewayError::invalid(format!(
-            "{}: unknown doc_type {:?}",
-            doc.path, doc.doc_type
-        ))
+        GatewayError::invalid(format!("{}: unknown doc_type {:?}", doc.path, doc.doc_type))
     })?;
     if doc.text.len() > MAX_TEXT_BYTES {
         return Err(GatewayError::invalid(format!(
@@ -469,9 +487,8 @@ pub fn check_document(doc: &PublishedDoc) -> Result<()> {
         return Err(GatewayError::invalid(format!("{}: empty hash", doc.path)));
     }
     if !doc.outline.is_null() {
-        serde_json::from_value::<Vec<OutlineNode>>(doc.outline.clone()).map_err(|e| {
-            GatewayError::invalid(format!("{}: invalid outline: {e}", doc.path))
-        })?;
+        serde_json::from_value::<Vec<OutlineNode>>(doc.outline.clone())
+            .map_err(|e| GatewayError::invalid(format!("{}: invalid outline: {e}", doc.path)))?;
     }
     Ok(())
 }
@@ -488,7 +505,7 @@ async fn put_library(
         let mut meta: LibraryMeta = parse_body(&body)?;
         if !meta.category.trim().is_empty() {
             meta.category = parse_category(&meta.category)
-                .map_err(gateway_error)?
+                .map_err(ApiError::from)?
                 .to_string();
         }
         let db = shared.db().clone();
@@ -501,12 +518,12 @@ async fn put_library(
             Ok((db.upsert_library(&user, &slug, &meta)?, created))
         })
         .await?;
-        Ok::<_, Response>(
+        Ok::<_, ApiError>(
             axum::Json(json!({ "library": info.key.address(), "created": created }))
                 .into_response(),
         )
     };
-    run.await.unwrap_or_else(|r| r)
+    run.await.unwrap_or_else(IntoResponse::into_response)
 }
 
 async fn delete_library(
@@ -530,9 +547,9 @@ async fn delete_library(
             Ok(deleted)
         })
         .await?;
-        Ok::<_, Response>(axum::Json(json!({ "deleted": deleted })).into_response())
+        Ok::<_, ApiError>(axum::Json(json!({ "deleted": deleted })).into_response())
     };
-    run.await.unwrap_or_else(|r| r)
+    run.await.unwrap_or_else(IntoResponse::into_response)
 }
 
 /// The caller's own library, or 404.
@@ -569,7 +586,7 @@ async fn post_manifest(
         check_slug(&slug)?;
         let manifest: ManifestBody = parse_body(&body)?;
         for e in &manifest.documents {
-            check_path(&e.path).map_err(gateway_error)?;
+            check_path(&e.path).map_err(ApiError::from)?;
         }
         let db = shared.db().clone();
         let (needed, removed) = blocking(move || {
@@ -579,7 +596,8 @@ async fn post_manifest(
                 .into_iter()
                 .map(|e| (e.path, e.hash))
                 .collect();
-            let listed: HashSet<&str> = manifest.documents.iter().map(|e| e.path.as_str()).collect();
+            let listed: HashSet<&str> =
+                manifest.documents.iter().map(|e| e.path.as_str()).collect();
             let gone: Vec<String> = current
                 .keys()
                 .filter(|p| !listed.contains(p.as_str()))
@@ -601,11 +619,11 @@ async fn post_manifest(
             Ok((needed, removed))
         })
         .await?;
-        Ok::<_, Response>(
+        Ok::<_, ApiError>(
             axum::Json(json!({ "needed": needed, "removed": removed })).into_response(),
         )
     };
-    run.await.unwrap_or_else(|r| r)
+    run.await.unwrap_or_else(IntoResponse::into_response)
 }
 
 async fn post_documents(
@@ -620,7 +638,7 @@ async fn post_documents(
         let docs: DocumentsBody = parse_body(&body)?;
         drop(body);
         for d in &docs.documents {
-            check_document(d).map_err(gateway_error)?;
+            check_document(d).map_err(ApiError::from)?;
         }
         let db = shared.db().clone();
         let stored = blocking(move || {
@@ -629,7 +647,7 @@ async fn post_documents(
             Ok(docs.documents.len())
         })
         .await?;
-        Ok::<_, Response>(axum::Json(json!({ "stored": stored })).into_response())
+        Ok::<_, ApiError>(axum::Json(json!({ "stored": stored })).into_response())
     };
-    run.await.unwrap_or_else(|r| r)
+    run.await.unwrap_or_else(IntoResponse::into_response)
 }

@@ -254,7 +254,10 @@ fn make_linkly(
     roots: &BTreeSet<String>,
 ) -> Arc<Linkly> {
     let config = Config {
-        folders: roots.iter().map(|r| PathBuf::from(format!("/{r}"))).collect(),
+        folders: roots
+            .iter()
+            .map(|r| PathBuf::from(format!("/{r}")))
+            .collect(),
         ..Config::default()
     };
     Arc::new(
@@ -281,14 +284,12 @@ fn write_applied(dir: &Path, library_id: i64, seq: i64) -> Result<()> {
 
 /// A published document as the index takes it: stored at `/<path>` under the database's id.
 pub fn ingest_doc(id: i64, doc: PublishedDoc) -> Result<IngestDoc> {
-    let doc_type = DocType::from_token(&doc.doc_type).map_err(|_| {
-        GatewayError::invalid(format!("unknown document type {:?}", doc.doc_type))
-    })?;
+    let doc_type = DocType::from_token(&doc.doc_type)
+        .map_err(|_| GatewayError::invalid(format!("unknown document type {:?}", doc.doc_type)))?;
     let outline: Vec<OutlineNode> = match doc.outline {
         serde_json::Value::Null => Vec::new(),
-        v => serde_json::from_value(v).map_err(|e| {
-            GatewayError::invalid(format!("bad outline for {:?}: {e}", doc.path))
-        })?,
+        v => serde_json::from_value(v)
+            .map_err(|e| GatewayError::invalid(format!("bad outline for {:?}: {e}", doc.path)))?,
     };
     let id = u64::try_from(id)
         .map_err(|_| GatewayError::Database(format!("negative document id {id}")))?;

@@ -257,7 +257,10 @@ impl Shared {
                         let description = if l.description.trim().is_empty() {
                             "no description".to_string()
                         } else {
-                            l.description.split_whitespace().collect::<Vec<_>>().join(" ")
+                            l.description
+                                .split_whitespace()
+                                .collect::<Vec<_>>()
+                                .join(" ")
                         };
                         out.push_str(&format!(
                             "- **{}** ({}): {} ({} docs)\n",
@@ -308,7 +311,12 @@ impl Shared {
         }
     }
 
-    fn in_library(&self, user: &User, name: &str, mut args: Value) -> Result<ToolOutput, ToolError> {
+    fn in_library(
+        &self,
+        user: &User,
+        name: &str,
+        mut args: Value,
+    ) -> Result<ToolOutput, ToolError> {
         let linkly = self.take_library(user, name, &mut args)?;
         run(&linkly, name, args)
     }
@@ -326,9 +334,7 @@ impl Shared {
             let notes = self.notes(user)?;
             return run(&notes, "list", args);
         }
-        if scope == "library"
-            && args.get("library").is_none_or(Value::is_null)
-        {
+        if scope == "library" && args.get("library").is_none_or(Value::is_null) {
             return Err(ToolError::invalid(
                 "scope=\"library\" requires library=cloud://<owner>/<slug> (see list_libraries)",
             ));
@@ -525,7 +531,9 @@ impl GatewayServer {
             .get::<axum::http::request::Parts>()
             .and_then(|p| p.extensions.get::<User>())
             .cloned()
-            .ok_or_else(|| McpError::invalid_request("not signed in: send Authorization: Bearer <token>", None))?;
+            .ok_or_else(|| {
+                McpError::invalid_request("not signed in: send Authorization: Bearer <token>", None)
+            })?;
         let owner = *self.owner.get_or_init(|| user.id);
         if owner != user.id {
             tracing::warn!(user = %user.name, "a token tried to use another user's session");
@@ -571,10 +579,7 @@ impl ServerHandler for GatewayServer {
     ) -> Result<CallToolResponse, McpError> {
         let user = self.user(&context)?;
         let name = request.name.to_string();
-        let args = request
-            .arguments
-            .map(Value::Object)
-            .unwrap_or(Value::Null);
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let shared = self.shared.clone();
         let output = tokio::task::spawn_blocking(move || shared.call(&user, &name, args))
             .await
