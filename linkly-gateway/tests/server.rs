@@ -48,8 +48,10 @@ fn options(db: &Db, dir: &std::path::Path) -> GatewayOptions {
     let mut o = GatewayOptions::new(db.clone(), dir.to_path_buf());
     o.bind = IpAddr::V4(Ipv4Addr::LOCALHOST);
     o.port = 0;
-    o.max_body_bytes = 1 << 20;
-    o.max_api_body_bytes = 1 << 20;
+    // Small limits, so that a request over them still fits the sockets' buffers and the
+    // client reads the 413 rather than a broken pipe.
+    o.max_body_bytes = 64 << 10;
+    o.max_api_body_bytes = 64 << 10;
     o
 }
 
@@ -90,6 +92,27 @@ async fn http_async(
     tokio::task::spawn_blocking(move || http(method, &url, token.as_deref(), body))
         .await
         .unwrap()
+}
+
+/// A POST over a raw connection (`Connection: close`): the status line's code.
+async fn raw_post(base: &str, path: &str, token: &str, body: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    // The server may answer (and stop reading) before the body is all sent.
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body.as_bytes()).await;
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw).await;
+    let text = String::from_utf8_lossy(&raw);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status: {text:?}"))
 }
 
 fn doc(path: &str, text: &str) -> Value {
@@ -165,6 +188,7 @@ async fn publish_link_search_read_and_refusals() {
     let (s, _, _, health) = http_async("GET", format!("{base}/health"), None, None).await;
     assert_eq!(s, 200);
     assert_eq!(health["role"], "gateway");
+    assert_eq!(health["libraries"], 0);
 
     publish(
         &base,
@@ -251,25 +275,15 @@ async fn publish_link_search_read_and_refusals() {
     );
 
     // Too large: 413.
-    let big = "x".repeat(2 << 20);
-    let (s, _, _, _) = http_async(
-        "POST",
-        format!("{base}/api/v1/libraries/guide/documents"),
-        Some(alice.clone()),
-        Some(json!({"documents": [doc("big.md", &big)]}).to_string()),
-    )
-    .await;
-    assert_eq!(s, 413);
-    let (s, _, _, _) = http_async(
-        "POST",
-        format!("{base}/mcp"),
-        Some(alice.clone()),
-        Some(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": big}}).to_string(),
-        ),
-    )
-    .await;
-    assert_eq!(s, 413);
+    let big = "x".repeat(200 << 10);
+    let body = json!({"documents": [doc("big.md", &big)]}).to_string();
+    let path = "/api/v1/libraries/guide/documents";
+    assert_eq!(raw_post(&base, path, &alice, &body).await, 413);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": big}});
+    assert_eq!(
+        raw_post(&base, "/mcp", &alice, &body.to_string()).await,
+        413
+    );
 
     // Bob: eleven tools; nothing linked yet.
     let b = RemoteClient::connect(&format!("{base}/mcp"), Some(&bob))
@@ -411,6 +425,82 @@ async fn publish_link_search_read_and_refusals() {
     )
     .await;
     assert!(!err && text.contains("stainless"), "{text}");
+    let (err, text) = call(
+        &b2,
+        "list",
+        json!({"scope": "folder", "library": "cloud://alice/guide", "path": "docs", "output_format": "json"}),
+    )
+    .await;
+    assert!(
+        !err && text.contains("delorean.md") && text.contains("intro.md"),
+        "{text}"
+    );
+    let (err, text) = call(&b2, "explore", json!({"library": "cloud://alice/guide"})).await;
+    assert!(!err, "{text}");
+
+    // A document left out of the manifest is removed everywhere.
+    publish(
+        &base,
+        &alice,
+        "guide",
+        "public",
+        vec![doc(
+            "docs/delorean.md",
+            "# Car\n\nA stainless steel delorean, rebuilt.",
+        )],
+    )
+    .await;
+    let (err, text) = call(&b2, "read", json!({"doc_id": id})).await;
+    assert!(err && text.contains("DOC_NOT_FOUND"), "{text}");
+    let (err, text) = call(&b, "search", json!({"query": "rebuilt"})).await;
+    assert!(!err && text.contains("rebuilt"), "{text}");
+
+    // Alice (pro) links both of hers: search without library covers both.
+    for lib in ["cloud://alice/guide", "cloud://alice/secret"] {
+        let (err, text) = call(&a, "library_link", json!({ "library": lib })).await;
+        assert!(!err, "{text}");
+    }
+    let (err, text) = call(
+        &a,
+        "search",
+        json!({"query": "delorean treasure", "output_format": "json"}),
+    )
+    .await;
+    assert!(!err, "{text}");
+    let merged: Value = serde_json::from_str(&text).unwrap();
+    let ids: Vec<&str> = merged["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["doc_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.iter().any(|i| i.starts_with("cloud://alice/guide/")),
+        "{ids:?}"
+    );
+    assert!(
+        ids.iter().any(|i| i.starts_with("cloud://alice/secret/")),
+        "{ids:?}"
+    );
+
+    // Unpublished: gone for everyone, with the same answer as any unknown library.
+    let (s, _, _, body) = http_async(
+        "DELETE",
+        format!("{base}/api/v1/libraries/guide"),
+        Some(alice.clone()),
+        None,
+    )
+    .await;
+    assert_eq!((s, &body["deleted"]), (200, &json!(true)), "{body}");
+    let (err, text) = call(
+        &b2,
+        "search",
+        json!({"query": "delorean", "library": "cloud://alice/guide"}),
+    )
+    .await;
+    assert!(err && text.contains("LIBRARY_NOT_FOUND"), "{text}");
+    let (s, _, _, health) = http_async("GET", format!("{base}/health"), None, None).await;
+    assert_eq!((s, &health["libraries"]), (200, &json!(1)), "{health}");
 
     b.close().await;
     a.close().await;
