@@ -651,3 +651,45 @@ async fn post_documents(
     };
     run.await.unwrap_or_else(IntoResponse::into_response)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_paths_are_relative_and_clean() {
+        for ok in ["a.md", "docs/a b.md", "root/x/y/z.pdf", "é/ü.txt"] {
+            assert!(check_path(ok).is_ok(), "{ok}");
+        }
+        let long = "a/".repeat(600) + "b";
+        for bad in [
+            "",
+            "/abs.md",
+            "../x.md",
+            "a/../b",
+            "a//b",
+            "./a",
+            "a\\b",
+            "a/",
+            long.as_str(),
+        ] {
+            assert!(check_path(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_rate_limit_is_a_bucket_per_user() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = Db::open(&crate::db::DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
+        let auth = Auth {
+            db,
+            tokens: Mutex::default(),
+            buckets: Mutex::default(),
+            rate: 2,
+        };
+        assert!(auth.admit(1).is_ok() && auth.admit(1).is_ok());
+        let wait = auth.admit(1).unwrap_err();
+        assert!((1..=30).contains(&wait), "{wait}");
+        assert!(auth.admit(2).is_ok(), "another user has their own bucket");
+    }
+}

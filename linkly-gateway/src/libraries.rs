@@ -309,3 +309,60 @@ pub fn ingest_doc(id: i64, doc: PublishedDoc) -> Result<IngestDoc> {
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn published(path: &str, outline: serde_json::Value) -> PublishedDoc {
+        PublishedDoc {
+            path: path.into(),
+            doc_type: "md".into(),
+            hash: "h".into(),
+            size: 3,
+            modified_at: 5,
+            title: Some("T".into()),
+            text: "# T\n\nbody".into(),
+            outline,
+        }
+    }
+
+    #[test]
+    fn a_published_document_is_ingested_at_its_rooted_path_under_the_database_id() {
+        let outline = serde_json::json!([{"title": "T", "level": 1, "start_line": 1, "end_line": 3, "children": []}]);
+        let d = ingest_doc(42, published("docs/a.md", outline)).unwrap();
+        assert_eq!(d.id, Some(DocId(42)));
+        assert_eq!(d.path, "/docs/a.md");
+        assert_eq!(d.doc_type, DocType::from_token("md").unwrap());
+        assert_eq!(d.extracted.outline.len(), 1);
+        assert_eq!(d.extracted.title.as_deref(), Some("T"));
+        let none = ingest_doc(1, published("a.md", serde_json::Value::Null)).unwrap();
+        assert!(none.extracted.outline.is_empty());
+        let mut bad = published("a.md", serde_json::json!([]));
+        bad.doc_type = "exe".into();
+        assert!(ingest_doc(1, bad).is_err());
+        assert!(ingest_doc(1, published("a.md", serde_json::json!({"x": 1}))).is_err());
+        assert!(ingest_doc(-1, published("a.md", serde_json::json!([]))).is_err());
+    }
+
+    #[test]
+    fn the_applied_sequence_survives_a_restart() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(read_applied(tmp.path()), (0, 0));
+        write_applied(tmp.path(), 7, 1234).unwrap();
+        assert_eq!(read_applied(tmp.path()), (7, 1234));
+        fs_err::write(tmp.path().join(APPLIED_FILE), "garbage").unwrap();
+        assert_eq!(read_applied(tmp.path()), (0, 0));
+    }
+
+    #[test]
+    fn processes_sharing_a_data_directory_get_their_own_instance() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, _lock_a) = claim_instance(tmp.path()).unwrap();
+        let (b, lock_b) = claim_instance(tmp.path()).unwrap();
+        assert_ne!(a, b);
+        drop(lock_b);
+        let (c, _lock_c) = claim_instance(tmp.path()).unwrap();
+        assert_eq!(b, c, "a released instance is taken back");
+    }
+}

@@ -502,6 +502,37 @@ async fn publish_link_search_read_and_refusals() {
     let (s, _, _, health) = http_async("GET", format!("{base}/health"), None, None).await;
     assert_eq!((s, &health["libraries"]), (200, &json!(1)), "{health}");
 
+    // Published again under the same address: the other process rebuilds its index.
+    publish(
+        &base,
+        &alice,
+        "guide",
+        "public",
+        vec![doc("v2/zebra.md", "# Zebra\n\nStripes everywhere.")],
+    )
+    .await;
+    let (err, text) = call(
+        &b2,
+        "library_link",
+        json!({"library": "cloud://alice/guide"}),
+    )
+    .await;
+    assert!(!err, "{text}");
+    let (err, text) = call(
+        &b2,
+        "search",
+        json!({"query": "stripes", "library": "cloud://alice/guide"}),
+    )
+    .await;
+    assert!(!err && text.contains("zebra.md"), "{text}");
+    let (_, text) = call(
+        &b2,
+        "search",
+        json!({"query": "delorean", "library": "cloud://alice/guide"}),
+    )
+    .await;
+    assert!(!text.contains("delorean.md"), "{text}");
+
     b.close().await;
     a.close().await;
     b2.close().await;
