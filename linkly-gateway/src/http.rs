@@ -231,6 +231,7 @@ fn app(shared: Arc<Shared>, opts: &GatewayOptions) -> (Router, impl FnOnce() + S
         tokens: Mutex::default(),
         buckets: Mutex::default(),
         rate: opts.rate.max(1),
+        sessions: Mutex::default(),
     });
     let protected = mcp
         .merge(api)
@@ -319,7 +320,13 @@ struct Auth {
     tokens: Mutex<HashMap<String, (Instant, User)>>,
     buckets: Mutex<HashMap<i64, Bucket>>,
     rate: u32,
+    /// MCP session id → the user who opened it (and when it was last used).
+    sessions: Mutex<HashMap<String, (i64, Instant)>>,
 }
+
+/// Session owners remembered at most; beyond, those unused for longer than a day are
+/// forgotten (rmcp has closed them long before).
+const SESSION_OWNERS: usize = 100_000;
 
 struct Bucket {
     tokens: f64,
@@ -390,7 +397,10 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut req: Request, next: Nex
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|v| {
+            let (scheme, rest) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then_some(rest)
+        })
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .map(str::to_string);
@@ -414,8 +424,41 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut req: Request, next: Nex
             .insert(header::RETRY_AFTER, HeaderValue::from(wait));
         return r;
     }
+    // A session belongs to the user who opened it: another token cannot use, watch or close it.
+    let session = req
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if let Some(id) = &session {
+        let mut owners = auth.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((owner, used)) = owners.get_mut(id) {
+            if *owner != user.id {
+                tracing::warn!(user = %user.name, "a token tried to use another user's session");
+                return error(
+                    StatusCode::FORBIDDEN,
+                    "this session belongs to another user: open your own session",
+                );
+            }
+            *used = Instant::now();
+        }
+    }
+    let user_id = user.id;
     req.extensions_mut().insert(user);
-    next.run(req).await
+    let response = next.run(req).await;
+    if session.is_none()
+        && let Some(id) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+    {
+        let mut owners = auth.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        if owners.len() >= SESSION_OWNERS {
+            owners.retain(|_, (_, used)| used.elapsed() < Duration::from_secs(86_400));
+        }
+        owners.insert(id.to_string(), (user_id, Instant::now()));
+    }
+    response
 }
 
 /// The user the middleware put into the request.
@@ -686,6 +729,7 @@ mod tests {
             tokens: Mutex::default(),
             buckets: Mutex::default(),
             rate: 2,
+            sessions: Mutex::default(),
         };
         assert!(auth.admit(1).is_ok() && auth.admit(1).is_ok());
         let wait = auth.admit(1).unwrap_err();

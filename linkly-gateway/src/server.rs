@@ -486,13 +486,18 @@ fn run(linkly: &Linkly, name: &str, args: Value) -> Result<ToolOutput, ToolError
 /// descriptions that speak of cloud libraries.
 pub fn tools() -> Vec<Tool> {
     let mut tools = catalog::tools();
+    let cloud = |s: &str| {
+        s.replace("local://<id>", "cloud://<owner>/<slug>")
+            .replace("local://12", "cloud://<owner>/<slug>/12")
+            .replace("local://", "cloud://")
+    };
     for mut t in linkly_mcp::LinklyServer::tools() {
         if let Some(d) = t.description.as_ref() {
-            let d = d
-                .replace("local://<id>", "cloud://<owner>/<slug>")
-                .replace("local://12", "cloud://<owner>/<slug>/12")
-                .replace("local://", "cloud://");
-            t.description = Some(d.into());
+            t.description = Some(cloud(d).into());
+        }
+        let schema = Value::Object((*t.input_schema).clone()).to_string();
+        if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&cloud(&schema)) {
+            t.input_schema = Arc::new(map);
         }
         tools.push(t);
     }

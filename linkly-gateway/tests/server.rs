@@ -294,6 +294,12 @@ async fn publish_link_search_read_and_refusals() {
     assert_eq!(names.len(), 11, "{names:?}");
     assert!(names.contains(&"library_search".to_string()));
     assert!(names.contains(&"library_link".to_string()));
+    for t in b.tools().await.unwrap() {
+        if !t.name.starts_with("library_") {
+            let text = serde_json::to_string(&t).unwrap();
+            assert!(!text.contains("local://"), "{text}");
+        }
+    }
     let (err, text) = call(&b, "list_libraries", json!({})).await;
     assert!(!err && text.contains("No library is linked"), "{text}");
 
@@ -619,5 +625,21 @@ async fn a_session_stays_with_its_user() {
     .await
     .unwrap();
     assert!(text.contains("another user"), "{text}");
+    // Nor can it close it.
+    let (u, b, s) = (url.clone(), bob.clone(), session.clone());
+    let status = tokio::task::spawn_blocking(move || {
+        match ureq::delete(&u)
+            .set("Authorization", &format!("Bearer {b}"))
+            .set("mcp-session-id", &s)
+            .call()
+        {
+            Ok(r) => r.status(),
+            Err(ureq::Error::Status(c, _)) => c,
+            Err(e) => panic!("{e}"),
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, 403);
     gw.stop().await;
 }
