@@ -1,0 +1,679 @@
+//! The gateway's own tools, `library_search` and `library_link`, as functions the MCP server
+//! calls with the signed-in user. Their answers look like the nine document tools' (see
+//! `linkly_tools`): Markdown ending with the `[meta] now=…` footer or one JSON object with
+//! `_meta.now`; errors `[CODE] message` or `{"error":{"code","message","details"}}`.
+//!
+//! `library_link`'s refusals are statuses the tool answers, not errors: `invite_required`,
+//! `slot_exhausted`, `already_linked` and `already_unlinked` are successful results carrying
+//! their `status`; only `not_found` is an error (`LIBRARY_NOT_FOUND`), like an unknown library
+//! in the other tools.
+
+use std::sync::Arc;
+
+use linkly_core::{CodedError, ErrorCode};
+use linkly_tools::{OutputFormat, ToolError, ToolOutput};
+use rmcp::model::{Tool, ToolAnnotations};
+use serde_json::{Map, Value, json};
+
+use crate::db::Db;
+use crate::model::{
+    CATEGORIES, CatalogEntry, CatalogPage, CatalogQuery, LibraryKey, Limits, LinkOutcome,
+    UnlinkOutcome, User,
+};
+
+/// The name of the catalogue search tool.
+pub const LIBRARY_SEARCH: &str = "library_search";
+/// The name of the link tool.
+pub const LIBRARY_LINK: &str = "library_link";
+
+const SEARCH_TITLE: &str = "Search cloud libraries";
+const LINK_TITLE: &str = "Link a cloud library";
+
+const SEARCH_DESCRIPTION: &str = "Search the catalogue of cloud knowledge libraries, including \
+    those you have not linked yet, by title, description or owner user name. It finds \
+    libraries; to search documents use search. To see what is already searchable use \
+    list_libraries. Each entry carries the exact cloud://<owner>/<slug> id to pass to the other \
+    tools, is_linked (already searchable: no need to link again) and can_link (with \
+    cannot_link_reason invite_required for a showcase library you were not invited to). Public \
+    and showcase libraries are always listed; private ones only to their owner and invited \
+    readers. Newest update first; page with offset while has_more is true. The answer starts \
+    with \"You are signed in as @<user>\": pass that name as owner to list your own libraries, \
+    private ones included. This tool links, stars and changes nothing.";
+
+const LINK_DESCRIPTION: &str = "Link a cloud library to the user's account so it becomes \
+    searchable: it shows in list_libraries at once and search, explore, list and the other tools \
+    accept its cloud://<owner>/<slug>. Public libraries: anyone signed in may link. Showcase and \
+    private ones: only the owner and invited readers (status invite_required, or not found for \
+    a private library you cannot see). Linking twice is harmless (already_linked, no extra \
+    slot). Each link uses a slot (Free 1, Pro 99); when they are all used the answer is \
+    slot_exhausted with the count, the limit and an upgrade link: never choose a library to \
+    unlink yourself; list the linked libraries, ask the user which one to free, call \
+    library_link with action \"unlink\" on it, then link again. action \"unlink\" removes a \
+    library from the account's linked set (for every client of the account) and frees its \
+    slot; nothing else changes. Only unlink a library the user named.";
+
+/// The two tools' MCP definitions: `library_search` (read-only) and `library_link` (writes;
+/// destructive and idempotent).
+pub fn tools() -> Vec<Tool> {
+    let def = |name: &'static str,
+               title: &'static str,
+               description: &'static str,
+               schema: Value,
+               read_only: bool| {
+        let schema = match schema {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        Tool::new(name, description, Arc::new(schema))
+            .with_title(title)
+            .with_annotations(ToolAnnotations::from_raw(
+                Some(title.to_string()),
+                Some(read_only),
+                Some(!read_only),
+                Some(true),
+                Some(false),
+            ))
+    };
+    vec![
+        def(
+            LIBRARY_SEARCH,
+            SEARCH_TITLE,
+            SEARCH_DESCRIPTION,
+            library_search_schema(),
+            true,
+        ),
+        def(
+            LIBRARY_LINK,
+            LINK_TITLE,
+            LINK_DESCRIPTION,
+            library_link_schema(),
+            false,
+        ),
+    ]
+}
+
+/// The JSON schema of `library_search`'s arguments.
+pub fn library_search_schema() -> Value {
+    let mut categories: Vec<Value> = CATEGORIES.iter().map(|c| json!(c)).collect();
+    categories.push(Value::Null);
+    json!({
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": ["string", "null"],
+                "description": "Words matched against the title, description and owner user name (case-insensitive substring). Omit to browse the catalogue."
+            },
+            "category": {
+                "type": ["string", "null"],
+                "enum": categories,
+                "description": "Only libraries of this category."
+            },
+            "owner": {
+                "type": ["string", "null"],
+                "description": "Exact owner user name. Pass your own (from \"You are signed in as @…\") to list your libraries, private ones included."
+            },
+            "limit": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "maximum": 50,
+                "default": 10,
+                "description": "Entries per page (1-50)."
+            },
+            "offset": {
+                "type": ["integer", "null"],
+                "minimum": 0,
+                "default": 0,
+                "description": "Entries to skip; continue while has_more is true."
+            },
+            "output_format": {
+                "type": ["string", "null"],
+                "enum": ["markdown", "json", null],
+                "default": "markdown",
+                "description": "markdown (default) or json."
+            }
+        },
+        "additionalProperties": false
+    })
+}
+
+/// The JSON schema of `library_link`'s arguments.
+pub fn library_link_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "library": {
+                "type": "string",
+                "description": "The full cloud://<owner>/<slug>, exactly as library_search returns it."
+            },
+            "action": {
+                "type": ["string", "null"],
+                "enum": ["link", "unlink", null],
+                "default": "link",
+                "description": "link (default; null also links) or unlink."
+            },
+            "output_format": {
+                "type": ["string", "null"],
+                "enum": ["markdown", "json", null],
+                "default": "markdown",
+                "description": "markdown (default) or json."
+            }
+        },
+        "required": ["library"],
+        "additionalProperties": false
+    })
+}
+
+// ----- answers -----
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// A successful answer, footer included.
+fn success(format: OutputFormat, markdown: String, mut value: Value) -> ToolOutput {
+    let now = now_ms();
+    let text = match format {
+        OutputFormat::Markdown => {
+            let mut body = markdown.trim_end().to_string();
+            body.push_str("\n\n");
+            body.push_str(&linkly_tools::meta_footer(now));
+            body
+        }
+        OutputFormat::Json => {
+            if let Value::Object(map) = &mut value {
+                map.insert(
+                    "_meta".into(),
+                    json!({ "now": linkly_core::format_rfc3339(now) }),
+                );
+            }
+            value.to_string()
+        }
+    };
+    ToolOutput {
+        text,
+        is_error: false,
+    }
+}
+
+/// A failed answer (no footer).
+fn failure(format: OutputFormat, err: &ToolError) -> ToolOutput {
+    if !err.code.is_internal() {
+        tracing::debug!(code = %err.code, message = %err.message, "gateway tool call refused");
+    }
+    ToolOutput {
+        text: match format {
+            OutputFormat::Json => err.to_json().to_string(),
+            OutputFormat::Markdown => err.to_string(),
+        },
+        is_error: true,
+    }
+}
+
+/// A store failure as a tool error, keeping its code.
+fn db_error(err: crate::GatewayError) -> ToolError {
+    let code = err.error_code();
+    if code.is_internal() {
+        ToolError::internal(err)
+    } else {
+        ToolError::new(code, err.to_string())
+    }
+}
+
+/// The error format: JSON when `output_format` says `json`, else Markdown.
+fn error_format(args: &Value) -> OutputFormat {
+    match args.get("output_format").and_then(Value::as_str) {
+        Some("json") => OutputFormat::Json,
+        _ => OutputFormat::Markdown,
+    }
+}
+
+// ----- arguments -----
+
+/// The arguments as an object (`null` is none), refusing parameters the tool does not take.
+fn arguments(tool: &str, args: Value, allowed: &[&str]) -> Result<Map<String, Value>, ToolError> {
+    let map = match args {
+        Value::Null => Map::new(),
+        Value::Object(map) => map,
+        other => {
+            return Err(ToolError::invalid(format!(
+                "{tool} takes an object of arguments (got {})",
+                kind(&other)
+            )));
+        }
+    };
+    if let Some(unknown) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(ToolError::invalid(format!(
+            "unknown parameter {unknown:?}: {tool} takes {}",
+            allowed.join(", ")
+        ))
+        .with_details(json!({"parameter": unknown, "allowed": allowed})));
+    }
+    Ok(map)
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// An optional string parameter (`null` is absent).
+fn string_arg(map: &Map<String, Value>, name: &str) -> Result<Option<String>, ToolError> {
+    match map.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(ToolError::invalid(format!(
+            "{name} must be a string (got {})",
+            kind(other)
+        ))
+        .with_details(json!({"parameter": name, "expected": "string"}))),
+    }
+}
+
+/// An optional integer parameter within bounds (a string holding an integer is taken too,
+/// as the other tools do).
+fn int_arg(
+    map: &Map<String, Value>,
+    name: &str,
+    min: i64,
+    max: i64,
+    default: i64,
+) -> Result<i64, ToolError> {
+    let bounds = if max == i64::MAX {
+        format!("an integer ≥ {min}")
+    } else {
+        format!("an integer between {min} and {max}")
+    };
+    let value = match map.get(name) {
+        None | Some(Value::Null) => return Ok(default),
+        Some(Value::Number(n)) => n.as_i64(),
+        Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
+        Some(_) => None,
+    };
+    let Some(value) = value else {
+        let got = map.get(name).map_or("nothing", kind);
+        return Err(
+            ToolError::invalid(format!("{name} must be {bounds} (got {got})")).with_details(
+                json!({"parameter": name, "expected": "integer", "minimum": min, "maximum": (max != i64::MAX).then_some(max)}),
+            ),
+        );
+    };
+    if value < min || value > max {
+        let message = if max == i64::MAX {
+            format!("{name} must be ≥ {min} (got {value})")
+        } else {
+            format!("{name} must be between {min} and {max} (got {value})")
+        };
+        return Err(ToolError::invalid(message).with_details(json!({
+            "parameter": name,
+            "minimum": min,
+            "maximum": (max != i64::MAX).then_some(max),
+            "received": value,
+        })));
+    }
+    Ok(value)
+}
+
+/// An optional choice parameter (`null` is absent); the canonical value.
+fn choice_arg(
+    map: &Map<String, Value>,
+    name: &str,
+    allowed: &[&'static str],
+) -> Result<Option<&'static str>, ToolError> {
+    let Some(value) = string_arg(map, name)? else {
+        return Ok(None);
+    };
+    let wanted = value.trim().to_ascii_lowercase();
+    allowed
+        .iter()
+        .find(|a| **a == wanted)
+        .copied()
+        .map(Some)
+        .ok_or_else(|| {
+            ToolError::invalid(format!(
+                "{name} must be one of {} (got {value:?})",
+                allowed
+                    .iter()
+                    .map(|a| format!("\"{a}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .with_details(json!({"parameter": name, "allowed": allowed, "received": value}))
+        })
+}
+
+fn format_arg(map: &Map<String, Value>) -> Result<OutputFormat, ToolError> {
+    Ok(
+        match choice_arg(map, "output_format", &["markdown", "json"])? {
+            Some("json") => OutputFormat::Json,
+            _ => OutputFormat::Markdown,
+        },
+    )
+}
+
+// ----- library_search -----
+
+const SEARCH_PARAMS: &[&str] = &[
+    "query",
+    "category",
+    "owner",
+    "limit",
+    "offset",
+    "output_format",
+];
+
+/// Runs `library_search` for the signed-in viewer: a page of the catalogue as they see it.
+pub fn library_search(db: &Db, viewer: &User, args: Value) -> ToolOutput {
+    let on_error = error_format(&args);
+    match run_search(db, viewer, args) {
+        Ok(out) => out,
+        Err(err) => failure(on_error, &err),
+    }
+}
+
+fn run_search(db: &Db, viewer: &User, args: Value) -> Result<ToolOutput, ToolError> {
+    let map = arguments(LIBRARY_SEARCH, args, SEARCH_PARAMS)?;
+    let format = format_arg(&map)?;
+    let query = string_arg(&map, "query")?
+        .map(|q| q.trim().to_string())
+        .filter(|q| !q.is_empty());
+    let category = choice_arg(&map, "category", CATEGORIES)?;
+    let owner = string_arg(&map, "owner")?
+        .map(|o| o.trim().trim_start_matches('@').to_string())
+        .filter(|o| !o.is_empty());
+    let limit = int_arg(&map, "limit", 1, 50, 10)?;
+    let offset = int_arg(&map, "offset", 0, i64::MAX, 0)?;
+    let q = CatalogQuery {
+        query,
+        category: category.map(str::to_string),
+        owner,
+        limit: limit as u32,
+        offset: offset as u64,
+    };
+    let page = db.search_libraries(viewer, &q).map_err(db_error)?;
+    Ok(success(
+        format,
+        search_markdown(viewer, &q, &page),
+        search_json(viewer, &q, &page),
+    ))
+}
+
+fn entry_json(e: &CatalogEntry) -> Value {
+    let l = &e.library;
+    json!({
+        "id": l.key.address(),
+        "title": l.title,
+        "description": l.description,
+        "owner": l.key.owner,
+        "category": l.category,
+        "visibility": l.visibility.as_str(),
+        "document_count": l.doc_count,
+        "star_count": l.stars,
+        "link_count": l.links,
+        "is_owner": e.is_owner,
+        "is_linked": e.is_linked,
+        "can_link": e.can_link,
+        "cannot_link_reason": (!e.can_link).then_some("invite_required"),
+        "updated_at": linkly_core::format_rfc3339(l.updated_at),
+    })
+}
+
+fn has_more(q: &CatalogQuery, page: &CatalogPage) -> bool {
+    q.offset + (page.entries.len() as u64) < page.total
+}
+
+fn search_json(viewer: &User, q: &CatalogQuery, page: &CatalogPage) -> Value {
+    let mut value = json!({
+        "signed_in_as": viewer.name,
+        "libraries": page.entries.iter().map(entry_json).collect::<Vec<_>>(),
+        "total": page.total,
+        "offset": q.offset,
+        "limit": q.limit,
+        "has_more": has_more(q, page),
+    });
+    if page.entries.is_empty() {
+        value["hint"] = json!(empty_hint(q, page));
+    }
+    value
+}
+
+/// The filters of a query, as words: `matching "rust", category science, owner @bob`.
+fn filters(q: &CatalogQuery) -> String {
+    let mut parts = Vec::new();
+    if let Some(t) = &q.query {
+        parts.push(format!("matching {t:?}"));
+    }
+    if let Some(c) = &q.category {
+        parts.push(format!("in category {c}"));
+    }
+    if let Some(o) = &q.owner {
+        parts.push(format!("owned by @{o}"));
+    }
+    parts.join(", ")
+}
+
+/// Why a page is empty and what to try.
+fn empty_hint(q: &CatalogQuery, page: &CatalogPage) -> String {
+    if page.total > 0 {
+        return format!(
+            "offset {} is past the end: {} matching {} in all. Use an offset below {}, or offset 0 to start again.",
+            q.offset,
+            page.total,
+            if page.total == 1 {
+                "library"
+            } else {
+                "libraries"
+            },
+            page.total
+        );
+    }
+    let f = filters(q);
+    if f.is_empty() {
+        "The catalogue has no library you can see yet: libraries appear here once someone publishes them (linkly publish).".to_string()
+    } else {
+        format!(
+            "No library {f}. Try other or fewer words, drop the category or owner filter, or omit every parameter to browse the whole catalogue."
+        )
+    }
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn search_markdown(viewer: &User, q: &CatalogQuery, page: &CatalogPage) -> String {
+    let mut md = format!("You are signed in as @{}.\n\n", viewer.name);
+    if page.entries.is_empty() {
+        md.push_str(&empty_hint(q, page));
+        md.push('\n');
+        return md;
+    }
+    let f = filters(q);
+    let first = q.offset + 1;
+    let last = q.offset + page.entries.len() as u64;
+    md.push_str(&format!(
+        "{}{} (showing {first}–{last}, newest update first):\n\n",
+        plural(page.total, "library", "libraries"),
+        if f.is_empty() {
+            String::new()
+        } else {
+            format!(" {f}")
+        },
+    ));
+    for (i, e) in page.entries.iter().enumerate() {
+        let l = &e.library;
+        md.push_str(&format!(
+            "{}. **{}** — `{}`\n",
+            q.offset + i as u64 + 1,
+            one_line(&l.title),
+            l.key.address()
+        ));
+        if !l.description.trim().is_empty() {
+            md.push_str(&format!("   {}\n", one_line(&l.description)));
+        }
+        md.push_str(&format!(
+            "   owner @{}{} · {} · {} · {} · {} · {} · updated {}\n",
+            l.key.owner,
+            if e.is_owner { " (you)" } else { "" },
+            l.category,
+            l.visibility.as_str(),
+            plural(l.doc_count, "document", "documents"),
+            plural(l.stars, "star", "stars"),
+            plural(l.links, "link", "links"),
+            linkly_core::format_rfc3339(l.updated_at),
+        ));
+        let status = if e.is_linked {
+            format!("linked: search it now with library=\"{}\"", l.key.address())
+        } else if e.can_link {
+            format!(
+                "not linked: library_link library=\"{}\" to make it searchable",
+                l.key.address()
+            )
+        } else {
+            "cannot link: invite_required (a showcase library: only its owner and invited readers may link it)".to_string()
+        };
+        md.push_str(&format!("   {status}\n"));
+    }
+    md.push('\n');
+    if has_more(q, page) {
+        md.push_str(&format!(
+            "More results: call library_search again with offset={}.\n",
+            last
+        ));
+    }
+    md.push_str(
+        "Next: link a library with library_link(library=\"cloud://…\"), then search it with search(library=\"cloud://…\"); a linked one is searchable already.\n",
+    );
+    md
+}
+
+/// Text on one line (newlines and runs of spaces folded).
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+// ----- library_link -----
+
+const LINK_PARAMS: &[&str] = &["library", "action", "output_format"];
+
+/// Runs `library_link` for the signed-in user: links (the default) or unlinks a library.
+/// `not_found` is a `LIBRARY_NOT_FOUND` error; the other statuses are successful answers.
+pub fn library_link(db: &Db, user: &User, limits: &Limits, args: Value) -> ToolOutput {
+    let on_error = error_format(&args);
+    match run_link(db, user, limits, args) {
+        Ok(out) => out,
+        Err(err) => failure(on_error, &err),
+    }
+}
+
+fn parse_library(raw: &str) -> Result<LibraryKey, ToolError> {
+    let t = raw.trim();
+    let details = json!({"parameter": "library", "received": raw});
+    if t.starts_with("local://") || t.parse::<u64>().is_ok() {
+        return Err(ToolError::invalid(format!(
+            "library {raw:?} is a local library or document id: library_link takes a cloud library, the full cloud://<owner>/<slug> that library_search returns"
+        ))
+        .with_details(details));
+    }
+    if let Some(rest) = t.strip_prefix(LibraryKey::PREFIX)
+        && rest.split('/').count() > 2
+    {
+        return Err(ToolError::invalid(format!(
+            "library {raw:?} is a document id, not a library: pass only cloud://<owner>/<slug>"
+        ))
+        .with_details(details));
+    }
+    LibraryKey::parse(t).map_err(|e| ToolError::invalid(e.to_string()).with_details(details))
+}
+
+fn run_link(db: &Db, user: &User, limits: &Limits, args: Value) -> Result<ToolOutput, ToolError> {
+    let map = arguments(LIBRARY_LINK, args, LINK_PARAMS)?;
+    let format = format_arg(&map)?;
+    let raw = match map.get("library") {
+        None | Some(Value::Null) => {
+            return Err(ToolError::invalid(
+                "library is required: the full cloud://<owner>/<slug> that library_search returns",
+            )
+            .with_details(json!({"parameter": "library"})));
+        }
+        Some(_) => string_arg(&map, "library")?.unwrap_or_default(),
+    };
+    let key = parse_library(&raw)?;
+    let unlink = choice_arg(&map, "action", &["link", "unlink"])? == Some("unlink");
+    let address = key.address();
+    let not_found = || {
+        ToolError::new(
+            ErrorCode::LibraryNotFound,
+            format!(
+                "no library {address} is visible to your account: check the address with library_search (pass it exactly as listed)"
+            ),
+        )
+        .with_details(json!({"status": "not_found", "library": address}))
+    };
+    let answer = |status: &str, used: u32, limit: u32, message: String| {
+        json!({
+            "status": status,
+            "library": address,
+            "slots_used": used,
+            "slot_limit": limit,
+            "message": message,
+        })
+    };
+    let (value, markdown) = if unlink {
+        match db.unlink(user, &key, limits).map_err(db_error)? {
+            UnlinkOutcome::NotFound => return Err(not_found()),
+            UnlinkOutcome::Unlinked { used, limit } => {
+                let m = format!(
+                    "Unlinked {address}: it is no longer searchable from any client of your account and its slot is free ({used} of {limit} slots used). Your access, invitation and star stay; link it again any time."
+                );
+                (answer("unlinked", used, limit, m.clone()), m)
+            }
+            UnlinkOutcome::AlreadyUnlinked { used, limit } => {
+                let m = format!(
+                    "{address} was not linked: nothing changed ({used} of {limit} slots used)."
+                );
+                (answer("already_unlinked", used, limit, m.clone()), m)
+            }
+        }
+    } else {
+        match db.link(user, &key, limits).map_err(db_error)? {
+            LinkOutcome::NotFound => return Err(not_found()),
+            LinkOutcome::Linked { used, limit } => {
+                let m = format!(
+                    "Linked {address} ({used} of {limit} slots used). It is searchable now: search with library=\"{address}\" (explore, list and the other tools take it too)."
+                );
+                (answer("linked", used, limit, m.clone()), m)
+            }
+            LinkOutcome::AlreadyLinked { used, limit } => {
+                let m = format!(
+                    "{address} is already linked: nothing changed and no extra slot was used ({used} of {limit} slots used). Search it with library=\"{address}\"."
+                );
+                (answer("already_linked", used, limit, m.clone()), m)
+            }
+            LinkOutcome::InviteRequired => {
+                let used = db.slots_used(user).map_err(db_error)?;
+                let limit = limits.slots(user.plan);
+                let m = format!(
+                    "{address} is a showcase or private library: only its owner (@{}) and invited readers may link it. Nothing was linked; ask the owner for an invitation, or pick another library with library_search.",
+                    key.owner
+                );
+                (answer("invite_required", used, limit, m.clone()), m)
+            }
+            LinkOutcome::SlotExhausted { used, limit } => {
+                let m = format!(
+                    "Cannot link {address}: all your slots are in use ({used} of {limit}). Upgrade for more slots: {url}. Or free one: ask the user which library to unlink; never choose one yourself. List the linked libraries (list_libraries), unlink the one the user names with library_link action=\"unlink\", then link {address} again.",
+                    url = limits.upgrade_url
+                );
+                let mut v = answer("slot_exhausted", used, limit, m.clone());
+                v["upgrade_url"] = json!(limits.upgrade_url);
+                (v, m)
+            }
+        }
+    };
+    Ok(success(format, markdown, value))
+}

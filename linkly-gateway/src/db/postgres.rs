@@ -1,0 +1,182 @@
+//! The PostgreSQL backend: a small pool of synchronous `postgres` clients. The `postgres`
+//! crate drives its own Tokio runtime, so it must only be called from blocking threads
+//! (`tokio::task::spawn_blocking`), never from inside an async task.
+
+use std::sync::Mutex;
+
+use ::postgres::types::{ToSql, Type};
+use ::postgres::{Client, NoTls};
+
+use super::{Row, Val};
+use crate::{GatewayError, Result};
+
+/// Idle connections kept for reuse.
+const MAX_IDLE: usize = 8;
+
+/// An arbitrary, fixed key of the advisory lock that serialises schema creation.
+const SCHEMA_LOCK: i64 = 0x6c69_6e6b_6c79_0016;
+
+/// The schema, idempotent (run under [`SCHEMA_LOCK`]).
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS users (
+    id BIGSERIAL PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    plan TEXT NOT NULL,
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS libraries (
+    id BIGSERIAL PRIMARY KEY,
+    owner_id BIGINT NOT NULL,
+    slug TEXT NOT NULL,
+    title TEXT NOT NULL,
+    description TEXT NOT NULL,
+    category TEXT NOT NULL,
+    visibility TEXT NOT NULL,
+    doc_count BIGINT NOT NULL DEFAULT 0,
+    stars BIGINT NOT NULL DEFAULT 0,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    content_seq BIGINT NOT NULL DEFAULT 0,
+    UNIQUE (owner_id, slug)
+);
+CREATE INDEX IF NOT EXISTS libraries_updated ON libraries (updated_at DESC);
+CREATE INDEX IF NOT EXISTS libraries_owner ON libraries (owner_id);
+CREATE TABLE IF NOT EXISTS links (
+    user_id BIGINT NOT NULL,
+    library_id BIGINT NOT NULL,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (user_id, library_id)
+);
+CREATE INDEX IF NOT EXISTS links_library ON links (library_id);
+CREATE TABLE IF NOT EXISTS invites (
+    library_id BIGINT NOT NULL,
+    user_id BIGINT NOT NULL,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (library_id, user_id)
+);
+CREATE INDEX IF NOT EXISTS invites_user ON invites (user_id);
+CREATE TABLE IF NOT EXISTS documents (
+    id BIGSERIAL PRIMARY KEY,
+    library_id BIGINT NOT NULL,
+    path TEXT NOT NULL,
+    doc_type TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    modified_at BIGINT NOT NULL,
+    title TEXT,
+    body TEXT NOT NULL,
+    outline TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    deleted BIGINT NOT NULL DEFAULT 0,
+    UNIQUE (library_id, path)
+);
+CREATE INDEX IF NOT EXISTS documents_seq ON documents (library_id, seq);
+";
+
+/// A few connections to one database.
+pub(super) struct Pool {
+    url: String,
+    idle: Mutex<Vec<Client>>,
+}
+
+impl Pool {
+    /// Connects once and creates the schema when missing; safe when several processes start
+    /// at once (the creation holds a transaction-scoped advisory lock).
+    pub(super) fn open(url: &str) -> Result<Pool> {
+        let pool = Pool {
+            url: url.to_string(),
+            idle: Mutex::new(Vec::new()),
+        };
+        let mut client = pool.take()?;
+        {
+            let mut tx = client.transaction()?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+            tx.batch_execute(SCHEMA)?;
+            tx.commit()?;
+        }
+        pool.give(client);
+        Ok(pool)
+    }
+
+    /// An idle connection, or a new one.
+    pub(super) fn take(&self) -> Result<Client> {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match idle {
+            Some(client) if !client.is_closed() => Ok(client),
+            _ => Client::connect(&self.url, NoTls)
+                .map_err(|e| GatewayError::Database(format!("cannot connect to PostgreSQL: {e}"))),
+        }
+    }
+
+    /// Returns a connection for reuse (dropped when closed or the pool is full).
+    pub(super) fn give(&self, client: Client) {
+        if client.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(client);
+        }
+    }
+}
+
+/// The parameters as the driver takes them.
+fn bind(params: &[Val]) -> Vec<&(dyn ToSql + Sync)> {
+    const NULL: &Option<String> = &None;
+    params
+        .iter()
+        .map(|v| match v {
+            Val::I(i) => i as &(dyn ToSql + Sync),
+            Val::T(s) => s as &(dyn ToSql + Sync),
+            Val::N => NULL as &(dyn ToSql + Sync),
+        })
+        .collect()
+}
+
+/// Runs a query and reads every row (integers, booleans as 0/1, text).
+pub(super) fn query(
+    tx: &mut ::postgres::Transaction<'_>,
+    sql: &str,
+    params: &[Val],
+) -> Result<Vec<Row>> {
+    let rows = tx.query(sql, &bind(params))?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut vals = Vec::with_capacity(row.len());
+        for (i, col) in row.columns().iter().enumerate() {
+            let t = col.type_();
+            let v = if *t == Type::INT8 {
+                row.try_get::<_, Option<i64>>(i)?.map(Val::I)
+            } else if *t == Type::INT4 {
+                row.try_get::<_, Option<i32>>(i)?
+                    .map(|v| Val::I(i64::from(v)))
+            } else if *t == Type::INT2 {
+                row.try_get::<_, Option<i16>>(i)?
+                    .map(|v| Val::I(i64::from(v)))
+            } else if *t == Type::BOOL {
+                row.try_get::<_, Option<bool>>(i)?
+                    .map(|v| Val::I(i64::from(v)))
+            } else if *t == Type::TEXT || *t == Type::VARCHAR || *t == Type::NAME {
+                row.try_get::<_, Option<String>>(i)?.map(Val::T)
+            } else {
+                return Err(GatewayError::Database(format!(
+                    "unexpected column type {t} of {}",
+                    col.name()
+                )));
+            };
+            vals.push(v.unwrap_or(Val::N));
+        }
+        out.push(Row(vals));
+    }
+    Ok(out)
+}
+
+/// Runs a statement; the rows it changed.
+pub(super) fn execute(
+    tx: &mut ::postgres::Transaction<'_>,
+    sql: &str,
+    params: &[Val],
+) -> Result<u64> {
+    Ok(tx.execute(sql, &bind(params))?)
+}

@@ -1,0 +1,175 @@
+//! The SQLite backend: one connection per [`super::Db`] handle (WAL, a busy timeout), write
+//! transactions taken `IMMEDIATE` so that two processes never interleave a slot check.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::{Row, Val};
+use crate::Result;
+
+/// The schema, idempotent.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS users (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    plan TEXT NOT NULL,
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS libraries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    owner_id INTEGER NOT NULL,
+    slug TEXT NOT NULL,
+    title TEXT NOT NULL,
+    description TEXT NOT NULL,
+    category TEXT NOT NULL,
+    visibility TEXT NOT NULL,
+    doc_count INTEGER NOT NULL DEFAULT 0,
+    stars INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    content_seq INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (owner_id, slug)
+);
+CREATE INDEX IF NOT EXISTS libraries_updated ON libraries (updated_at DESC);
+CREATE INDEX IF NOT EXISTS libraries_owner ON libraries (owner_id);
+CREATE TABLE IF NOT EXISTS links (
+    user_id INTEGER NOT NULL,
+    library_id INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (user_id, library_id)
+);
+CREATE INDEX IF NOT EXISTS links_library ON links (library_id);
+CREATE TABLE IF NOT EXISTS invites (
+    library_id INTEGER NOT NULL,
+    user_id INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (library_id, user_id)
+);
+CREATE INDEX IF NOT EXISTS invites_user ON invites (user_id);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    library_id INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    doc_type TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    modified_at INTEGER NOT NULL,
+    title TEXT,
+    body TEXT NOT NULL,
+    outline TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    deleted INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (library_id, path)
+);
+CREATE INDEX IF NOT EXISTS documents_seq ON documents (library_id, seq);
+";
+
+/// Opens (creating when missing) a database file and its schema.
+pub(super) fn open(path: &Path) -> Result<Connection> {
+    if let Some(parent) = path.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        fs_err::create_dir_all(parent)?;
+    }
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(30))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.execute_batch(SCHEMA)?;
+    Ok(conn)
+}
+
+/// Starts a transaction: `IMMEDIATE` for writes (the database's write lock is taken at once,
+/// so a read-then-write never races another process), `DEFERRED` for reads.
+pub(super) fn begin(conn: &mut Connection, write: bool) -> Result<rusqlite::Transaction<'_>> {
+    let behavior = if write {
+        TransactionBehavior::Immediate
+    } else {
+        TransactionBehavior::Deferred
+    };
+    Ok(conn.transaction_with_behavior(behavior)?)
+}
+
+/// `$1`-style placeholders as SQLite's numbered `?1` (the same numbers, in any order).
+pub(super) fn placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+            out.push('?');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+impl rusqlite::ToSql for Val {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Val::I(v) => ToSqlOutput::from(*v),
+            Val::T(s) => ToSqlOutput::from(s.as_str()),
+            Val::N => ToSqlOutput::from(rusqlite::types::Null),
+        })
+    }
+}
+
+/// Runs a query and reads every row.
+pub(super) fn query(tx: &rusqlite::Transaction<'_>, sql: &str, params: &[Val]) -> Result<Vec<Row>> {
+    let mut stmt = tx.prepare_cached(&placeholders(sql))?;
+    let n = stmt.column_count();
+    let mut rows = stmt.query(rusqlite::params_from_iter(params.iter()))?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let mut vals = Vec::with_capacity(n);
+        for i in 0..n {
+            vals.push(match row.get_ref(i)? {
+                ValueRef::Null => Val::N,
+                ValueRef::Integer(v) => Val::I(v),
+                ValueRef::Real(v) => Val::I(v as i64),
+                ValueRef::Text(t) | ValueRef::Blob(t) => {
+                    Val::T(String::from_utf8_lossy(t).into_owned())
+                }
+            });
+        }
+        out.push(Row(vals));
+    }
+    Ok(out)
+}
+
+/// Runs a statement; the rows it changed.
+pub(super) fn execute(tx: &rusqlite::Transaction<'_>, sql: &str, params: &[Val]) -> Result<u64> {
+    let mut stmt = tx.prepare_cached(&placeholders(sql))?;
+    Ok(stmt.execute(rusqlite::params_from_iter(params.iter()))? as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dollar_placeholders_become_numbered() {
+        assert_eq!(
+            placeholders("SELECT $2, $1 WHERE a = $10"),
+            "SELECT ?2, ?1 WHERE a = ?10"
+        );
+        assert_eq!(placeholders("SELECT '$'"), "SELECT '$'");
+    }
+
+    #[test]
+    fn numbered_placeholders_bind_out_of_order_and_twice() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let tx = begin(&mut conn, false).unwrap();
+        let rows = query(
+            &tx,
+            "SELECT $2 || $1 || $2",
+            &[Val::T("a".into()), Val::T("b".into())],
+        )
+        .unwrap();
+        assert_eq!(rows[0].t(0), "bab");
+    }
+}

@@ -1,0 +1,810 @@
+//! The store's rules, run on SQLite (a temporary file) and, when `LINKLY_TEST_POSTGRES` holds
+//! a PostgreSQL URL, on a fresh PostgreSQL database created for each test.
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use linkly_gateway::GatewayError;
+use linkly_gateway::db::{Db, DbSpec};
+use linkly_gateway::model::{
+    CatalogQuery, LibraryKey, LibraryMeta, Limits, LinkOutcome, Plan, PublishedDoc, UnlinkOutcome,
+    User, Visibility,
+};
+
+/// A fresh, empty database: a SQLite file in a temporary directory, or a new PostgreSQL
+/// database dropped afterwards.
+struct Fresh {
+    spec: DbSpec,
+    _dir: Option<tempfile::TempDir>,
+    pg: Option<(String, String)>,
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        if let Some((admin_url, name)) = &self.pg
+            && let Ok(mut c) = postgres::Client::connect(admin_url, postgres::NoTls)
+        {
+            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        }
+    }
+}
+
+/// The URL with another database name.
+fn with_database(url: &str, db: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a postgres:// URL");
+    let (host, tail) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (rest, ""),
+    };
+    let query = tail.find('?').map_or("", |i| &tail[i..]);
+    format!("{scheme}://{host}/{db}{query}")
+}
+
+fn sqlite() -> Fresh {
+    let dir = tempfile::tempdir().unwrap();
+    Fresh {
+        spec: DbSpec::Sqlite(dir.path().join("gateway.sqlite")),
+        _dir: Some(dir),
+        pg: None,
+    }
+}
+
+fn postgres() -> Option<Fresh> {
+    let Ok(url) = std::env::var("LINKLY_TEST_POSTGRES") else {
+        return None;
+    };
+    let name = format!("linkly_test_{}", uuid::Uuid::new_v4().simple());
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("LINKLY_TEST_POSTGRES");
+    c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+    Some(Fresh {
+        spec: DbSpec::Postgres(with_database(&url, &name)),
+        _dir: None,
+        pg: Some((url, name)),
+    })
+}
+
+/// Runs a test body on every backend available (saying when PostgreSQL is skipped).
+#[allow(clippy::print_stderr)]
+fn each(body: impl Fn(&DbSpec)) {
+    let lite = sqlite();
+    body(&lite.spec);
+    match postgres() {
+        Some(pg) => body(&pg.spec),
+        None => eprintln!("note: LINKLY_TEST_POSTGRES is unset: PostgreSQL not tested"),
+    }
+}
+
+fn meta(title: &str, description: &str, category: &str, visibility: Visibility) -> LibraryMeta {
+    LibraryMeta {
+        title: title.into(),
+        description: description.into(),
+        category: category.into(),
+        visibility: Some(visibility),
+    }
+}
+
+fn key(owner: &str, slug: &str) -> LibraryKey {
+    LibraryKey {
+        owner: owner.into(),
+        slug: slug.into(),
+    }
+}
+
+fn doc(path: &str, hash: &str) -> PublishedDoc {
+    PublishedDoc {
+        path: path.into(),
+        doc_type: "md".into(),
+        hash: hash.into(),
+        size: 42,
+        modified_at: 1_700_000_000_000,
+        title: Some(format!("Title of {path}")),
+        text: format!("text of {path} at {hash}"),
+        outline: serde_json::json!([{"title": "Intro", "line": 1}]),
+    }
+}
+
+fn q(query: Option<&str>) -> CatalogQuery {
+    CatalogQuery {
+        query: query.map(str::to_string),
+        limit: 50,
+        ..CatalogQuery::default()
+    }
+}
+
+fn addresses(db: &Db, viewer: &User, query: &CatalogQuery) -> Vec<String> {
+    db.search_libraries(viewer, query)
+        .unwrap()
+        .entries
+        .iter()
+        .map(|e| e.library.key.address())
+        .collect()
+}
+
+#[test]
+fn users_tokens_plans_and_removal() {
+    each(|spec| {
+        let db = Db::open(spec).unwrap();
+        let (alice, token) = db.add_user("alice", Plan::Free).unwrap();
+        assert_eq!(alice.name, "alice");
+        assert_eq!(alice.plan, Plan::Free);
+        assert!(token.starts_with("lk_") && token.len() == 67, "{token}");
+        assert_eq!(db.user_by_token(&token).unwrap().as_ref(), Some(&alice));
+        assert_eq!(db.user_by_token("lk_wrong").unwrap(), None);
+        assert_eq!(db.user_by_token("").unwrap(), None);
+        assert!(matches!(
+            db.add_user("alice", Plan::Pro),
+            Err(GatewayError::Conflict(_))
+        ));
+        assert!(matches!(
+            db.add_user("Bad Name", Plan::Pro),
+            Err(GatewayError::Invalid(_))
+        ));
+        let (bob, bob_token) = db.add_user("bob", Plan::Pro).unwrap();
+        assert_ne!(token, bob_token);
+        assert_eq!(
+            db.users()
+                .unwrap()
+                .iter()
+                .map(|u| u.name.as_str())
+                .collect::<Vec<_>>(),
+            ["alice", "bob"]
+        );
+        assert!(db.set_plan("alice", Plan::Pro).unwrap());
+        assert!(!db.set_plan("nobody", Plan::Pro).unwrap());
+        assert_eq!(db.user("alice").unwrap().unwrap().plan, Plan::Pro);
+        assert_eq!(db.user("carol").unwrap(), None);
+
+        // Removing a user takes their libraries, links and invitations with them.
+        let lib = db
+            .upsert_library(&bob, "notes", &meta("", "", "", Visibility::Private))
+            .unwrap();
+        db.put_documents(lib.id, &[doc("r/a.md", "h1")]).unwrap();
+        db.invite(&key("bob", "notes"), "alice").unwrap();
+        let alice = db.user("alice").unwrap().unwrap();
+        assert!(matches!(
+            db.link(&alice, &key("bob", "notes"), &Limits::default())
+                .unwrap(),
+            LinkOutcome::Linked { used: 1, .. }
+        ));
+        assert!(db.remove_user("bob").unwrap());
+        assert!(!db.remove_user("bob").unwrap());
+        assert_eq!(db.user_by_token(&bob_token).unwrap(), None);
+        assert_eq!(db.library(&key("bob", "notes")).unwrap(), None);
+        assert_eq!(db.slots_used(&alice).unwrap(), 0);
+        assert!(db.linked(&alice).unwrap().is_empty());
+        assert!(db.changes_since(lib.id, 0, 10).unwrap().upserted.is_empty());
+    });
+}
+
+#[test]
+fn libraries_take_defaults_and_given_fields() {
+    each(|spec| {
+        let db = Db::open(spec).unwrap();
+        let (alice, _) = db.add_user("alice", Plan::Free).unwrap();
+        let (lib, created) = db
+            .put_library(&alice, "rust-book", &LibraryMeta::default())
+            .unwrap();
+        assert!(created);
+        assert_eq!(lib.key, key("alice", "rust-book"));
+        assert_eq!(lib.title, "rust-book");
+        assert_eq!(lib.category, "other");
+        assert_eq!(lib.visibility, Visibility::Public);
+        assert_eq!(
+            (lib.doc_count, lib.stars, lib.links, lib.content_seq),
+            (0, 0, 0, 0)
+        );
+
+        std::thread::sleep(Duration::from_millis(3));
+        let (again, created) = db
+            .put_library(
+                &alice,
+                "rust-book",
+                &meta("The Rust Book", "", "Programming", Visibility::Showcase),
+            )
+            .unwrap();
+        assert!(!created);
+        assert_eq!(again.id, lib.id);
+        assert_eq!(again.title, "The Rust Book");
+        assert_eq!(again.description, "");
+        assert_eq!(again.category, "programming");
+        assert_eq!(again.visibility, Visibility::Showcase);
+        assert!(again.updated_at > lib.updated_at);
+
+        // Empty fields keep what is there.
+        let kept = db
+            .upsert_library(
+                &alice,
+                "rust-book",
+                &LibraryMeta {
+                    description: "All of it".into(),
+                    ..LibraryMeta::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            (
+                kept.title.as_str(),
+                kept.description.as_str(),
+                kept.category.as_str()
+            ),
+            ("The Rust Book", "All of it", "programming")
+        );
+        assert_eq!(kept.visibility, Visibility::Showcase);
+        assert_eq!(
+            db.library(&key("alice", "rust-book")).unwrap(),
+            Some(kept.clone())
+        );
+        assert_eq!(db.library_by_id(kept.id).unwrap(), Some(kept));
+        assert_eq!(db.library_count().unwrap(), 1);
+
+        assert!(matches!(
+            db.upsert_library(&alice, "x", &meta("", "", "cooking", Visibility::Public)),
+            Err(GatewayError::Invalid(_))
+        ));
+        assert!(matches!(
+            db.upsert_library(&alice, "Bad/Slug", &LibraryMeta::default()),
+            Err(GatewayError::Invalid(_))
+        ));
+        assert!(db.delete_library(&alice, "rust-book").unwrap());
+        assert!(!db.delete_library(&alice, "rust-book").unwrap());
+        assert_eq!(db.library_count().unwrap(), 0);
+    });
+}
+
+/// alice owns a public, a showcase and a private library; bob is invited to the private one;
+/// carol is not.
+fn catalogue(db: &Db) -> (User, User, User) {
+    let (alice, _) = db.add_user("alice", Plan::Free).unwrap();
+    let (bob, _) = db.add_user("bob", Plan::Free).unwrap();
+    let (carol, _) = db.add_user("carol", Plan::Free).unwrap();
+    for (slug, m) in [
+        (
+            "pub",
+            meta(
+                "Rust Patterns",
+                "Idioms and 100% safe code",
+                "programming",
+                Visibility::Public,
+            ),
+        ),
+        (
+            "show",
+            meta(
+                "Design Systems",
+                "Tokens, grids",
+                "design",
+                Visibility::Showcase,
+            ),
+        ),
+        (
+            "priv",
+            meta("Private Notes", "Rust diary", "other", Visibility::Private),
+        ),
+    ] {
+        db.upsert_library(&alice, slug, &m).unwrap();
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    db.invite(&key("alice", "priv"), "bob").unwrap();
+    db.invite(&key("alice", "priv"), "bob").unwrap(); // twice: no change
+    (alice, bob, carol)
+}
+
+#[test]
+fn search_lists_what_each_viewer_may_see_newest_first() {
+    each(|spec| {
+        let db = Db::open(spec).unwrap();
+        let (alice, bob, carol) = catalogue(&db);
+        let all = q(None);
+        assert_eq!(
+            addresses(&db, &alice, &all),
+            [
+                "cloud://alice/priv",
+                "cloud://alice/show",
+                "cloud://alice/pub"
+            ]
+        );
+        assert_eq!(addresses(&db, &bob, &all), addresses(&db, &alice, &all));
+        assert_eq!(
+            addresses(&db, &carol, &all),
+            ["cloud://alice/show", "cloud://alice/pub"]
+        );
+
+        // Flags as carol sees them: public linkable, showcase not.
+        let page = db.search_libraries(&carol, &all).unwrap();
+        assert_eq!(page.total, 2);
+        let show = &page.entries[0];
+        assert!(!show.is_owner && !show.is_linked && !show.can_link);
+        let public = &page.entries[1];
+        assert!(!public.is_owner && public.can_link);
+        // The owner may link everything; the invited reader the private one.
+        assert!(
+            db.search_libraries(&alice, &all)
+                .unwrap()
+                .entries
+                .iter()
+                .all(|e| e.is_owner && e.can_link)
+        );
+        let bob_page = db.search_libraries(&bob, &all).unwrap();
+        assert!(bob_page.entries[0].can_link); // priv: invited
+        assert!(!bob_page.entries[1].can_link); // show: the invitation is to priv only
+
+        // query: case-insensitive substring of title, description or owner.
+        assert_eq!(
+            addresses(&db, &carol, &q(Some("rUsT"))),
+            ["cloud://alice/pub"]
+        );
+        assert_eq!(
+            addresses(&db, &bob, &q(Some("rust"))),
+            ["cloud://alice/priv", "cloud://alice/pub"]
+        );
+        assert_eq!(
+            addresses(&db, &carol, &q(Some("GRIDS"))),
+            ["cloud://alice/show"]
+        );
+        assert_eq!(addresses(&db, &carol, &q(Some("ALI"))).len(), 2);
+        // LIKE wildcards are literal.
+        assert_eq!(
+            addresses(&db, &carol, &q(Some("100%"))),
+            ["cloud://alice/pub"]
+        );
+        assert!(addresses(&db, &carol, &q(Some("%"))).len() == 1);
+        assert!(addresses(&db, &carol, &q(Some("_"))).is_empty());
+        assert!(addresses(&db, &carol, &q(Some("nothing like it"))).is_empty());
+
+        // category and owner are exact.
+        let by_cat = CatalogQuery {
+            category: Some("design".into()),
+            ..q(None)
+        };
+        assert_eq!(addresses(&db, &carol, &by_cat), ["cloud://alice/show"]);
+        let by_owner = CatalogQuery {
+            owner: Some("alice".into()),
+            ..q(None)
+        };
+        assert_eq!(addresses(&db, &alice, &by_owner).len(), 3);
+        let by_prefix = CatalogQuery {
+            owner: Some("ali".into()),
+            ..q(None)
+        };
+        assert!(addresses(&db, &alice, &by_prefix).is_empty());
+
+        // Paging: total counts every match.
+        let page = db
+            .search_libraries(
+                &alice,
+                &CatalogQuery {
+                    limit: 2,
+                    offset: 1,
+                    ..q(None)
+                },
+            )
+            .unwrap();
+        assert_eq!(page.total, 3);
+        assert_eq!(
+            page.entries
+                .iter()
+                .map(|e| e.library.key.slug.as_str())
+                .collect::<Vec<_>>(),
+            ["show", "pub"]
+        );
+        let past = db
+            .search_libraries(
+                &alice,
+                &CatalogQuery {
+                    offset: 10,
+                    ..q(None)
+                },
+            )
+            .unwrap();
+        assert_eq!((past.entries.len(), past.total), (0, 3));
+
+        // An update moves a library to the top.
+        std::thread::sleep(Duration::from_millis(3));
+        db.upsert_library(
+            &alice,
+            "pub",
+            &meta("Rust Patterns 2", "", "", Visibility::Public),
+        )
+        .unwrap();
+        assert_eq!(addresses(&db, &carol, &all)[0], "cloud://alice/pub");
+
+        // visible_library follows the same rules.
+        assert!(
+            db.visible_library(&carol, &key("alice", "priv"))
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            db.visible_library(&bob, &key("alice", "priv"))
+                .unwrap()
+                .unwrap()
+                .can_link
+        );
+        assert!(
+            !db.visible_library(&carol, &key("alice", "show"))
+                .unwrap()
+                .unwrap()
+                .can_link
+        );
+        assert!(
+            db.visible_library(&carol, &key("alice", "nope"))
+                .unwrap()
+                .is_none()
+        );
+        // invite: unknown library or user.
+        assert!(matches!(
+            db.invite(&key("alice", "nope"), "bob"),
+            Err(GatewayError::NotFound(_))
+        ));
+        assert!(matches!(
+            db.invite(&key("alice", "pub"), "nobody"),
+            Err(GatewayError::NotFound(_))
+        ));
+    });
+}
+
+#[test]
+fn link_rules_and_slots() {
+    each(|spec| {
+        let db = Db::open(spec).unwrap();
+        let (alice, bob, carol) = catalogue(&db);
+        let limits = Limits::default();
+        let (dave, _) = db.add_user("dave", Plan::Pro).unwrap();
+        db.upsert_library(&dave, "extra", &LibraryMeta::default())
+            .unwrap();
+
+        // Not visible, or not there at all: not found.
+        assert_eq!(
+            db.link(&carol, &key("alice", "priv"), &limits).unwrap(),
+            LinkOutcome::NotFound
+        );
+        assert_eq!(
+            db.link(&carol, &key("alice", "none"), &limits).unwrap(),
+            LinkOutcome::NotFound
+        );
+        // Showcase without an invitation.
+        assert_eq!(
+            db.link(&carol, &key("alice", "show"), &limits).unwrap(),
+            LinkOutcome::InviteRequired
+        );
+        // Public: linked, one slot.
+        assert_eq!(
+            db.link(&carol, &key("alice", "pub"), &limits).unwrap(),
+            LinkOutcome::Linked { used: 1, limit: 1 }
+        );
+        // Twice: no extra slot.
+        assert_eq!(
+            db.link(&carol, &key("alice", "pub"), &limits).unwrap(),
+            LinkOutcome::AlreadyLinked { used: 1, limit: 1 }
+        );
+        // Free plan: the second library does not fit.
+        assert_eq!(
+            db.link(&carol, &key("dave", "extra"), &limits).unwrap(),
+            LinkOutcome::SlotExhausted { used: 1, limit: 1 }
+        );
+        assert!(db.is_linked(&carol, &key("alice", "pub")).unwrap());
+        assert!(!db.is_linked(&carol, &key("dave", "extra")).unwrap());
+        assert_eq!(
+            db.linked(&carol)
+                .unwrap()
+                .iter()
+                .map(|l| l.key.address())
+                .collect::<Vec<_>>(),
+            ["cloud://alice/pub"]
+        );
+        assert_eq!(db.library(&key("alice", "pub")).unwrap().unwrap().links, 1);
+        let seen = db
+            .visible_library(&carol, &key("alice", "pub"))
+            .unwrap()
+            .unwrap();
+        assert!(seen.is_linked);
+
+        // Unlink only the named one; then the other fits.
+        assert_eq!(
+            db.unlink(&carol, &key("dave", "extra"), &limits).unwrap(),
+            UnlinkOutcome::AlreadyUnlinked { used: 1, limit: 1 }
+        );
+        assert_eq!(
+            db.unlink(&carol, &key("alice", "priv"), &limits).unwrap(),
+            UnlinkOutcome::NotFound
+        );
+        assert_eq!(
+            db.unlink(&carol, &key("alice", "pub"), &limits).unwrap(),
+            UnlinkOutcome::Unlinked { used: 0, limit: 1 }
+        );
+        assert_eq!(
+            db.link(&carol, &key("dave", "extra"), &limits).unwrap(),
+            LinkOutcome::Linked { used: 1, limit: 1 }
+        );
+
+        // The owner links their own showcase; an invited reader a private library.
+        assert_eq!(
+            db.link(&alice, &key("alice", "show"), &limits).unwrap(),
+            LinkOutcome::Linked { used: 1, limit: 1 }
+        );
+        assert_eq!(
+            db.link(&bob, &key("alice", "priv"), &limits).unwrap(),
+            LinkOutcome::Linked { used: 1, limit: 1 }
+        );
+        // The plan is read from the database: pro gives 99 slots.
+        assert!(db.set_plan("bob", Plan::Pro).unwrap());
+        assert_eq!(
+            db.link(&bob, &key("alice", "pub"), &limits).unwrap(),
+            LinkOutcome::Linked { used: 2, limit: 99 }
+        );
+        let custom = Limits {
+            free_slots: 2,
+            ..Limits::default()
+        };
+        assert_eq!(
+            db.link(&carol, &key("alice", "pub"), &custom).unwrap(),
+            LinkOutcome::Linked { used: 2, limit: 2 }
+        );
+        assert_eq!(db.slots_used(&carol).unwrap(), 2);
+
+        // A library made private drops out of linked() for someone not invited, but still
+        // counts as a slot until unlinked, and can be unlinked.
+        db.upsert_library(&alice, "pub", &meta("", "", "", Visibility::Private))
+            .unwrap();
+        assert_eq!(
+            db.linked(&carol)
+                .unwrap()
+                .iter()
+                .map(|l| l.key.address())
+                .collect::<Vec<_>>(),
+            ["cloud://dave/extra"]
+        );
+        assert!(!db.is_linked(&carol, &key("alice", "pub")).unwrap());
+        assert_eq!(
+            db.unlink(&carol, &key("alice", "pub"), &custom).unwrap(),
+            UnlinkOutcome::Unlinked { used: 1, limit: 2 }
+        );
+
+        // Deleting a library takes its links.
+        assert!(db.delete_library(&dave, "extra").unwrap());
+        assert_eq!(db.slots_used(&carol).unwrap(), 0);
+    });
+}
+
+#[test]
+fn racing_links_on_a_free_plan_link_exactly_one() {
+    each(|spec| {
+        let setup = Db::open(spec).unwrap();
+        let (owner, _) = setup.add_user("owner", Plan::Pro).unwrap();
+        let mut racers = Vec::new();
+        for i in 0..6 {
+            racers.push(setup.add_user(&format!("racer{i}"), Plan::Free).unwrap().0);
+        }
+        for slug in ["one", "two"] {
+            setup
+                .upsert_library(&owner, slug, &LibraryMeta::default())
+                .unwrap();
+        }
+        let a = Db::open(spec).unwrap();
+        let b = Db::open(spec).unwrap();
+        for racer in racers {
+            let barrier = Arc::new(Barrier::new(2));
+            let handles: Vec<_> = [(a.clone(), "one"), (b.clone(), "two")]
+                .into_iter()
+                .map(|(db, slug)| {
+                    let barrier = barrier.clone();
+                    let racer = racer.clone();
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        db.link(&racer, &key("owner", slug), &Limits::default())
+                            .unwrap()
+                    })
+                })
+                .collect();
+            let outcomes: Vec<LinkOutcome> =
+                handles.into_iter().map(|h| h.join().unwrap()).collect();
+            let linked = outcomes
+                .iter()
+                .filter(|o| matches!(o, LinkOutcome::Linked { used: 1, limit: 1 }))
+                .count();
+            let refused = outcomes
+                .iter()
+                .filter(|o| matches!(o, LinkOutcome::SlotExhausted { used: 1, limit: 1 }))
+                .count();
+            assert_eq!((linked, refused), (1, 1), "{outcomes:?}");
+            assert_eq!(setup.slots_used(&racer).unwrap(), 1);
+        }
+    });
+}
+
+#[test]
+fn opening_twice_at_once_is_safe() {
+    each(|spec| {
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                let spec = spec.clone();
+                std::thread::spawn(move || Db::open(&spec).map(|_| ()))
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap().unwrap();
+        }
+        let db = Db::open(spec).unwrap();
+        assert_eq!(db.spec(), spec);
+        assert!(db.users().unwrap().is_empty());
+    });
+}
+
+#[test]
+fn documents_upsert_remove_and_replay_in_sequence() {
+    each(|spec| {
+        let db = Db::open(spec).unwrap();
+        let (alice, _) = db.add_user("alice", Plan::Free).unwrap();
+        let lib = db
+            .upsert_library(&alice, "docs", &LibraryMeta::default())
+            .unwrap();
+        assert!(db.manifest(lib.id).unwrap().is_empty());
+        assert!(matches!(
+            db.put_documents(lib.id + 1000, &[doc("r/a.md", "h")]),
+            Err(GatewayError::NotFound(_))
+        ));
+
+        std::thread::sleep(Duration::from_millis(3));
+        db.put_documents(
+            lib.id,
+            &[
+                doc("r/a.md", "h1"),
+                doc("r/b.md", "h1"),
+                doc("r/c.md", "h1"),
+            ],
+        )
+        .unwrap();
+        let after = db.library_by_id(lib.id).unwrap().unwrap();
+        assert_eq!((after.doc_count, after.content_seq), (3, 3));
+        assert!(after.updated_at > lib.updated_at);
+        assert_eq!(
+            db.manifest(lib.id)
+                .unwrap()
+                .iter()
+                .map(|m| (m.path.as_str(), m.hash.as_str()))
+                .collect::<Vec<_>>(),
+            [("r/a.md", "h1"), ("r/b.md", "h1"), ("r/c.md", "h1")]
+        );
+
+        // Paged replay.
+        let first = db.changes_since(lib.id, 0, 2).unwrap();
+        assert_eq!(first.upserted.len(), 2);
+        assert!(first.has_more);
+        assert_eq!(first.last_seq, 2);
+        let rest = db.changes_since(lib.id, first.last_seq, 2).unwrap();
+        assert_eq!(rest.upserted.len(), 1);
+        assert!(!rest.has_more);
+        assert_eq!(rest.last_seq, 3);
+        let (a_id, a) = first.upserted[0].clone();
+        assert_eq!(a, doc("r/a.md", "h1"));
+        let none = db.changes_since(lib.id, 3, 10).unwrap();
+        assert!(none.upserted.is_empty() && none.removed.is_empty() && !none.has_more);
+        assert_eq!(none.last_seq, 3);
+
+        // An update keeps the id; a removal is a tombstone with its own sequence number.
+        db.put_documents(lib.id, &[doc("r/a.md", "h2")]).unwrap();
+        assert_eq!(
+            db.remove_documents(lib.id, &["r/b.md".into(), "r/zzz.md".into()])
+                .unwrap(),
+            1
+        );
+        assert_eq!(db.remove_documents(lib.id, &["r/b.md".into()]).unwrap(), 0);
+        let info = db.library_by_id(lib.id).unwrap().unwrap();
+        assert_eq!((info.doc_count, info.content_seq), (2, 5));
+        let changes = db.changes_since(lib.id, 3, 100).unwrap();
+        assert_eq!(changes.upserted.len(), 1);
+        assert_eq!(changes.upserted[0].0, a_id);
+        assert_eq!(changes.upserted[0].1.hash, "h2");
+        assert_eq!(changes.removed, ["r/b.md"]);
+        assert_eq!(changes.last_seq, 5);
+        assert_eq!(db.manifest(lib.id).unwrap().len(), 2);
+
+        // Coming back at the same path: a live document again.
+        db.put_documents(lib.id, &[doc("r/b.md", "h3")]).unwrap();
+        let back = db.changes_since(lib.id, 5, 100).unwrap();
+        assert_eq!(back.upserted.len(), 1);
+        assert!(back.removed.is_empty());
+        assert_eq!(db.library_by_id(lib.id).unwrap().unwrap().doc_count, 3);
+        // A title-less document and an empty batch.
+        let mut untitled = doc("r/d.md", "h1");
+        untitled.title = None;
+        db.put_documents(lib.id, &[untitled.clone()]).unwrap();
+        db.put_documents(lib.id, &[]).unwrap();
+        let last = db.changes_since(lib.id, 6, 100).unwrap();
+        assert_eq!(last.upserted[0].1, untitled);
+
+        // Deleting the library drops its documents.
+        assert!(db.delete_library(&alice, "docs").unwrap());
+        assert!(
+            db.changes_since(lib.id, 0, 100)
+                .unwrap()
+                .upserted
+                .is_empty()
+        );
+    });
+}
+
+#[test]
+#[allow(clippy::print_stderr)] // the timings, for whoever runs it with --nocapture
+fn search_over_ten_thousand_libraries_is_fast() {
+    each(|spec| {
+        let db = Db::open(spec).unwrap();
+        let (viewer, _) = db.add_user("viewer", Plan::Free).unwrap();
+        let owners: Vec<User> = (0..20)
+            .map(|i| db.add_user(&format!("owner{i}"), Plan::Pro).unwrap().0)
+            .collect();
+        let visibilities = [
+            Visibility::Public,
+            Visibility::Showcase,
+            Visibility::Private,
+        ];
+        let started = Instant::now();
+        if let DbSpec::Postgres(url) = spec {
+            // One statement: ten thousand commits would measure the disk, not the search.
+            let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+            c.batch_execute(
+                "INSERT INTO libraries (owner_id, slug, title, description, category, visibility, \
+                 created_at, updated_at) \
+                 SELECT (SELECT id FROM users WHERE name = 'owner' || (i % 20)), 'lib' || i, \
+                 'Library ' || i, 'About topic ' || (i % 97) || ' and more', \
+                 (ARRAY['ai-ml','programming','design','science','business','lifestyle',\
+                 'education','other'])[i % 8 + 1], \
+                 (ARRAY['public','showcase','private'])[i % 3 + 1], 1700000000000 + i, \
+                 1700000000000 + i FROM generate_series(0, 9999) AS i",
+            )
+            .unwrap();
+        }
+        let stored_one_by_one = if matches!(spec, DbSpec::Postgres(_)) {
+            0
+        } else {
+            10_000
+        };
+        for i in 0..stored_one_by_one {
+            let m = meta(
+                &format!("Library {i}"),
+                &format!("About topic {} and more", i % 97),
+                linkly_gateway::model::CATEGORIES[i % 8],
+                visibilities[i % 3],
+            );
+            db.upsert_library(&owners[i % 20], &format!("lib{i}"), &m)
+                .unwrap();
+        }
+        eprintln!("10,000 libraries stored in {:?}", started.elapsed());
+        assert_eq!(db.library_count().unwrap(), 10_000);
+        std::thread::sleep(Duration::from_millis(3));
+        db.upsert_library(
+            &owners[9999 % 20],
+            "lib9999",
+            &meta("Library 9999 (new)", "", "", Visibility::Public),
+        )
+        .unwrap();
+        let queries = [
+            q(None),
+            q(Some("topic 42")),
+            CatalogQuery {
+                category: Some("science".into()),
+                offset: 500,
+                ..q(Some("library"))
+            },
+            CatalogQuery {
+                owner: Some("owner7".into()),
+                ..q(None)
+            },
+        ];
+        for query in &queries {
+            let started = Instant::now();
+            let page = db.search_libraries(&viewer, query).unwrap();
+            let took = started.elapsed();
+            eprintln!(
+                "{query:?}: {} of {} in {took:?}",
+                page.entries.len(),
+                page.total
+            );
+            assert!(took < Duration::from_millis(500), "{query:?} took {took:?}");
+        }
+        let all = db.search_libraries(&viewer, &q(None)).unwrap();
+        assert_eq!(all.total, 10_000 - 10_000 / 3);
+        assert_eq!(all.entries.len(), 50);
+        assert_eq!(all.entries[0].library.key.slug, "lib9999");
+    });
+}
