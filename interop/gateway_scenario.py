@@ -105,7 +105,7 @@ async def link(s: ClientSession, library: str, action: str | None = None) -> str
     args: dict[str, Any] = {"library": library}
     if action:
         args["action"] = action
-    _, _, text = await call(s, "library_link", json_format=False, **args)
+    _, _, text = await call(s, "library_link", **args)
     return status_of(text)
 
 
