@@ -29,6 +29,7 @@ impl Gateway {
         let log = home.join("gateway.log");
         let mut cmd = Command::new(bin());
         cmd.env_remove("LINKLY_LOG")
+            .env_remove("LINKLY_GATEWAY_DATABASE")
             .arg("--home")
             .arg(home)
             .args(["gateway", "serve", "--port", "0", "--port-file"])
@@ -108,6 +109,8 @@ fn linkly(home: &Path, args: &[&str]) -> Output {
     Command::new(bin())
         .env_remove("LINKLY_LOG")
         .env_remove("LINKLY_GATEWAY_TOKEN")
+        .env_remove("LINKLY_GATEWAY_DATABASE")
+        .env_remove("LINKLY_GATEWAY")
         .arg("--home")
         .arg(home)
         .args(args)
