@@ -32,7 +32,7 @@ const OCR_PENDING: &str = "+ocr_unavailable";
 /// indexing of one huge file within a memory budget.
 pub(crate) const LEXICAL_TEXT_BYTES: usize = 8 * 1024 * 1024;
 /// Text the keywords of one document are counted over.
-const KEYWORD_TEXT_BYTES: usize = 1024 * 1024;
+pub(crate) const KEYWORD_TEXT_BYTES: usize = 1024 * 1024;
 
 /// The start of a text, at most `max` bytes, cut at a character boundary.
 pub(crate) fn searchable(text: &str, max: usize) -> &str {
@@ -118,11 +118,11 @@ struct Candidate {
     previous: Option<FileState>,
 }
 
-struct Prepared {
-    doc: NewDoc,
-    dir: String,
-    filename: String,
-    previous: Option<FileState>,
+pub(crate) struct Prepared {
+    pub(crate) doc: NewDoc,
+    pub(crate) dir: String,
+    pub(crate) filename: String,
+    pub(crate) previous: Option<FileState>,
 }
 
 enum Work {
@@ -391,6 +391,7 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
         Ok(ex) => {
             let total_lines = ex.total_lines();
             NewDoc {
+                id: None,
                 path: path_key(&c.path),
                 doc_type: ex.doc_type,
                 size: c.size,
@@ -409,6 +410,7 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
             }
         }
         Err(reason) => NewDoc {
+            id: None,
             path: path_key(&c.path),
             doc_type,
             size: c.size,
@@ -532,7 +534,10 @@ impl Index {
         self.store.skip_counts()
     }
 
-    fn with_sync_lock(&self, f: impl FnOnce() -> Result<SyncReport>) -> Result<SyncReport> {
+    pub(crate) fn with_sync_lock(
+        &self,
+        f: impl FnOnce() -> Result<SyncReport>,
+    ) -> Result<SyncReport> {
         let _gate = self.sync_gate.lock().unwrap_or_else(|e| e.into_inner());
         self.lexical.acquire_writer()?;
         let result = f();
@@ -765,7 +770,7 @@ impl Index {
         self.write_batch(&prepared)
     }
 
-    fn write_batch(&self, prepared: &[Prepared]) -> Result<()> {
+    pub(crate) fn write_batch(&self, prepared: &[Prepared]) -> Result<()> {
         if prepared.is_empty() {
             return Ok(());
         }

@@ -16,6 +16,7 @@ mod catalog;
 mod error;
 mod hybrid;
 mod indexer;
+mod ingest;
 mod keywords;
 mod lexical;
 mod store;
@@ -34,6 +35,7 @@ pub use crate::hybrid::{
     Arms, HybridHit, HybridOptions, HybridOutcome, LexicalArm, SearchMode, VectorArm,
 };
 pub use crate::indexer::{Phase, Progress, SyncOptions, SyncReport};
+pub use crate::ingest::IngestDoc;
 pub use crate::store::DocRecord;
 pub use crate::vector::{EmbedProgress, EmbedReport, ModelStatus, VectorStats};
 pub use crate::watcher::{WatchEvent, Watcher};

@@ -107,6 +107,9 @@ pub(crate) struct FileState {
 /// A document to write, as the indexer prepared it.
 #[derive(Debug, Clone)]
 pub(crate) struct NewDoc {
+    /// The id a new path takes, when the caller numbers its documents (a gateway); `None`: the
+    /// next of the store's counter.
+    pub(crate) id: Option<u64>,
     pub(crate) path: String,
     pub(crate) doc_type: DocType,
     pub(crate) size: u64,
@@ -443,10 +446,16 @@ impl Store {
                     .optional()?
                 {
                     Some(_) => None,
-                    None => {
-                        next += 1;
-                        Some(next - 1)
-                    }
+                    None => match d.id {
+                        Some(id) => {
+                            next = next.max(id as i64 + 1);
+                            Some(id as i64)
+                        }
+                        None => {
+                            next += 1;
+                            Some(next - 1)
+                        }
+                    },
                 };
                 let id: i64 = upsert.query_row(
                     params![
@@ -673,6 +682,7 @@ mod tests {
 
     fn new_doc(path: &str, text: &str) -> NewDoc {
         NewDoc {
+            id: None,
             path: path.into(),
             doc_type: DocType::Md,
             size: text.len() as u64,

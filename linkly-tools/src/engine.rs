@@ -40,6 +40,18 @@ pub struct Linkly {
     config: Config,
     /// What the keep-fresh engine of this process knows (see `upkeep`).
     pub(crate) fresh: Arc<crate::upkeep::Freshness>,
+    /// How documents are named, and whether they are files of this machine.
+    docs: DocSource,
+}
+
+/// Where a [`Linkly`]'s documents come from.
+#[derive(Debug, Clone)]
+struct DocSource {
+    /// The prefix of document ids: `local://`, or `cloud://<owner>/<slug>/` on a gateway.
+    prefix: String,
+    /// True when every document is a file of this machine, checked against it before it is
+    /// served; false for documents extracted elsewhere (a gateway's published libraries).
+    files: bool,
 }
 
 impl Linkly {
@@ -59,7 +71,53 @@ impl Linkly {
             data_dir,
             config,
             fresh: Arc::default(),
+            docs: DocSource {
+                prefix: linkly_core::DocId::PREFIX.to_string(),
+                files: true,
+            },
         }
+    }
+
+    /// Tools over documents that are not files of this machine but were extracted elsewhere
+    /// and ingested (`linkly_index::Index::ingest`), as a gateway serves a published library:
+    /// document ids are `<prefix><n>` (`cloud://alice/rust/12`) and only that form is accepted;
+    /// nothing is checked against or read from the file system (no freshness check, `list`'s
+    /// `path` is a prefix of the stored paths, resolved without touching the disk).
+    pub fn with_doc_prefix(mut self, prefix: impl Into<String>) -> Linkly {
+        self.docs = DocSource {
+            prefix: prefix.into(),
+            files: false,
+        };
+        self
+    }
+
+    /// A document's id as the tools show it: `local://12`, or under the prefix of
+    /// [`Linkly::with_doc_prefix`].
+    pub fn doc_address(&self, id: linkly_core::DocId) -> String {
+        format!("{}{}", self.docs.prefix, id.0)
+    }
+
+    /// Parses a document id as the tools show it (for local documents also a bare number).
+    pub fn parse_doc_address(&self, value: &str) -> Option<linkly_core::DocId> {
+        if self.docs.files {
+            return linkly_core::DocId::parse(value).ok();
+        }
+        let digits = value.trim().strip_prefix(self.docs.prefix.as_str())?;
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok().map(linkly_core::DocId)
+    }
+
+    /// An example id, for messages.
+    pub(crate) fn doc_example(&self) -> String {
+        format!("{}12", self.docs.prefix)
+    }
+
+    /// True when the documents are files of this machine (the default); false after
+    /// [`Linkly::with_doc_prefix`].
+    pub fn documents_are_files(&self) -> bool {
+        self.docs.files
     }
 
     /// The index.

@@ -145,7 +145,11 @@ pub(crate) fn dir_in_library(
 ) -> Result<(Vec<String>, Vec<String>, String)> {
     let scope = LibraryScope::of(linkly, lib)?;
     let notes_dir = linkly.notes_dir();
-    let notes_real = fs_err::canonicalize(&notes_dir).ok();
+    let notes_real = if linkly.documents_are_files() {
+        fs_err::canonicalize(&notes_dir).ok()
+    } else {
+        None
+    };
     let mut roots = lib.folders.clone();
     let mut name = format!("folders of library {:?}", lib.name);
     if !lib.tags.is_empty()
@@ -162,7 +166,7 @@ pub(crate) fn dir_in_library(
         );
         name.push(')');
     }
-    let dir = allowed_dir(raw, &roots, &name)?;
+    let dir = allowed_dir(linkly, raw, &roots, &name)?;
     let dir_path = Path::new(&dir);
     let dirs = if lib.folders.iter().any(|f| dir_path.starts_with(f)) {
         vec![dir.clone()]
@@ -188,13 +192,41 @@ pub(crate) fn dir_in_library(
 }
 
 /// Checks a `path` argument: absolute, existing, a directory, and — once `..` and symlinks are
-/// resolved — inside one of `roots`. Returns the resolved directory.
-pub(crate) fn allowed_dir(raw: &str, roots: &[PathBuf], roots_name: &str) -> Result<String> {
+/// resolved — inside one of `roots`. Returns the resolved directory. When the documents are not
+/// files of this machine (a gateway's library), `..` is resolved without the disk and a
+/// directory no document lies in is simply empty.
+pub(crate) fn allowed_dir(
+    linkly: &Linkly,
+    raw: &str,
+    roots: &[PathBuf],
+    roots_name: &str,
+) -> Result<String> {
     let given = Path::new(raw);
     if !given.is_absolute() {
         return Err(ToolError::invalid(format!(
             "path must be an absolute directory, not a pattern or relative path (got {raw:?}); use find_paths to locate a folder"
         )));
+    }
+    if !linkly.documents_are_files() {
+        let mut resolved = PathBuf::from("/");
+        for c in given.components() {
+            match c {
+                std::path::Component::ParentDir => {
+                    resolved.pop();
+                }
+                std::path::Component::Normal(n) => resolved.push(n),
+                _ => {}
+            }
+        }
+        if !roots.iter().any(|r| resolved.starts_with(r)) {
+            return Err(ToolError::new(
+                ErrorCode::PathNotAllowed,
+                format!(
+                    "path {raw:?} is outside the {roots_name}; give a directory of the library (find_paths shows them)"
+                ),
+            ));
+        }
+        return Ok(path_key(&resolved));
     }
     let shown_roots = || {
         if roots.is_empty() {

@@ -600,6 +600,10 @@ impl Linkly {
         let Some(rec) = self.index().doc(id)? else {
             return Ok(None);
         };
+        if !self.documents_are_files() {
+            // Extracted elsewhere (a gateway's library): the index is the only copy.
+            return Ok(Some(rec));
+        }
         if rec
             .skip_reason
             .as_deref()

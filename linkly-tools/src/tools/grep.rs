@@ -230,7 +230,7 @@ impl Linkly {
         if p.pattern.is_empty() {
             return Err(ToolError::invalid("pattern must not be empty"));
         }
-        let id = parse_doc_id("doc_id", &p.doc_id)?;
+        let id = parse_doc_id(self, "doc_id", &p.doc_id)?;
         let context = check_range("context", p.context.unwrap_or(3), 0, 50)?;
         let before = check_range("before", p.before.unwrap_or(context), 0, 50)? as usize;
         let after = check_range("after", p.after.unwrap_or(context), 0, 50)? as usize;
@@ -295,7 +295,7 @@ impl Linkly {
         };
         Ok(GrepResponse {
             pattern: p.pattern,
-            doc_id: doc.id.to_string(),
+            doc_id: self.doc_address(doc.id),
             title: doc.display_title(),
             total_matches: total,
             returned: matches.len(),

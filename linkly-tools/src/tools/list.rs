@@ -201,7 +201,7 @@ fn list_files(linkly: &Linkly, params: &ListParams) -> Result<Rendered> {
     render(format, &response, FileList::to_markdown)
 }
 
-fn file_item(rec: DocRecord, with_snippet: bool) -> FileItem {
+fn file_item(linkly: &Linkly, rec: DocRecord, with_snippet: bool) -> FileItem {
     let snippet = with_snippet.then(|| {
         let cut = linkly_core::stdx::truncate_chars(&rec.abstract_text, SNIPPET_CHARS);
         if cut.len() < rec.abstract_text.len() && !cut.ends_with('…') {
@@ -211,7 +211,7 @@ fn file_item(rec: DocRecord, with_snippet: bool) -> FileItem {
         }
     });
     FileItem {
-        doc_id: rec.id.to_string(),
+        doc_id: linkly.doc_address(rec.id),
         title: rec.display_title(),
         doc_type: rec.doc_type.as_str().to_string(),
         word_count: rec.word_count,
@@ -298,7 +298,7 @@ impl Linkly {
                 )
             }
             (None, Some(path)) => {
-                let dir = allowed_dir(path, &self.config().folders, "watched folders")?;
+                let dir = allowed_dir(self, path, &self.config().folders, "watched folders")?;
                 (Some(vec![dir.clone()]), Vec::new(), dir.clone(), Some(dir))
             }
             (None, None) if self.config().folders.is_empty() => {
@@ -349,7 +349,7 @@ impl Linkly {
                 .index()
                 .readme_in(dir)?
                 .map(|(id, path)| ReadmePointer {
-                    doc_id: id.to_string(),
+                    doc_id: self.doc_address(id),
                     path,
                 }),
             None => None,
@@ -357,7 +357,7 @@ impl Linkly {
         let items: Vec<FileItem> = page
             .docs
             .into_iter()
-            .map(|r| file_item(r, with_snippet))
+            .map(|r| file_item(self, r, with_snippet))
             .collect();
         Ok(FileList {
             scope: scope.to_string(),

@@ -176,10 +176,11 @@ pub(crate) fn render<T: serde::Serialize>(
 }
 
 /// Parses a document id parameter.
-pub(crate) fn parse_doc_id(name: &str, value: &str) -> Result<linkly_core::DocId> {
-    linkly_core::DocId::parse(value).map_err(|_| {
+pub(crate) fn parse_doc_id(linkly: &Linkly, name: &str, value: &str) -> Result<linkly_core::DocId> {
+    linkly.parse_doc_address(value).ok_or_else(|| {
         ToolError::invalid(format!(
-            "{name} must be a document id like \"local://12\" (got {value:?})"
+            "{name} must be a document id like {:?} (got {value:?})",
+            linkly.doc_example()
         ))
     })
 }
@@ -203,7 +204,8 @@ pub(crate) fn readable_content(linkly: &Linkly, doc: &linkly_index::DocRecord) -
             linkly_core::ErrorCode::ContentUnreadable,
             format!(
                 "{} ({}) has no readable content: {reason}. It is indexed by name only; do not read or grep it",
-                doc.path, doc.id
+                doc.path,
+                linkly.doc_address(doc.id)
             ),
         ));
     }

@@ -184,7 +184,7 @@ impl Linkly {
                 .map(|p| self.index().doc_by_path(p))
                 .transpose()?
                 .flatten()
-                .map(|rec| rec.id.to_string()),
+                .map(|rec| self.doc_address(rec.id)),
             Err(e) => {
                 tracing::warn!(path = %saved.path.display(), error = %e.message, "the note was saved but not indexed now");
                 None

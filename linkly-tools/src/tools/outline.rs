@@ -222,7 +222,7 @@ impl Linkly {
         let mut outlines: Vec<(String, Vec<OutlineNode>)> = Vec::new();
         let mut found = 0;
         for raw in &p.doc_ids {
-            let id = parse_doc_id("doc_ids", raw)?;
+            let id = parse_doc_id(self, "doc_ids", raw)?;
             let Some(rec) = self.fresh_doc(id)? else {
                 documents.push(OutlineDoc {
                     doc_id: raw.clone(),
@@ -241,10 +241,10 @@ impl Linkly {
             found += 1;
             let reason = no_outline_reason(&rec);
             if reason.is_none() {
-                outlines.push((rec.id.to_string(), rec.outline.clone()));
+                outlines.push((self.doc_address(rec.id), rec.outline.clone()));
             }
             documents.push(OutlineDoc {
-                doc_id: rec.id.to_string(),
+                doc_id: self.doc_address(rec.id),
                 title: Some(rec.display_title()),
                 path: Some(rec.path.clone()),
                 doc_type: Some(rec.doc_type.as_str().into()),

@@ -201,7 +201,7 @@ fn resolve(dir: &Path, reference: &str) -> Option<PathBuf> {
 impl Linkly {
     /// Runs `read`.
     pub fn read(&self, p: ReadParams) -> Result<ReadResponse> {
-        let id = parse_doc_id("doc_id", &p.doc_id)?;
+        let id = parse_doc_id(self, "doc_id", &p.doc_id)?;
         // Any offset past the end is an empty range (with total_lines), however large.
         let offset =
             check_range("offset", p.offset.unwrap_or(1), 1, i64::MAX)?.min(u32::MAX as i64) as u32;
@@ -289,7 +289,7 @@ impl Linkly {
             }
         }
         Ok(ReadResponse {
-            doc_id: doc.id.to_string(),
+            doc_id: self.doc_address(doc.id),
             title,
             path: doc.path.clone(),
             total_lines: total,
@@ -332,7 +332,7 @@ impl Linkly {
                 let mut image = ImageRef {
                     line: line_no,
                     file: file_str.clone(),
-                    doc_id: rec.as_ref().map(|r| r.id.to_string()),
+                    doc_id: rec.as_ref().map(|r| self.doc_address(r.id)),
                     excerpt: None,
                     char_count: None,
                     text: None,

@@ -305,7 +305,7 @@ impl Linkly {
                 )
             };
             results.push(SearchHit {
-                doc_id: rec.id.to_string(),
+                doc_id: self.doc_address(rec.id),
                 title: rec.display_title(),
                 path: rec.path.clone(),
                 doc_type: rec.doc_type.as_str().to_string(),
