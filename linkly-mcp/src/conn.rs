@@ -26,9 +26,9 @@ use tokio::sync::{Notify, mpsc, watch};
 /// How long open connections get to finish at shutdown.
 const DRAIN: Duration = Duration::from_secs(5);
 
-/// Limits on connections.
+/// Limits on connections (used by [`serve_connections`](crate::serve_connections)).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ConnLimits {
+pub struct ConnLimits {
     /// Open connections at most.
     pub max_connections: usize,
     /// The time a client gets to send a request's headers (and a keep-alive connection may
@@ -136,7 +136,7 @@ impl http_body::Body for TrackedBody {
 
 /// Accepts and serves connections on `listener` until `shutdown` resolves, then lets open
 /// connections finish (for a few seconds at most).
-pub(crate) async fn serve(
+pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnLimits,

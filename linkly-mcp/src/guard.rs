@@ -116,11 +116,14 @@ pub(crate) async fn guard(State(access): State<Arc<Access>>, req: Request, next:
         .into_response()
 }
 
-/// What `/mcp` lets through.
+/// What `/mcp` lets through (the state of [`filter_mcp`]).
 #[derive(Debug)]
-pub(crate) struct McpLimits {
+pub struct McpLimits {
+    /// The server's sessions, to count them.
     pub sessions: Arc<LocalSessionManager>,
+    /// Open sessions at most: a new one beyond is answered 503.
     pub max_sessions: usize,
+    /// The largest request body: 413 beyond.
     pub max_body_bytes: usize,
 }
 
@@ -145,7 +148,7 @@ fn is_json(req: &Request) -> bool {
 /// refusal is answered here (400 with `-32700`/`-32600`, or 200 with `-32602` and the request's
 /// id); a new session beyond the cap is answered 503. `DELETE` answers 200 rather than rmcp's
 /// 202 (clients log a failed close otherwise).
-pub(crate) async fn filter_mcp(
+pub async fn filter_mcp(
     State(limits): State<Arc<McpLimits>>,
     req: Request,
     next: Next,

@@ -1,0 +1,739 @@
+//! The gateway's HTTP face: `/mcp` (MCP over Streamable HTTP), `/health`, and the publish API
+//! under `/api/v1/` (see docs/gateway.md, "The publish protocol").
+//!
+//! Every `/mcp` and `/api/v1` request needs `Authorization: Bearer <token>` naming a user
+//! (401 with `WWW-Authenticate: Bearer` otherwise); each user gets a token bucket of requests
+//! (429 with `Retry-After` beyond). Bodies are bounded (413 beyond), and so are connections,
+//! the time to send headers and MCP sessions (linkly-mcp's plumbing).
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use linkly_core::{DocType, OutlineNode};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+
+use crate::db::Db;
+use crate::model::{
+    LibraryKey, LibraryMeta, Limits, ManifestEntry, PublishedDoc, User, parse_category, valid_name,
+};
+use crate::server::{GatewayServer, Shared};
+use crate::{GatewayError, Result};
+
+/// The largest `/mcp` request body by default: 16 MiB.
+pub const DEFAULT_MCP_BODY_BYTES: usize = 16 << 20;
+/// The largest publish request body by default (a batch of documents): 64 MiB.
+pub const DEFAULT_API_BODY_BYTES: usize = 64 << 20;
+/// Requests per user per minute by default.
+pub const DEFAULT_RATE_PER_MINUTE: u32 = 600;
+/// The longest document path, in bytes.
+pub const MAX_PATH_BYTES: usize = 1024;
+/// The largest document text, in bytes.
+pub const MAX_TEXT_BYTES: usize = 256 << 20;
+/// How long a token → user answer is reused.
+const TOKEN_CACHE_TTL: Duration = Duration::from_secs(5);
+
+/// How a gateway serves.
+#[derive(Clone)]
+pub struct GatewayOptions {
+    /// The store of accounts, catalogue and documents.
+    pub db: Db,
+    /// Where the per-library indexes (`cache/`) and the users' notes (`users/`) live.
+    pub data_dir: PathBuf,
+    /// The address to bind: loopback by default; any other is allowed (every request is
+    /// token-checked).
+    pub bind: IpAddr,
+    /// The port (0: any free one).
+    pub port: u16,
+    /// Slots per plan.
+    pub limits: Limits,
+    /// The largest `/mcp` request body (default 16 MiB).
+    pub max_body_bytes: usize,
+    /// The largest publish request body (default 64 MiB).
+    pub max_api_body_bytes: usize,
+    /// Requests per user per minute (a token bucket of this size, refilled continuously).
+    pub rate: u32,
+    /// Open connections at most.
+    pub max_connections: usize,
+    /// Open MCP sessions at most.
+    pub max_sessions: usize,
+    /// An MCP session without a request for this long is closed.
+    pub session_idle_timeout: Duration,
+    /// The time a client gets to send a request's headers.
+    pub header_read_timeout: Duration,
+}
+
+impl std::fmt::Debug for GatewayOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayOptions")
+            .field("data_dir", &self.data_dir)
+            .field("bind", &self.bind)
+            .field("port", &self.port)
+            .field("limits", &self.limits)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_api_body_bytes", &self.max_api_body_bytes)
+            .field("rate", &self.rate)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GatewayOptions {
+    /// Defaults: 127.0.0.1:8080, default limits, 16 MiB MCP bodies, 64 MiB publish bodies,
+    /// 600 requests per user per minute, 1,024 connections, 4,096 sessions idle for 10 minutes
+    /// at most, 10 seconds to send headers.
+    pub fn new(db: Db, data_dir: PathBuf) -> GatewayOptions {
+        GatewayOptions {
+            db,
+            data_dir,
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 8080,
+            limits: Limits::default(),
+            max_body_bytes: DEFAULT_MCP_BODY_BYTES,
+            max_api_body_bytes: DEFAULT_API_BODY_BYTES,
+            rate: DEFAULT_RATE_PER_MINUTE,
+            max_connections: 1024,
+            max_sessions: 4096,
+            session_idle_timeout: Duration::from_secs(600),
+            header_read_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A gateway bound to its port, ready to serve.
+#[derive(Debug)]
+pub struct BoundGateway {
+    listener: tokio::net::TcpListener,
+    addr: SocketAddr,
+    opts: GatewayOptions,
+}
+
+impl BoundGateway {
+    /// The port bound.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// The base URL (`http://127.0.0.1:8080`; a wildcard bind is shown as loopback).
+    pub fn base_url(&self) -> String {
+        let host = match self.addr.ip() {
+            IpAddr::V4(v4) if v4.is_unspecified() => Ipv4Addr::LOCALHOST.to_string(),
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) if v6.is_unspecified() => "[::1]".to_string(),
+            IpAddr::V6(v6) => format!("[{v6}]"),
+        };
+        format!("http://{host}:{}", self.addr.port())
+    }
+
+    /// The MCP endpoint: `<base>/mcp`.
+    pub fn endpoint(&self) -> String {
+        format!("{}/mcp", self.base_url())
+    }
+
+    /// Serves until `shutdown` resolves.
+    pub async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<()> {
+        let BoundGateway { listener, opts, .. } = self;
+        let (db, data_dir, limits) = (opts.db.clone(), opts.data_dir.clone(), opts.limits.clone());
+        let shared = tokio::task::spawn_blocking(move || Shared::new(db, data_dir, limits))
+            .await
+            .map_err(|e| GatewayError::Io(std::io::Error::other(e.to_string())))??;
+        let (app, cancel) = app(Arc::new(shared), &opts);
+        tracing::info!(endpoint = %format!("http://{}/mcp", listener.local_addr()?), "gateway serving");
+        linkly_mcp::serve_connections(
+            listener,
+            app,
+            linkly_mcp::ConnLimits {
+                max_connections: opts.max_connections,
+                header_read_timeout: opts.header_read_timeout,
+            },
+            async move {
+                shutdown.await;
+                // Ends the sessions and their event streams, so connections can drain.
+                cancel();
+            },
+        )
+        .await;
+        Ok(())
+    }
+}
+
+/// Binds `opts.bind:opts.port`.
+pub async fn bind(opts: GatewayOptions) -> Result<BoundGateway> {
+    if !opts.bind.is_loopback() {
+        tracing::warn!(bind = %opts.bind, "the gateway listens beyond loopback: put TLS in front of it");
+    }
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(opts.bind, opts.port)).await?;
+    let addr = listener.local_addr()?;
+    Ok(BoundGateway {
+        listener,
+        addr,
+        opts,
+    })
+}
+
+/// Binds and serves a gateway until `shutdown` resolves (`linkly gateway serve`).
+pub async fn serve(
+    opts: GatewayOptions,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    bind(opts).await?.serve(shutdown).await
+}
+
+/// The router, and what ends the MCP sessions at shutdown.
+fn app(shared: Arc<Shared>, opts: &GatewayOptions) -> (Router, impl FnOnce() + Send + 'static) {
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(opts.session_idle_timeout);
+    let sessions = Arc::new(sessions);
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(opts.max_body_bytes);
+    let cancel = config.cancellation_token.clone();
+    let for_sessions = shared.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(GatewayServer::new(for_sessions.clone())),
+        sessions.clone(),
+        config,
+    );
+    let mcp = Router::new()
+        .nest_service("/mcp", mcp)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(linkly_mcp::McpLimits {
+                sessions,
+                max_sessions: opts.max_sessions,
+                max_body_bytes: opts.max_body_bytes,
+            }),
+            linkly_mcp::filter_mcp,
+        ));
+    let api = Router::new()
+        .route(
+            "/api/v1/libraries/{slug}",
+            put(put_library).delete(delete_library),
+        )
+        .route("/api/v1/libraries/{slug}/manifest", post(post_manifest))
+        .route("/api/v1/libraries/{slug}/documents", post(post_documents))
+        .layer(DefaultBodyLimit::max(opts.max_api_body_bytes))
+        .with_state(shared.clone());
+    let auth = Arc::new(Auth {
+        db: shared.db().clone(),
+        tokens: Mutex::default(),
+        buckets: Mutex::default(),
+        rate: opts.rate.max(1),
+        sessions: Mutex::default(),
+    });
+    let protected = mcp
+        .merge(api)
+        .layer(axum::middleware::from_fn_with_state(auth, authenticate));
+    let app = Router::new()
+        .route("/health", get(health))
+        .with_state(shared)
+        .merge(protected);
+    (app, move || cancel.cancel())
+}
+
+/// A JSON error answer: `{"error": "…"}`.
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, axum::Json(json!({ "error": message.into() }))).into_response()
+}
+
+/// A refused API request: a status and a message, answered `{"error": "…"}`.
+#[derive(Debug)]
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.0 == StatusCode::UNAUTHORIZED {
+            return unauthorized(&self.1);
+        }
+        error(self.0, self.1)
+    }
+}
+
+impl From<GatewayError> for ApiError {
+    fn from(e: GatewayError) -> ApiError {
+        match e {
+            GatewayError::Invalid(m) | GatewayError::Conflict(m) => {
+                ApiError(StatusCode::BAD_REQUEST, m)
+            }
+            GatewayError::NotFound(m) => ApiError(StatusCode::NOT_FOUND, m),
+            GatewayError::Unauthorized(m) => ApiError(StatusCode::UNAUTHORIZED, m),
+            e => {
+                tracing::error!(error = %e, "gateway request failed");
+                ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+            }
+        }
+    }
+}
+
+fn gateway_error(e: GatewayError) -> Response {
+    ApiError::from(e).into_response()
+}
+
+/// Runs blocking work (the database) off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T, ApiError> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(e.into()),
+        Err(e) => Err(ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("task failed: {e}"),
+        )),
+    }
+}
+
+async fn health(State(shared): State<Arc<Shared>>) -> Response {
+    let db = shared.db().clone();
+    let count = tokio::task::spawn_blocking(move || db.library_count()).await;
+    let libraries = match count {
+        Ok(Ok(n)) => n,
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "health: the database failed");
+            return error(StatusCode::SERVICE_UNAVAILABLE, format!("database: {e}"));
+        }
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
+    axum::Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "role": "gateway",
+        "libraries": libraries,
+    }))
+    .into_response()
+}
+
+/// Token checks and rate limits.
+struct Auth {
+    db: Db,
+    tokens: Mutex<HashMap<String, (Instant, User)>>,
+    buckets: Mutex<HashMap<i64, Bucket>>,
+    rate: u32,
+    /// MCP session id → the user who opened it (and when it was last used).
+    sessions: Mutex<HashMap<String, (i64, Instant)>>,
+}
+
+/// Session owners remembered at most; beyond, those unused for longer than a day are
+/// forgotten (rmcp has closed them long before).
+const SESSION_OWNERS: usize = 100_000;
+
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Auth {
+    async fn user(&self, token: &str) -> Result<Option<User>> {
+        {
+            let mut cache = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((at, user)) = cache.get(token) {
+                if at.elapsed() < TOKEN_CACHE_TTL {
+                    return Ok(Some(user.clone()));
+                }
+                cache.remove(token);
+            }
+        }
+        let db = self.db.clone();
+        let t = token.to_string();
+        let user = tokio::task::spawn_blocking(move || db.user_by_token(&t))
+            .await
+            .map_err(|e| GatewayError::Io(std::io::Error::other(e.to_string())))??;
+        if let Some(u) = &user {
+            let mut cache = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+            if cache.len() > 10_000 {
+                cache.retain(|_, (at, _)| at.elapsed() < TOKEN_CACHE_TTL);
+            }
+            cache.insert(token.to_string(), (Instant::now(), u.clone()));
+        }
+        Ok(user)
+    }
+
+    /// Takes one request from the user's bucket; `Err(seconds to wait)` when empty.
+    fn admit(&self, user: i64) -> Result<(), u64> {
+        let capacity = f64::from(self.rate);
+        let per_sec = capacity / 60.0;
+        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        if buckets.len() > 100_000 {
+            buckets.clear();
+        }
+        let now = Instant::now();
+        let b = buckets.entry(user).or_insert(Bucket {
+            tokens: capacity,
+            at: now,
+        });
+        b.tokens = (b.tokens + now.duration_since(b.at).as_secs_f64() * per_sec).min(capacity);
+        b.at = now;
+        if b.tokens >= 1.0 {
+            b.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(((1.0 - b.tokens) / per_sec).ceil().max(1.0) as u64)
+        }
+    }
+}
+
+fn unauthorized(message: &str) -> Response {
+    let mut r = error(StatusCode::UNAUTHORIZED, message);
+    r.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    r
+}
+
+/// `/mcp` and `/api/v1`: the bearer token names a user, who is put into the request's
+/// extensions (rmcp hands them to the handler), within the user's rate.
+async fn authenticate(State(auth): State<Arc<Auth>>, mut req: Request, next: Next) -> Response {
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, rest) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then_some(rest)
+        })
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string);
+    let Some(token) = token else {
+        return unauthorized("missing bearer token: send Authorization: Bearer <token>");
+    };
+    let user = match auth.user(&token).await {
+        Ok(Some(u)) => u,
+        Ok(None) => return unauthorized("unknown token"),
+        Err(e) => return gateway_error(e),
+    };
+    if let Err(wait) = auth.admit(user.id) {
+        let mut r = error(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "rate limit: {} requests per minute; retry in {wait} s",
+                auth.rate
+            ),
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(wait));
+        return r;
+    }
+    // A session belongs to the user who opened it: another token cannot use, watch or close it.
+    let session = req
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if let Some(id) = &session {
+        let mut owners = auth.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((owner, used)) = owners.get_mut(id) {
+            if *owner != user.id {
+                tracing::warn!(user = %user.name, "a token tried to use another user's session");
+                return error(
+                    StatusCode::FORBIDDEN,
+                    "this session belongs to another user: open your own session",
+                );
+            }
+            *used = Instant::now();
+        }
+    }
+    let user_id = user.id;
+    req.extensions_mut().insert(user);
+    let response = next.run(req).await;
+    if session.is_none()
+        && let Some(id) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+    {
+        let mut owners = auth.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        if owners.len() >= SESSION_OWNERS {
+            owners.retain(|_, (_, used)| used.elapsed() < Duration::from_secs(86_400));
+        }
+        owners.insert(id.to_string(), (user_id, Instant::now()));
+    }
+    response
+}
+
+/// The user the middleware put into the request.
+fn signed_in(req_user: Option<axum::Extension<User>>) -> Result<User, ApiError> {
+    req_user
+        .map(|axum::Extension(u)| u)
+        .ok_or_else(|| ApiError(StatusCode::UNAUTHORIZED, "not signed in".into()))
+}
+
+fn parse_body<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
+}
+
+fn check_slug(slug: &str) -> Result<(), ApiError> {
+    if valid_name(slug) {
+        Ok(())
+    } else {
+        Err(ApiError(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "invalid slug {slug:?}: 1-64 lowercase letters, digits, '-', '_' or '.', not starting with '.' or '-'"
+            ),
+        ))
+    }
+}
+
+/// Checks a document path: relative, `/`-separated, no `..`, at most 1,024 bytes.
+pub fn check_path(path: &str) -> Result<()> {
+    let bad = |why: &str| {
+        Err(GatewayError::invalid(format!(
+            "invalid path {path:?}: {why}"
+        )))
+    };
+    if path.is_empty() {
+        return bad("empty");
+    }
+    if path.len() > MAX_PATH_BYTES {
+        return bad("longer than 1024 bytes");
+    }
+    if path.starts_with('/') {
+        return bad("must be relative (no leading '/')");
+    }
+    if path.contains('\\') || path.contains('\0') {
+        return bad("use '/' separators");
+    }
+    if path
+        .split('/')
+        .any(|s| s.is_empty() || s == "." || s == "..")
+    {
+        return bad("no empty, '.' or '..' segment");
+    }
+    Ok(())
+}
+
+/// Checks a published document before it is stored.
+pub fn check_document(doc: &PublishedDoc) -> Result<()> {
+    check_path(&doc.path)?;
+    DocType::from_token(&doc.doc_type).map_err(|_| {
+        GatewayError::invalid(format!("{}: unknown doc_type {:?}", doc.path, doc.doc_type))
+    })?;
+    if doc.text.len() > MAX_TEXT_BYTES {
+        return Err(GatewayError::invalid(format!(
+            "{}: text larger than 256 MiB",
+            doc.path
+        )));
+    }
+    if doc.hash.is_empty() {
+        return Err(GatewayError::invalid(format!("{}: empty hash", doc.path)));
+    }
+    if !doc.outline.is_null() {
+        serde_json::from_value::<Vec<OutlineNode>>(doc.outline.clone())
+            .map_err(|e| GatewayError::invalid(format!("{}: invalid outline: {e}", doc.path)))?;
+    }
+    Ok(())
+}
+
+async fn put_library(
+    State(shared): State<Arc<Shared>>,
+    user: Option<axum::Extension<User>>,
+    Path(slug): Path<String>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let user = signed_in(user)?;
+        check_slug(&slug)?;
+        let mut meta: LibraryMeta = parse_body(&body)?;
+        if !meta.category.trim().is_empty() {
+            meta.category = parse_category(&meta.category)
+                .map_err(ApiError::from)?
+                .to_string();
+        }
+        let db = shared.db().clone();
+        let key = LibraryKey {
+            owner: user.name.clone(),
+            slug: slug.clone(),
+        };
+        let (info, created) = blocking(move || {
+            let created = db.library(&key)?.is_none();
+            Ok((db.upsert_library(&user, &slug, &meta)?, created))
+        })
+        .await?;
+        Ok::<_, ApiError>(
+            axum::Json(json!({ "library": info.key.address(), "created": created }))
+                .into_response(),
+        )
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn delete_library(
+    State(shared): State<Arc<Shared>>,
+    user: Option<axum::Extension<User>>,
+    Path(slug): Path<String>,
+) -> Response {
+    let run = async {
+        let user = signed_in(user)?;
+        check_slug(&slug)?;
+        let s = shared.clone();
+        let deleted = blocking(move || {
+            let key = LibraryKey {
+                owner: user.name.clone(),
+                slug: slug.clone(),
+            };
+            let deleted = s.db().delete_library(&user, &slug)?;
+            if deleted {
+                s.libraries().forget(&key);
+            }
+            Ok(deleted)
+        })
+        .await?;
+        Ok::<_, ApiError>(axum::Json(json!({ "deleted": deleted })).into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// The caller's own library, or 404.
+fn own_library(db: &Db, user: &User, slug: &str) -> Result<i64> {
+    let key = LibraryKey {
+        owner: user.name.clone(),
+        slug: slug.to_string(),
+    };
+    db.library(&key)?.map(|l| l.id).ok_or_else(|| {
+        GatewayError::not_found(format!(
+            "no library {key}: create it first (PUT /api/v1/libraries/{slug})"
+        ))
+    })
+}
+
+#[derive(serde::Deserialize)]
+struct ManifestBody {
+    documents: Vec<ManifestEntry>,
+}
+
+#[derive(serde::Deserialize)]
+struct DocumentsBody {
+    documents: Vec<PublishedDoc>,
+}
+
+async fn post_manifest(
+    State(shared): State<Arc<Shared>>,
+    user: Option<axum::Extension<User>>,
+    Path(slug): Path<String>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let user = signed_in(user)?;
+        check_slug(&slug)?;
+        let manifest: ManifestBody = parse_body(&body)?;
+        for e in &manifest.documents {
+            check_path(&e.path).map_err(ApiError::from)?;
+        }
+        let db = shared.db().clone();
+        let (needed, removed) = blocking(move || {
+            let id = own_library(&db, &user, &slug)?;
+            let current: HashMap<String, String> = db
+                .manifest(id)?
+                .into_iter()
+                .map(|e| (e.path, e.hash))
+                .collect();
+            let listed: HashSet<&str> =
+                manifest.documents.iter().map(|e| e.path.as_str()).collect();
+            let gone: Vec<String> = current
+                .keys()
+                .filter(|p| !listed.contains(p.as_str()))
+                .cloned()
+                .collect();
+            let removed = if gone.is_empty() {
+                0
+            } else {
+                db.remove_documents(id, &gone)?
+            };
+            let mut seen = HashSet::new();
+            let needed: Vec<String> = manifest
+                .documents
+                .iter()
+                .filter(|e| current.get(&e.path) != Some(&e.hash))
+                .filter(|e| seen.insert(e.path.clone()))
+                .map(|e| e.path.clone())
+                .collect();
+            Ok((needed, removed))
+        })
+        .await?;
+        Ok::<_, ApiError>(
+            axum::Json(json!({ "needed": needed, "removed": removed })).into_response(),
+        )
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn post_documents(
+    State(shared): State<Arc<Shared>>,
+    user: Option<axum::Extension<User>>,
+    Path(slug): Path<String>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let user = signed_in(user)?;
+        check_slug(&slug)?;
+        let docs: DocumentsBody = parse_body(&body)?;
+        drop(body);
+        for d in &docs.documents {
+            check_document(d).map_err(ApiError::from)?;
+        }
+        let db = shared.db().clone();
+        let stored = blocking(move || {
+            let id = own_library(&db, &user, &slug)?;
+            db.put_documents(id, &docs.documents)?;
+            Ok(docs.documents.len())
+        })
+        .await?;
+        Ok::<_, ApiError>(axum::Json(json!({ "stored": stored })).into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_paths_are_relative_and_clean() {
+        for ok in ["a.md", "docs/a b.md", "root/x/y/z.pdf", "é/ü.txt"] {
+            assert!(check_path(ok).is_ok(), "{ok}");
+        }
+        let long = "a/".repeat(600) + "b";
+        for bad in [
+            "",
+            "/abs.md",
+            "../x.md",
+            "a/../b",
+            "a//b",
+            "./a",
+            "a\\b",
+            "a/",
+            long.as_str(),
+        ] {
+            assert!(check_path(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_rate_limit_is_a_bucket_per_user() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = Db::open(&crate::db::DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
+        let auth = Auth {
+            db,
+            tokens: Mutex::default(),
+            buckets: Mutex::default(),
+            rate: 2,
+            sessions: Mutex::default(),
+        };
+        assert!(auth.admit(1).is_ok() && auth.admit(1).is_ok());
+        let wait = auth.admit(1).unwrap_err();
+        assert!((1..=30).contains(&wait), "{wait}");
+        assert!(auth.admit(2).is_ok(), "another user has their own bucket");
+    }
+}

@@ -1,0 +1,368 @@
+//! The search indexes of cloud libraries, kept in step with the database.
+//!
+//! Each library a call names gets a [`linkly_index::Index`] under
+//! `<data_dir>/cache/<instance>/libraries/<owner>/<slug>/`, filled from the database's published
+//! documents (never from files). Before a call is served, the library's `content_seq` is
+//! compared with what the index has applied, and the missing changes are ingested
+//! ([`Db::changes_since`], pages of 1,000): a library published through another gateway process
+//! is searchable here at the next call. Documents keep the database's ids, so
+//! `cloud://<owner>/<slug>/<n>` names the same document in every process.
+//!
+//! `<instance>` is the first of `0`, `1`, … whose lock file this process can hold: processes
+//! that share a data directory each get their own indexes, and a restarted process takes its
+//! predecessor's back (and only catches up).
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use linkly_core::{Config, DataDir, DocId, DocType, OutlineNode};
+use linkly_extract::Extracted;
+use linkly_index::{Index, IngestDoc};
+use linkly_tools::Linkly;
+
+use crate::db::Db;
+use crate::model::{LibraryInfo, LibraryKey, PublishedDoc};
+use crate::{GatewayError, Result};
+
+/// Open library indexes at most (the least recently used one is closed beyond).
+pub const DEFAULT_OPEN_LIBRARIES: usize = 64;
+
+/// Changes applied per database round trip.
+const PAGE: usize = 1000;
+
+/// The file, in a library's index directory, that records what it has applied:
+/// `<library id> <seq>`.
+const APPLIED_FILE: &str = "applied_seq";
+
+/// The file that records the library's roots (the first segment of its paths), one a line.
+const ROOTS_FILE: &str = "roots";
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One library's index and what it has applied.
+#[derive(Debug)]
+struct LibraryIndex {
+    dir: PathBuf,
+    key: LibraryKey,
+    index: Arc<Index>,
+    /// Catch-up state; held while catching up, so one catch-up at a time per library.
+    state: Mutex<Applied>,
+}
+
+#[derive(Debug)]
+struct Applied {
+    library_id: i64,
+    seq: i64,
+    roots: BTreeSet<String>,
+    linkly: Arc<Linkly>,
+}
+
+/// The per-library indexes of one gateway process.
+pub struct Libraries {
+    db: Db,
+    root: PathBuf,
+    capacity: usize,
+    /// Held for the life of the process: the instance directory is ours.
+    _instance_lock: File,
+    open: Mutex<Lru>,
+}
+
+impl std::fmt::Debug for Libraries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Libraries")
+            .field("root", &self.root)
+            .field("capacity", &self.capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Lru {
+    tick: u64,
+    map: HashMap<LibraryKey, (u64, Arc<LibraryIndex>)>,
+}
+
+impl Libraries {
+    /// The indexes under `<data_dir>/cache/<instance>/libraries/`, at most `capacity` open.
+    pub fn new(db: Db, data_dir: &Path, capacity: usize) -> Result<Libraries> {
+        let cache = data_dir.join("cache");
+        fs_err::create_dir_all(&cache)?;
+        let (instance, lock_file) = claim_instance(&cache)?;
+        let root = instance.join("libraries");
+        fs_err::create_dir_all(&root)?;
+        tracing::info!(dir = %root.display(), "library indexes");
+        Ok(Libraries {
+            db,
+            root,
+            capacity: capacity.max(1),
+            _instance_lock: lock_file,
+            open: Mutex::default(),
+        })
+    }
+
+    /// The directory of the indexes.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The tools over a library's index, caught up with the database. Blocking.
+    ///
+    /// `NotFound` when the library does not exist (the caller has checked that the user may
+    /// read it).
+    pub fn linkly(&self, key: &LibraryKey) -> Result<Arc<Linkly>> {
+        let info = self
+            .db
+            .library(key)?
+            .ok_or_else(|| GatewayError::not_found(format!("no library {key}")))?;
+        let mut lib = self.entry(key)?;
+        let held = lock(&lib.state).library_id;
+        if held != 0 && held != info.id {
+            // Deleted and published again under the same address: start over.
+            tracing::info!(library = %key, "library replaced: rebuilding its index");
+            drop(lib);
+            self.forget(key);
+            lib = self.entry(key)?;
+        }
+        lib.catch_up(&self.db, &info)
+    }
+
+    /// The open entry of a library, opened (and the least recently used one closed) when needed.
+    fn entry(&self, key: &LibraryKey) -> Result<Arc<LibraryIndex>> {
+        let mut open = lock(&self.open);
+        open.tick += 1;
+        let tick = open.tick;
+        if let Some((used, lib)) = open.map.get_mut(key) {
+            *used = tick;
+            return Ok(lib.clone());
+        }
+        if open.map.len() >= self.capacity
+            && let Some(oldest) = open
+                .map
+                .iter()
+                .min_by_key(|(_, (used, _))| *used)
+                .map(|(k, _)| k.clone())
+        {
+            open.map.remove(&oldest);
+        }
+        let dir = self.root.join(&key.owner).join(&key.slug);
+        let lib = Arc::new(LibraryIndex::open(dir, key.clone())?);
+        open.map.insert(key.clone(), (tick, lib.clone()));
+        Ok(lib)
+    }
+
+    /// Forgets a library's index (it was deleted): closes it and removes its files.
+    pub fn forget(&self, key: &LibraryKey) {
+        let removed = lock(&self.open).map.remove(key);
+        drop(removed);
+        let dir = self.root.join(&key.owner).join(&key.slug);
+        if dir.exists()
+            && let Err(e) = fs_err::remove_dir_all(&dir)
+        {
+            tracing::warn!(error = %e, "cannot remove a deleted library's index");
+        }
+    }
+}
+
+/// Takes the first instance directory whose lock this process can hold.
+fn claim_instance(cache: &Path) -> Result<(PathBuf, File)> {
+    for n in 0..1024u32 {
+        let dir = cache.join(n.to_string());
+        fs_err::create_dir_all(&dir)?;
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("lock"))?;
+        match file.try_lock() {
+            Ok(()) => return Ok((dir, file)),
+            Err(std::fs::TryLockError::WouldBlock) => continue,
+            Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+        }
+    }
+    Err(GatewayError::Io(std::io::Error::other(
+        "no free cache instance under the data directory (1024 in use)",
+    )))
+}
+
+impl LibraryIndex {
+    fn open(dir: PathBuf, key: LibraryKey) -> Result<LibraryIndex> {
+        fs_err::create_dir_all(&dir)?;
+        let (library_id, seq) = read_applied(&dir);
+        let roots: BTreeSet<String> = fs_err::read_to_string(dir.join(ROOTS_FILE))
+            .map(|s| s.lines().map(str::to_string).collect())
+            .unwrap_or_default();
+        let index = Arc::new(Index::open(&dir.join("index"))?);
+        let linkly = make_linkly(&index, &dir, &key, &roots);
+        Ok(LibraryIndex {
+            dir,
+            key,
+            index,
+            state: Mutex::new(Applied {
+                library_id,
+                seq,
+                roots,
+                linkly,
+            }),
+        })
+    }
+
+    /// Applies the database's changes up to `info.content_seq`; returns the tools.
+    fn catch_up(&self, db: &Db, info: &LibraryInfo) -> Result<Arc<Linkly>> {
+        let mut state = lock(&self.state);
+        if state.library_id != info.id {
+            state.library_id = info.id;
+            state.seq = 0;
+        }
+        let before = state.roots.len();
+        while state.seq < info.content_seq {
+            let changes = db.changes_since(info.id, state.seq, PAGE)?;
+            let mut docs = Vec::with_capacity(changes.upserted.len());
+            for (id, doc) in changes.upserted {
+                if let Some(root) = doc.path.split('/').next() {
+                    state.roots.insert(root.to_string());
+                }
+                docs.push(ingest_doc(id, doc)?);
+            }
+            let removed: Vec<String> = changes.removed.iter().map(|p| format!("/{p}")).collect();
+            let (n, r) = (docs.len(), removed.len());
+            self.index.ingest(docs, &removed)?;
+            tracing::debug!(library = %self.key, upserted = n, removed = r, seq = changes.last_seq, "caught up");
+            let moved = changes.last_seq > state.seq;
+            state.seq = changes.last_seq;
+            write_applied(&self.dir, state.library_id, state.seq)?;
+            if !changes.has_more || !moved {
+                break;
+            }
+        }
+        if state.roots.len() != before {
+            let roots: String = state.roots.iter().map(|r| format!("{r}\n")).collect();
+            fs_err::write(self.dir.join(ROOTS_FILE), roots)?;
+            state.linkly = make_linkly(&self.index, &self.dir, &self.key, &state.roots);
+        }
+        Ok(state.linkly.clone())
+    }
+}
+
+fn make_linkly(
+    index: &Arc<Index>,
+    dir: &Path,
+    key: &LibraryKey,
+    roots: &BTreeSet<String>,
+) -> Arc<Linkly> {
+    let config = Config {
+        folders: roots
+            .iter()
+            .map(|r| PathBuf::from(format!("/{r}")))
+            .collect(),
+        ..Config::default()
+    };
+    Arc::new(
+        Linkly::new(index.clone(), DataDir::new(dir.to_path_buf()), config)
+            .with_doc_prefix(key.doc_prefix()),
+    )
+}
+
+fn read_applied(dir: &Path) -> (i64, i64) {
+    let text = fs_err::read_to_string(dir.join(APPLIED_FILE)).unwrap_or_default();
+    let mut parts = text.split_whitespace().map(|p| p.parse::<i64>().ok());
+    match (parts.next(), parts.next()) {
+        (Some(Some(id)), Some(Some(seq))) => (id, seq),
+        _ => (0, 0),
+    }
+}
+
+fn write_applied(dir: &Path, library_id: i64, seq: i64) -> Result<()> {
+    let tmp = dir.join(format!("{APPLIED_FILE}.tmp"));
+    fs_err::write(&tmp, format!("{library_id} {seq}\n"))?;
+    fs_err::rename(&tmp, dir.join(APPLIED_FILE))?;
+    Ok(())
+}
+
+/// A published document as the index takes it: stored at `/<path>` under the database's id.
+pub fn ingest_doc(id: i64, doc: PublishedDoc) -> Result<IngestDoc> {
+    let doc_type = DocType::from_token(&doc.doc_type)
+        .map_err(|_| GatewayError::invalid(format!("unknown document type {:?}", doc.doc_type)))?;
+    let outline: Vec<OutlineNode> = match doc.outline {
+        serde_json::Value::Null => Vec::new(),
+        v => serde_json::from_value(v)
+            .map_err(|e| GatewayError::invalid(format!("bad outline for {:?}: {e}", doc.path)))?,
+    };
+    let id = u64::try_from(id)
+        .map_err(|_| GatewayError::Database(format!("negative document id {id}")))?;
+    Ok(IngestDoc {
+        id: Some(DocId(id)),
+        path: format!("/{}", doc.path),
+        doc_type,
+        hash: doc.hash,
+        size: doc.size,
+        modified_at: doc.modified_at,
+        extracted: Extracted {
+            doc_type,
+            text: doc.text,
+            title: doc.title,
+            outline,
+            encoding: None,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn published(path: &str, outline: serde_json::Value) -> PublishedDoc {
+        PublishedDoc {
+            path: path.into(),
+            doc_type: "md".into(),
+            hash: "h".into(),
+            size: 3,
+            modified_at: 5,
+            title: Some("T".into()),
+            text: "# T\n\nbody".into(),
+            outline,
+        }
+    }
+
+    #[test]
+    fn a_published_document_is_ingested_at_its_rooted_path_under_the_database_id() {
+        let outline = serde_json::json!([{"title": "T", "level": 1, "start_line": 1, "end_line": 3, "children": []}]);
+        let d = ingest_doc(42, published("docs/a.md", outline)).unwrap();
+        assert_eq!(d.id, Some(DocId(42)));
+        assert_eq!(d.path, "/docs/a.md");
+        assert_eq!(d.doc_type, DocType::from_token("md").unwrap());
+        assert_eq!(d.extracted.outline.len(), 1);
+        assert_eq!(d.extracted.title.as_deref(), Some("T"));
+        let none = ingest_doc(1, published("a.md", serde_json::Value::Null)).unwrap();
+        assert!(none.extracted.outline.is_empty());
+        let mut bad = published("a.md", serde_json::json!([]));
+        bad.doc_type = "exe".into();
+        assert!(ingest_doc(1, bad).is_err());
+        assert!(ingest_doc(1, published("a.md", serde_json::json!({"x": 1}))).is_err());
+        assert!(ingest_doc(-1, published("a.md", serde_json::json!([]))).is_err());
+    }
+
+    #[test]
+    fn the_applied_sequence_survives_a_restart() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(read_applied(tmp.path()), (0, 0));
+        write_applied(tmp.path(), 7, 1234).unwrap();
+        assert_eq!(read_applied(tmp.path()), (7, 1234));
+        fs_err::write(tmp.path().join(APPLIED_FILE), "garbage").unwrap();
+        assert_eq!(read_applied(tmp.path()), (0, 0));
+    }
+
+    #[test]
+    fn processes_sharing_a_data_directory_get_their_own_instance() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, _lock_a) = claim_instance(tmp.path()).unwrap();
+        let (b, lock_b) = claim_instance(tmp.path()).unwrap();
+        assert_ne!(a, b);
+        drop(lock_b);
+        let (c, _lock_c) = claim_instance(tmp.path()).unwrap();
+        assert_eq!(b, c, "a released instance is taken back");
+    }
+}

@@ -1,0 +1,645 @@
+//! The gateway server in process: publish through the HTTP API, then use the tools over MCP as
+//! two users would (visibility, linking, search and read inside a linked library, refusals,
+//! limits), and a second process over the same database catching up.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use linkly_gateway::db::{Db, DbSpec};
+use linkly_gateway::model::Plan;
+use linkly_gateway::{BoundGateway, GatewayOptions};
+use linkly_mcp::RemoteClient;
+use serde_json::{Value, json};
+
+struct Running {
+    base: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        let _ = self.task.await;
+    }
+}
+
+async fn start(opts: GatewayOptions) -> Running {
+    let bound: BoundGateway = linkly_gateway::bind(opts).await.expect("bind");
+    let base = bound.base_url();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        bound
+            .serve(async move {
+                let _ = rx.await;
+            })
+            .await
+            .expect("serve");
+    });
+    Running {
+        base,
+        stop: Some(tx),
+        task,
+    }
+}
+
+fn options(db: &Db, dir: &std::path::Path) -> GatewayOptions {
+    let mut o = GatewayOptions::new(db.clone(), dir.to_path_buf());
+    o.bind = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    o.port = 0;
+    // Small limits, so that a request over them still fits the sockets' buffers and the
+    // client reads the 413 rather than a broken pipe.
+    o.max_body_bytes = 64 << 10;
+    o.max_api_body_bytes = 64 << 10;
+    o
+}
+
+/// A blocking HTTP call: (status, headers we care about, JSON body).
+fn http(
+    method: &str,
+    url: &str,
+    token: Option<&str>,
+    body: Option<String>,
+) -> (u16, Option<String>, Option<String>, Value) {
+    let mut req = ureq::request(method, url).set("Content-Type", "application/json");
+    if let Some(t) = token {
+        req = req.set("Authorization", &format!("Bearer {t}"));
+    }
+    let res = match body {
+        Some(b) => req.send_string(&b),
+        None => req.call(),
+    };
+    let resp = match res {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{method} {url}: {e}"),
+    };
+    let status = resp.status();
+    let www = resp.header("WWW-Authenticate").map(str::to_string);
+    let retry = resp.header("Retry-After").map(str::to_string);
+    let text = resp.into_string().unwrap_or_default();
+    let json = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, www, retry, json)
+}
+
+async fn http_async(
+    method: &'static str,
+    url: String,
+    token: Option<String>,
+    body: Option<String>,
+) -> (u16, Option<String>, Option<String>, Value) {
+    tokio::task::spawn_blocking(move || http(method, &url, token.as_deref(), body))
+        .await
+        .unwrap()
+}
+
+/// A POST over a raw connection (`Connection: close`): the status line's code.
+async fn raw_post(base: &str, path: &str, token: &str, body: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    // The server may answer (and stop reading) before the body is all sent.
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body.as_bytes()).await;
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw).await;
+    let text = String::from_utf8_lossy(&raw);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status: {text:?}"))
+}
+
+fn doc(path: &str, text: &str) -> Value {
+    json!({
+        "path": path, "doc_type": "md", "hash": format!("h-{}", text.len()), "size": text.len(),
+        "modified_at": 1_700_000_000_000i64, "title": null, "text": text,
+        "outline": [{"title": "Intro", "level": 1, "start_line": 1, "end_line": 3, "children": []}],
+    })
+}
+
+async fn publish(base: &str, token: &str, slug: &str, visibility: &str, docs: Vec<Value>) {
+    let lib = format!("{base}/api/v1/libraries/{slug}");
+    let (s, _, _, body) = http_async(
+        "PUT",
+        lib.clone(),
+        Some(token.into()),
+        Some(
+            json!({"title": slug, "description": format!("about {slug}"), "category": "programming", "visibility": visibility})
+                .to_string(),
+        ),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    let manifest: Vec<Value> = docs
+        .iter()
+        .map(|d| json!({"path": d["path"], "hash": d["hash"]}))
+        .collect();
+    let (s, _, _, body) = http_async(
+        "POST",
+        format!("{lib}/manifest"),
+        Some(token.into()),
+        Some(json!({ "documents": manifest }).to_string()),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+    // Only what the server lacks is sent.
+    let needed: Vec<&str> = body["needed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    let docs: Vec<&Value> = docs
+        .iter()
+        .filter(|d| needed.contains(&d["path"].as_str().unwrap()))
+        .collect();
+    assert!(!docs.is_empty(), "{body}");
+    let (s, _, _, body) = http_async(
+        "POST",
+        format!("{lib}/documents"),
+        Some(token.into()),
+        Some(json!({ "documents": docs }).to_string()),
+    )
+    .await;
+    assert_eq!(s, 200, "{body}");
+}
+
+async fn call(c: &RemoteClient, tool: &str, args: Value) -> (bool, String) {
+    let out = c.call(tool, args).await.expect("call");
+    (out.is_error, out.text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn publish_link_search_read_and_refusals() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(&DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
+    let (_, alice) = db.add_user("alice", Plan::Pro).unwrap();
+    let (_, bob) = db.add_user("bob", Plan::Free).unwrap();
+    let gw = start(options(&db, &tmp.path().join("a"))).await;
+    let base = gw.base.clone();
+
+    // Health needs no token.
+    let (s, _, _, health) = http_async("GET", format!("{base}/health"), None, None).await;
+    assert_eq!(s, 200);
+    assert_eq!(health["role"], "gateway");
+    assert_eq!(health["libraries"], 0);
+
+    publish(
+        &base,
+        &alice,
+        "guide",
+        "public",
+        vec![doc(
+            "docs/intro.md",
+            "# Intro\n\nThe flux capacitor needs 1.21 gigawatts.",
+        )],
+    )
+    .await;
+    publish(
+        &base,
+        &alice,
+        "secret",
+        "private",
+        vec![doc(
+            "notes/plan.md",
+            "# Plan\n\nThe hidden treasure lies north.",
+        )],
+    )
+    .await;
+
+    // Bad input is refused with a message.
+    let (s, _, _, body) = http_async(
+        "POST",
+        format!("{base}/api/v1/libraries/guide/documents"),
+        Some(alice.clone()),
+        Some(json!({"documents": [doc("../etc/passwd", "x")]}).to_string()),
+    )
+    .await;
+    assert_eq!(s, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains(".."), "{body}");
+    let mut bad_type = doc("a.md", "x");
+    bad_type["doc_type"] = json!("exe");
+    let (s, _, _, _) = http_async(
+        "POST",
+        format!("{base}/api/v1/libraries/guide/documents"),
+        Some(alice.clone()),
+        Some(json!({ "documents": [bad_type] }).to_string()),
+    )
+    .await;
+    assert_eq!(s, 400);
+    let (s, _, _, _) = http_async(
+        "PUT",
+        format!("{base}/api/v1/libraries/Bad%20Slug"),
+        Some(alice.clone()),
+        Some("{}".into()),
+    )
+    .await;
+    assert_eq!(s, 400);
+    // Someone else's library cannot be written to: it is not theirs (404 for bob's own slug).
+    let (s, _, _, _) = http_async(
+        "POST",
+        format!("{base}/api/v1/libraries/guide/documents"),
+        Some(bob.clone()),
+        Some(json!({"documents": [doc("x.md", "x")]}).to_string()),
+    )
+    .await;
+    assert_eq!(s, 404);
+
+    // No or a wrong token: 401 with WWW-Authenticate.
+    let (s, www, _, _) = http_async(
+        "PUT",
+        format!("{base}/api/v1/libraries/guide"),
+        None,
+        Some("{}".into()),
+    )
+    .await;
+    assert_eq!((s, www.as_deref()), (401, Some("Bearer")));
+    let (s, www, _, _) = http_async(
+        "POST",
+        format!("{base}/mcp"),
+        Some("lk_wrong".into()),
+        Some("{}".into()),
+    )
+    .await;
+    assert_eq!((s, www.as_deref()), (401, Some("Bearer")));
+    assert!(
+        RemoteClient::connect(&format!("{base}/mcp"), Some("lk_wrong"))
+            .await
+            .is_err()
+    );
+
+    // Too large: 413.
+    let big = "x".repeat(200 << 10);
+    let body = json!({"documents": [doc("big.md", &big)]}).to_string();
+    let path = "/api/v1/libraries/guide/documents";
+    assert_eq!(raw_post(&base, path, &alice, &body).await, 413);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": big}});
+    assert_eq!(
+        raw_post(&base, "/mcp", &alice, &body.to_string()).await,
+        413
+    );
+
+    // Bob: eleven tools; nothing linked yet.
+    let b = RemoteClient::connect(&format!("{base}/mcp"), Some(&bob))
+        .await
+        .expect("bob connects");
+    let mut names = b.tool_names().await.unwrap();
+    names.sort();
+    assert_eq!(names.len(), 11, "{names:?}");
+    assert!(names.contains(&"library_search".to_string()));
+    assert!(names.contains(&"library_link".to_string()));
+    for t in b.tools().await.unwrap() {
+        if !t.name.starts_with("library_") {
+            let text = serde_json::to_string(&t).unwrap();
+            assert!(!text.contains("local://"), "{text}");
+        }
+    }
+    let (err, text) = call(&b, "list_libraries", json!({})).await;
+    assert!(!err && text.contains("No library is linked"), "{text}");
+
+    // Unlinked, private and missing libraries all answer the same.
+    let mut refusals = Vec::new();
+    for lib in [
+        "cloud://alice/guide",
+        "cloud://alice/secret",
+        "cloud://alice/nope",
+    ] {
+        let (err, text) = call(&b, "search", json!({"query": "flux", "library": lib})).await;
+        assert!(err, "{text}");
+        assert!(text.contains("LIBRARY_NOT_FOUND"), "{text}");
+        assert!(text.contains("library_link"), "{text}");
+        refusals.push(text.replace(lib, "<lib>"));
+    }
+    assert!(refusals.windows(2).all(|w| w[0] == w[1]), "{refusals:?}");
+    let (err, text) = call(&b, "read", json!({"doc_id": "cloud://alice/secret/1"})).await;
+    assert!(err && text.contains("LIBRARY_NOT_FOUND"), "{text}");
+
+    // local:// ids and libraries are refused.
+    let (err, text) = call(&b, "read", json!({"doc_id": "local://3"})).await;
+    assert!(
+        err && text.contains("INVALID_ARGUMENT") && text.contains("cloud://"),
+        "{text}"
+    );
+    let (err, text) = call(
+        &b,
+        "search",
+        json!({"query": "flux", "library": "local://1"}),
+    )
+    .await;
+    assert!(err && text.contains("INVALID_ARGUMENT"), "{text}");
+
+    // The catalogue shows the public library, not the private one.
+    let (err, text) = call(&b, "library_search", json!({})).await;
+    assert!(!err, "{text}");
+    assert!(text.contains("cloud://alice/guide"), "{text}");
+    assert!(!text.contains("cloud://alice/secret"), "{text}");
+
+    // Link, then search, outline and read inside.
+    let (err, text) = call(
+        &b,
+        "library_link",
+        json!({"library": "cloud://alice/guide"}),
+    )
+    .await;
+    assert!(!err, "{text}");
+    let (err, text) = call(&b, "list_libraries", json!({})).await;
+    assert!(!err && text.contains("cloud://alice/guide"), "{text}");
+    let (err, text) = call(
+        &b,
+        "search",
+        json!({"query": "flux capacitor", "library": "cloud://alice/guide", "output_format": "json"}),
+    )
+    .await;
+    assert!(!err, "{text}");
+    let found: Value = serde_json::from_str(&text).unwrap();
+    let hit = &found["results"][0];
+    let id = hit["doc_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("cloud://alice/guide/"), "{id}");
+    assert_eq!(hit["path"], "/docs/intro.md");
+    // Without library: every linked library.
+    let (err, text) = call(&b, "search", json!({"query": "gigawatts"})).await;
+    assert!(!err && text.contains(&id), "{text}");
+    let (err, text) = call(&b, "read", json!({"doc_id": id})).await;
+    assert!(!err && text.contains("1.21 gigawatts"), "{text}");
+    let (err, text) = call(&b, "grep", json!({"doc_id": id, "pattern": "capacitor"})).await;
+    assert!(!err && text.contains("capacitor"), "{text}");
+    let (err, text) = call(&b, "outline", json!({"doc_ids": [id]})).await;
+    assert!(!err && text.contains("Intro"), "{text}");
+    let (err, text) = call(
+        &b,
+        "list",
+        json!({"scope": "library", "library": "cloud://alice/guide"}),
+    )
+    .await;
+    assert!(!err && text.contains("intro.md"), "{text}");
+    // The private library stays out of reach.
+    let (err, text) = call(
+        &b,
+        "search",
+        json!({"query": "treasure", "library": "cloud://alice/secret"}),
+    )
+    .await;
+    assert!(err && text.contains("LIBRARY_NOT_FOUND"), "{text}");
+
+    // Notes are per user.
+    let (err, text) = call(
+        &b,
+        "note_save",
+        json!({"mode": "create", "content": "Bob idea: remember the zeppelin."}),
+    )
+    .await;
+    assert!(!err, "{text}");
+    let (err, text) = call(&b, "search", json!({"query": "zeppelin", "scope": "notes"})).await;
+    assert!(!err && text.contains("zeppelin"), "{text}");
+    let a = RemoteClient::connect(&format!("{base}/mcp"), Some(&alice))
+        .await
+        .expect("alice connects");
+    let (_, text) = call(&a, "search", json!({"query": "zeppelin", "scope": "notes"})).await;
+    assert!(!text.contains("Bob idea"), "{text}");
+
+    // A second process over the same database sees a later publish.
+    let gw2 = start(options(&db, &tmp.path().join("b"))).await;
+    let b2 = RemoteClient::connect(&format!("{}/mcp", gw2.base), Some(&bob))
+        .await
+        .unwrap();
+    let (err, text) = call(&b2, "read", json!({"doc_id": id})).await;
+    assert!(!err && text.contains("gigawatts"), "{text}");
+    publish(
+        &base,
+        &alice,
+        "guide",
+        "public",
+        vec![
+            doc(
+                "docs/intro.md",
+                "# Intro\n\nThe flux capacitor needs 1.21 gigawatts.",
+            ),
+            doc("docs/delorean.md", "# Car\n\nA stainless steel delorean."),
+        ],
+    )
+    .await;
+    let (err, text) = call(
+        &b2,
+        "search",
+        json!({"query": "delorean", "library": "cloud://alice/guide"}),
+    )
+    .await;
+    assert!(!err && text.contains("stainless"), "{text}");
+    let (err, text) = call(
+        &b2,
+        "list",
+        json!({"scope": "folder", "library": "cloud://alice/guide", "path": "docs", "output_format": "json"}),
+    )
+    .await;
+    assert!(
+        !err && text.contains("delorean.md") && text.contains("intro.md"),
+        "{text}"
+    );
+    let (err, text) = call(&b2, "explore", json!({"library": "cloud://alice/guide"})).await;
+    assert!(!err, "{text}");
+
+    // A document left out of the manifest is removed everywhere.
+    publish(
+        &base,
+        &alice,
+        "guide",
+        "public",
+        vec![doc(
+            "docs/delorean.md",
+            "# Car\n\nA stainless steel delorean, rebuilt.",
+        )],
+    )
+    .await;
+    let (err, text) = call(&b2, "read", json!({"doc_id": id})).await;
+    assert!(err && text.contains("DOC_NOT_FOUND"), "{text}");
+    let (err, text) = call(&b, "search", json!({"query": "rebuilt"})).await;
+    assert!(!err && text.contains("rebuilt"), "{text}");
+
+    // Alice (pro) links both of hers: search without library covers both.
+    for lib in ["cloud://alice/guide", "cloud://alice/secret"] {
+        let (err, text) = call(&a, "library_link", json!({ "library": lib })).await;
+        assert!(!err, "{text}");
+    }
+    let (err, text) = call(
+        &a,
+        "search",
+        json!({"query": "delorean treasure", "output_format": "json"}),
+    )
+    .await;
+    assert!(!err, "{text}");
+    let merged: Value = serde_json::from_str(&text).unwrap();
+    let ids: Vec<&str> = merged["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["doc_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.iter().any(|i| i.starts_with("cloud://alice/guide/")),
+        "{ids:?}"
+    );
+    assert!(
+        ids.iter().any(|i| i.starts_with("cloud://alice/secret/")),
+        "{ids:?}"
+    );
+
+    // Unpublished: gone for everyone, with the same answer as any unknown library.
+    let (s, _, _, body) = http_async(
+        "DELETE",
+        format!("{base}/api/v1/libraries/guide"),
+        Some(alice.clone()),
+        None,
+    )
+    .await;
+    assert_eq!((s, &body["deleted"]), (200, &json!(true)), "{body}");
+    let (err, text) = call(
+        &b2,
+        "search",
+        json!({"query": "delorean", "library": "cloud://alice/guide"}),
+    )
+    .await;
+    assert!(err && text.contains("LIBRARY_NOT_FOUND"), "{text}");
+    let (s, _, _, health) = http_async("GET", format!("{base}/health"), None, None).await;
+    assert_eq!((s, &health["libraries"]), (200, &json!(1)), "{health}");
+
+    // Published again under the same address: the other process rebuilds its index.
+    publish(
+        &base,
+        &alice,
+        "guide",
+        "public",
+        vec![doc("v2/zebra.md", "# Zebra\n\nStripes everywhere.")],
+    )
+    .await;
+    let (err, text) = call(
+        &b2,
+        "library_link",
+        json!({"library": "cloud://alice/guide"}),
+    )
+    .await;
+    assert!(!err, "{text}");
+    let (err, text) = call(
+        &b2,
+        "search",
+        json!({"query": "stripes", "library": "cloud://alice/guide"}),
+    )
+    .await;
+    assert!(!err && text.contains("zebra.md"), "{text}");
+    let (_, text) = call(
+        &b2,
+        "search",
+        json!({"query": "delorean", "library": "cloud://alice/guide"}),
+    )
+    .await;
+    assert!(!text.contains("delorean.md"), "{text}");
+
+    b.close().await;
+    a.close().await;
+    b2.close().await;
+    gw2.stop().await;
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_answers_429_with_retry_after() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(&DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
+    let (_, alice) = db.add_user("alice", Plan::Free).unwrap();
+    let mut opts = options(&db, tmp.path());
+    opts.rate = 3;
+    let gw = start(opts).await;
+    let url = format!("{}/api/v1/libraries/nope/manifest", gw.base);
+    let mut statuses = Vec::new();
+    let mut retry = None;
+    for _ in 0..5 {
+        let (s, _, r, _) = http_async(
+            "POST",
+            url.clone(),
+            Some(alice.clone()),
+            Some(json!({"documents": []}).to_string()),
+        )
+        .await;
+        statuses.push(s);
+        retry = retry.or(r);
+    }
+    assert_eq!(&statuses[..3], &[404, 404, 404], "{statuses:?}");
+    assert_eq!(statuses[3], 429, "{statuses:?}");
+    assert!(retry.unwrap().parse::<u64>().unwrap() >= 1);
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_stays_with_its_user() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(&DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
+    let (_, alice) = db.add_user("alice", Plan::Free).unwrap();
+    let (_, bob) = db.add_user("bob", Plan::Free).unwrap();
+    let gw = start(options(&db, tmp.path())).await;
+    let url = format!("{}/mcp", gw.base);
+    // Alice opens a session by hand.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (u, a) = (url.clone(), alice.clone());
+    let session = tokio::task::spawn_blocking(move || {
+        let r = ureq::post(&u)
+            .set("Content-Type", "application/json")
+            .set("Accept", "application/json, text/event-stream")
+            .set("Authorization", &format!("Bearer {a}"))
+            .send_string(&init.to_string())
+            .expect("initialize");
+        let id = r.header("mcp-session-id").expect("session id").to_string();
+        let _ = r.into_string();
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let _ = ureq::post(&u)
+            .set("Content-Type", "application/json")
+            .set("Accept", "application/json, text/event-stream")
+            .set("Authorization", &format!("Bearer {a}"))
+            .set("mcp-session-id", &id)
+            .send_string(&note.to_string());
+        id
+    })
+    .await
+    .unwrap();
+    // Bob's token on Alice's session is refused.
+    let (u, b, s) = (url.clone(), bob.clone(), session.clone());
+    let text = tokio::task::spawn_blocking(move || {
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_libraries", "arguments": {}}});
+        match ureq::post(&u)
+            .set("Content-Type", "application/json")
+            .set("Accept", "application/json, text/event-stream")
+            .set("Authorization", &format!("Bearer {b}"))
+            .set("mcp-session-id", &s)
+            .send_string(&call.to_string())
+        {
+            Ok(r) => r.into_string().unwrap_or_default(),
+            Err(ureq::Error::Status(_, r)) => r.into_string().unwrap_or_default(),
+            Err(e) => e.to_string(),
+        }
+    })
+    .await
+    .unwrap();
+    assert!(text.contains("another user"), "{text}");
+    // Nor can it close it.
+    let (u, b, s) = (url.clone(), bob.clone(), session.clone());
+    let status = tokio::task::spawn_blocking(move || {
+        match ureq::delete(&u)
+            .set("Authorization", &format!("Bearer {b}"))
+            .set("mcp-session-id", &s)
+            .call()
+        {
+            Ok(r) => r.status(),
+            Err(ureq::Error::Status(c, _)) => c,
+            Err(e) => panic!("{e}"),
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, 403);
+    gw.stop().await;
+}
