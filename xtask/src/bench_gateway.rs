@@ -138,7 +138,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
     let db = Db::open(&DbSpec::Sqlite(database.clone()))?;
     eprintln!("bench gateway: seeding a catalogue of {libraries} libraries");
     let seed_s = seed_catalogue(&db, libraries)?;
-    let (_, token) = db.add_user("bench", Plan::Pro)?;
+    let (_, token_text) = db.add_user("bench", Plan::Pro)?;
     let mut report = format!(
         "| step | figure |\n|---|---|\n| catalogue of {libraries} libraries written (200 owners, one upsert each) | {seed_s:.1} s, {:.0} libraries/s |\n",
         libraries as f64 / seed_s.max(1e-9)
@@ -146,7 +146,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
     let (gateway, base) = start(&bin, &home, &database)?;
     let pid = gateway.0.id();
     let url = format!("{base}/mcp");
-    let token = Some(token.as_str());
+    let token = Some(token_text.as_str());
 
     for (what, a) in [
         ("browse, newest first", json!({})),
@@ -192,7 +192,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
         &["library", "add", "big", &corpus.to_string_lossy()],
     )?;
     let t = Instant::now();
-    let tok = token.unwrap_or_default();
+    let tok = token_text.as_str();
     let published = linkly(
         &bin,
         &local,
