@@ -476,8 +476,19 @@ fn empty_hint(q: &CatalogQuery, page: &CatalogPage) -> String {
     if f.is_empty() {
         "The catalogue has no library you can see yet: libraries appear here once someone publishes them (linkly publish).".to_string()
     } else {
+        let mut tries = Vec::new();
+        if q.query.is_some() {
+            tries.push("other or fewer words");
+        }
+        if q.category.is_some() {
+            tries.push("no category filter");
+        }
+        if q.owner.is_some() {
+            tries.push("no owner filter (it is an exact user name)");
+        }
         format!(
-            "No library {f}. Try other or fewer words, drop the category or owner filter, or omit every parameter to browse the whole catalogue."
+            "No library {f}. Try {}, or omit every parameter to browse the whole catalogue.",
+            tries.join(", ")
         )
     }
 }

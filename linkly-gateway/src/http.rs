@@ -1,5 +1,5 @@
 //! The gateway's HTTP face: `/mcp` (MCP over Streamable HTTP), `/health`, and the publish API
-//! under `/api/v1/` (see docs/gateway-design.md, "Publish protocol").
+//! under `/api/v1/` (see docs/gateway.md, "The publish protocol").
 //!
 //! Every `/mcp` and `/api/v1` request needs `Authorization: Bearer <token>` naming a user
 //! (401 with `WWW-Authenticate: Bearer` otherwise); each user gets a token bucket of requests

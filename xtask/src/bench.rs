@@ -25,6 +25,14 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         .map(|s| s.parse::<usize>())
         .transpose()?
         .unwrap_or(10_000);
+    if what == "gateway" {
+        let report = crate::bench_gateway::run(args)?;
+        println!("{report}");
+        let work = crate::target_dir().join("bench");
+        fs_err::create_dir_all(&work)?;
+        fs_err::write(work.join("report-gateway.md"), &report)?;
+        return Ok(());
+    }
     if what == "serve" {
         let report = crate::bench_serve::run(docs)?;
         println!("{report}");
@@ -34,7 +42,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         return Ok(());
     }
     if !matches!(what, "index" | "search" | "all") {
-        bail!("usage: cargo xtask bench index|search|all|serve [--docs N]");
+        bail!("usage: cargo xtask bench index|search|all|serve|gateway [--docs N]");
     }
     let linkly_bin = build_cli()?;
     let work = crate::target_dir().join("bench");

@@ -3,6 +3,12 @@
 //! reference models, each in its own process (so each peak RSS is its own), through the same
 //! path as `linkly index`: keyword sync, then `embed_pending` (chunking, batching, storing).
 //!
+//! `cargo xtask bench embed --vs-pytorch [--docs N] [--rounds R]`: sentence-transformers on
+//! PyTorch (installed from PyPI into `target/bench/st-venv` on first use) and Linkly's encoder on
+//! the same abstracts, one sequence each cut at the model's window, in one run, alternated
+//! R times (default 2): the ratio is measured, not remembered. Each engine runs in its own
+//! process (its own peak RSS); the vectors of the two are compared (cosine per abstract).
+//!
 //! `cargo xtask bench embed --queries [--dataset DIR]`: the model's load time and the latency of
 //! one query embedding (the hybrid search's own cost), over a BEIR set's test queries (default:
 //! SciFact in the shared folder).
@@ -22,26 +28,18 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     if let Some(dir) = crate::arg(args, "--child-whole") {
         return child_whole(Path::new(&dir), &model);
     }
+    if let Some(file) = crate::arg(args, "--child-vectors") {
+        return child_vectors(Path::new(&file), &model);
+    }
     if args.iter().any(|a| a == "--queries") {
         return queries(args, &model);
     }
     let docs: usize = crate::arg(args, "--docs").map_or(Ok(400), |d| d.parse())?;
-    let all = crate::corpus::scifact(&crate::target_dir().join("bench"))?;
-    let work = crate::target_dir().join("bench").join("embed");
-    let subset = work.join(format!("scifact-{docs}"));
-    if !subset.join(".complete").exists() {
-        let _ = fs_err::remove_dir_all(&subset);
-        fs_err::create_dir_all(&subset)?;
-        let mut names: Vec<PathBuf> = fs_err::read_dir(&all)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-            .collect();
-        names.sort();
-        for p in names.iter().take(docs) {
-            fs_err::copy(p, subset.join(p.file_name().context("file name")?))?;
-        }
-        fs_err::write(subset.join(".complete"), "ok")?;
+    if args.iter().any(|a| a == "--vs-pytorch") {
+        let rounds: usize = crate::arg(args, "--rounds").map_or(Ok(2), |d| d.parse())?;
+        return vs_pytorch(&subset_of(docs)?, &model, rounds);
     }
+    let subset = subset_of(docs)?;
     let mut rows = Vec::new();
     for (label, engine, mode) in [
         ("Linkly encoder (default), chunks", "", "--child"),
@@ -94,6 +92,205 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The first `docs` SciFact abstracts as files, made once.
+fn subset_of(docs: usize) -> anyhow::Result<PathBuf> {
+    let all = crate::corpus::scifact(&crate::target_dir().join("bench"))?;
+    let work = crate::target_dir().join("bench").join("embed");
+    let subset = work.join(format!("scifact-{docs}"));
+    if !subset.join(".complete").exists() {
+        let _ = fs_err::remove_dir_all(&subset);
+        fs_err::create_dir_all(&subset)?;
+        let mut names: Vec<PathBuf> = fs_err::read_dir(&all)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+            .collect();
+        names.sort();
+        for p in names.iter().take(docs) {
+            fs_err::copy(p, subset.join(p.file_name().context("file name")?))?;
+        }
+        fs_err::write(subset.join(".complete"), "ok")?;
+    }
+    Ok(subset)
+}
+
+/// The Python side of `--vs-pytorch`: the same texts, in the same order, in batches of 16,
+/// through sentence-transformers; timing, peak RSS and the vectors as JSON.
+const ST_SCRIPT: &str = r#"
+import json, resource, sys, time
+texts = json.load(open(sys.argv[2]))
+t0 = time.time()
+from sentence_transformers import SentenceTransformer
+import torch
+model = SentenceTransformer(sys.argv[1], device="cpu")
+load = time.time() - t0
+t = time.time()
+vecs = model.encode(texts, batch_size=16, normalize_embeddings=True, convert_to_numpy=True)
+secs = time.time() - t
+json.dump({"docs": len(texts), "secs": secs, "load_secs": load,
+           "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+           "threads": torch.get_num_threads(), "torch": torch.__version__,
+           "vectors": vecs.tolist()}, sys.stdout)
+"#;
+
+/// The abstracts as `child_whole` embeds them: whitespace collapsed, longest first.
+fn whole_texts(docs: &Path) -> anyhow::Result<Vec<String>> {
+    let mut texts = Vec::new();
+    for entry in fs_err::read_dir(docs)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|x| x == "txt") {
+            let text = fs_err::read_to_string(&path)?;
+            texts.push(text.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
+    texts.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    Ok(texts)
+}
+
+/// A Python with sentence-transformers, installed from PyPI on first use.
+fn st_python() -> anyhow::Result<PathBuf> {
+    let venv = crate::target_dir().join("bench/st-venv");
+    let py = venv.join("bin/python");
+    let ready = py.exists()
+        && Command::new(&py)
+            .args(["-c", "import sentence_transformers"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !ready {
+        eprintln!(
+            "bench: installing sentence-transformers (and PyTorch) into {}",
+            venv.display()
+        );
+        let ok = Command::new("python3")
+            .arg("-m")
+            .arg("venv")
+            .arg(&venv)
+            .status()?
+            .success()
+            && Command::new(venv.join("bin/pip"))
+                .args(["install", "--quiet", "sentence-transformers"])
+                .status()?
+                .success();
+        if !ok {
+            bail!(
+                "could not install sentence-transformers into {}",
+                venv.display()
+            );
+        }
+    }
+    Ok(py)
+}
+
+/// sentence-transformers and Linkly's encoder on the same abstracts, alternated.
+fn vs_pytorch(subset: &Path, model: &ModelChoice, rounds: usize) -> anyhow::Result<()> {
+    let py = st_python()?;
+    let texts = whole_texts(subset)?;
+    let work = subset.with_file_name("vs-pytorch");
+    fs_err::create_dir_all(&work)?;
+    let texts_file = work.join("texts.json");
+    fs_err::write(&texts_file, serde_json::to_string(&texts)?)?;
+    let script = work.join("st_encode.py");
+    fs_err::write(&script, ST_SCRIPT)?;
+    let mut st = Vec::new();
+    let mut ours = Vec::new();
+    let mut cosines = Vec::new();
+    for round in 0..rounds.max(1) {
+        eprintln!(
+            "bench: round {} of {rounds}: sentence-transformers",
+            round + 1
+        );
+        let out = Command::new(&py)
+            .arg(&script)
+            .arg(&model.dir)
+            .arg(&texts_file)
+            .output()?;
+        if !out.status.success() {
+            bail!(
+                "sentence-transformers failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        eprintln!("bench: round {} of {rounds}: Linkly", round + 1);
+        let out = Command::new(std::env::current_exe()?)
+            .args(["bench", "embed", "--child-vectors"])
+            .arg(&texts_file)
+            .arg("--model")
+            .arg(&model.dir)
+            .output()?;
+        if !out.status.success() {
+            bail!(
+                "Linkly's encoder failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let l: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        if round == 0 {
+            let (a, b) = (v["vectors"].as_array(), l["vectors"].as_array());
+            for (x, y) in a.into_iter().flatten().zip(b.into_iter().flatten()) {
+                let dot: f64 = x
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .zip(y.as_array().into_iter().flatten())
+                    .map(|(p, q)| p.as_f64().unwrap_or(0.0) * q.as_f64().unwrap_or(0.0))
+                    .sum();
+                cosines.push(dot);
+            }
+        }
+        st.push(v);
+        ours.push(l);
+    }
+    let med = |rows: &[serde_json::Value], k: &str| {
+        let mut xs: Vec<f64> = rows.iter().map(|r| r[k].as_f64().unwrap_or(0.0)).collect();
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    let n = texts.len() as f64;
+    let (st_s, our_s) = (med(&st, "secs"), med(&ours, "secs"));
+    let min_cos = cosines.iter().copied().fold(f64::INFINITY, f64::min);
+    println!(
+        "| engine ({} abstracts, one sequence each, batches of 16; median of {rounds} alternated runs) | time | docs/s | peak RSS |\n|---|---|---|---|",
+        texts.len()
+    );
+    println!(
+        "| sentence-transformers (PyTorch {}, {} threads) | {st_s:.1} s | {:.1} | {:.0} MB |",
+        st[0]["torch"].as_str().unwrap_or("?"),
+        st[0]["threads"],
+        n / st_s.max(1e-9),
+        med(&st, "rss_mb")
+    );
+    println!(
+        "| Linkly's encoder | {our_s:.1} s | {:.1} | {:.0} MB |",
+        n / our_s.max(1e-9),
+        med(&ours, "rss_mb")
+    );
+    println!(
+        "\nLinkly / PyTorch: {:.2}× the speed; the vectors agree to a cosine of at least {min_cos:.5} ({} compared).",
+        st_s / our_s.max(1e-9),
+        cosines.len()
+    );
+    Ok(())
+}
+
+/// Linkly's side of `--vs-pytorch`: the texts of a JSON file, in order, in batches of 16.
+fn child_vectors(texts_file: &Path, model: &ModelChoice) -> anyhow::Result<()> {
+    let texts: Vec<String> = serde_json::from_str(&fs_err::read_to_string(texts_file)?)?;
+    let embedder = TextEmbedder::load(model)?;
+    let t = std::time::Instant::now();
+    let mut vectors = Vec::with_capacity(texts.len());
+    for batch in texts.chunks(16) {
+        let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+        vectors.extend(embedder.embed_passages(&refs)?);
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let rss_kb = crate::bench_beir::peak_rss_kb().unwrap_or(0) as f64;
+    println!(
+        "{}",
+        serde_json::json!({"docs": vectors.len(), "secs": secs, "rss_mb": rss_kb / 1024.0, "vectors": vectors})
+    );
+    Ok(())
+}
+
 /// One engine: sync the subset into a fresh index, attach the model, embed; JSON on stdout.
 fn child(docs: &Path, model: &ModelChoice) -> anyhow::Result<()> {
     let home = docs.with_file_name(format!("home-{}", std::process::id()));
@@ -126,15 +323,7 @@ fn child(docs: &Path, model: &ModelChoice) -> anyhow::Result<()> {
 /// sentence-transformers' workload: each abstract (title and text) as one sequence, truncated
 /// at the model's length, longest first in batches of 16, through the public `TextEmbedder`.
 fn child_whole(docs: &Path, model: &ModelChoice) -> anyhow::Result<()> {
-    let mut texts = Vec::new();
-    for entry in fs_err::read_dir(docs)? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|x| x == "txt") {
-            let text = fs_err::read_to_string(&path)?;
-            texts.push(text.split_whitespace().collect::<Vec<_>>().join(" "));
-        }
-    }
-    texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
+    let texts = whole_texts(docs)?;
     let embedder = TextEmbedder::load(model)?;
     let t = std::time::Instant::now();
     let mut n = 0;

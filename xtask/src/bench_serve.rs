@@ -134,7 +134,7 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
         ] {
             // The lean Rust client first: it measures the server.
             let calls = (1600 / k).max(100);
-            let r = crate::load::run(&url, k, calls, tool, &args, Some(pid))?;
+            let r = crate::load::run(&url, k, calls, tool, &args, Some(pid), None)?;
             report.push_str(&format!(
                 "| serve | Rust client (`bench load`): {} |\n",
                 crate::load::row(k, calls, tool, &r)

@@ -63,12 +63,14 @@ pub(crate) fn cpu_seconds(pid: &str) -> Option<f64> {
 struct Session {
     agent: ureq::Agent,
     url: String,
+    /// The bearer token sent with every request (a gateway user's, or a LAN token).
+    token: Option<String>,
     id: Option<String>,
     next: u64,
 }
 
 impl Session {
-    fn open(url: &str) -> anyhow::Result<Session> {
+    fn open(url: &str, token: Option<&str>) -> anyhow::Result<Session> {
         let agent = ureq::AgentBuilder::new()
             .timeout(Duration::from_secs(60))
             .max_idle_connections_per_host(1)
@@ -76,6 +78,7 @@ impl Session {
         let mut s = Session {
             agent,
             url: url.to_string(),
+            token: token.map(str::to_string),
             id: None,
             next: 1,
         };
@@ -103,6 +106,9 @@ impl Session {
             .set("MCP-Protocol-Version", "2025-06-18");
         if let Some(id) = &self.id {
             req = req.set("Mcp-Session-Id", id);
+        }
+        if let Some(token) = &self.token {
+            req = req.set("Authorization", &format!("Bearer {token}"));
         }
         let resp = req
             .send_string(&body.to_string())
@@ -175,15 +181,17 @@ pub(crate) fn run(
     tool: &str,
     args: &Value,
     server_pid: Option<u32>,
+    token: Option<&str>,
 ) -> anyhow::Result<LoadReport> {
     let start = Arc::new(Barrier::new(clients + 1));
     let done = Arc::new(Barrier::new(clients + 1));
     let mut handles = Vec::with_capacity(clients);
     for _ in 0..clients {
         let (url, tool, args) = (url.to_string(), tool.to_string(), args.clone());
+        let token = token.map(str::to_string);
         let (start, done) = (start.clone(), done.clone());
         handles.push(std::thread::spawn(move || {
-            let session = Session::open(&url);
+            let session = Session::open(&url, token.as_deref());
             start.wait();
             let mut ms = Vec::with_capacity(calls);
             let mut errors = 0usize;
@@ -243,6 +251,22 @@ pub(crate) fn run(
     })
 }
 
+/// One tool call on a session of its own: the JSON-RPC `result` (`isError` answers included).
+pub(crate) fn call_once(
+    url: &str,
+    token: Option<&str>,
+    tool: &str,
+    args: &Value,
+) -> anyhow::Result<Value> {
+    let mut s = Session::open(url, token)?;
+    let v = s.request("tools/call", json!({"name": tool, "arguments": args}))?;
+    s.close();
+    if let Some(e) = v.get("error") {
+        bail!("JSON-RPC error: {e}");
+    }
+    Ok(v["result"].clone())
+}
+
 /// `cargo xtask bench load --url URL [--clients K] [--calls N] [--tool T] [--args JSON]
 /// [--pid P]`: one load run against a running server, printed as a table row.
 pub(crate) fn cli(args: &[String]) -> anyhow::Result<()> {
@@ -255,7 +279,8 @@ pub(crate) fn cli(args: &[String]) -> anyhow::Result<()> {
             serde_json::from_str(&s)
         })?;
     let pid = crate::arg(args, "--pid").map(|s| s.parse()).transpose()?;
-    let r = run(&url, clients, calls, &tool, &targs, pid)?;
+    let token = crate::arg(args, "--token");
+    let r = run(&url, clients, calls, &tool, &targs, pid, token.as_deref())?;
     println!("{}", row(clients, calls, &tool, &r));
     Ok(())
 }

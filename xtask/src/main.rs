@@ -37,6 +37,7 @@ mod bench_beir;
 mod bench_discovery;
 mod bench_embed;
 mod bench_extract;
+mod bench_gateway;
 mod bench_ocr;
 mod bench_serve;
 mod corpus;
@@ -78,7 +79,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage types in linkly-index's API, lib.rs openings)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench ocr            OCR speed and accuracy\n  bench beir           retrieval quality on BEIR (--dataset DIR)\n  bench embed          embedding throughput (--docs N)\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage types in linkly-index's API, lib.rs openings)"
             );
             std::process::exit(2);
         }

@@ -1,6 +1,6 @@
 //! The gateway's one store: accounts, the catalogue, links, invitations and published
 //! documents, in SQLite (one process) or PostgreSQL (several processes sharing one
-//! catalogue). See docs/gateway-design.md for the interface and its rules.
+//! catalogue). See docs/gateway.md for the rules.
 //!
 //! Every query is written once, with `$1`-style placeholders (SQLite's backend numbers them
 //! `?1`); only the schemas differ. Race-free rules (the slot check of [`Db::link`], document
