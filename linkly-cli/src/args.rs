@@ -297,7 +297,7 @@ pub(crate) struct McpArgs {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct GatewayDb {
     /// The gateway's database: `postgres://user@host/db` (several gateway processes share
-    /// it) or an SQLite file. Default: <data dir>/gateway/gateway.sqlite.
+    /// it) or an SQLite file. Default: `<data dir>/gateway/gateway.sqlite`.
     #[arg(long, value_name = "URL|PATH", env = "LINKLY_GATEWAY_DATABASE")]
     pub(crate) database: Option<String>,
 }
@@ -325,7 +325,7 @@ pub(crate) enum GatewayCommand {
     User(GatewayUserCommand),
     /// Let a user link a showcase or private library.
     Invite {
-        /// The library: cloud://<owner>/<slug>.
+        /// The library: `cloud://<owner>/<slug>`.
         library: String,
         /// The user invited.
         user: String,
@@ -392,7 +392,7 @@ pub(crate) struct PublishArgs {
     /// The gateway's URL.
     #[arg(long, value_name = "URL", env = "LINKLY_GATEWAY")]
     pub(crate) gateway: String,
-    /// The slug of its address cloud://<you>/<slug> (default: from the library's name).
+    /// The slug of its address `cloud://<you>/<slug>` (default: from the library's name).
     #[arg(long)]
     pub(crate) slug: Option<String>,
     /// Who may see and link it (default for a new library: public).
