@@ -386,6 +386,22 @@ fn a_gateway_serves_published_libraries_by_the_link_rules() {
         &gateway,
     );
 
+    // A refused token stops `linkly mcp --remote` at once, saying so.
+    let out = Command::new(bin())
+        .env_remove("LINKLY_LOG")
+        .env_remove("LINKLY_GATEWAY_TOKEN")
+        .arg("--home")
+        .arg(&bob_home)
+        .args(["mcp", "--remote", &base, "--token", "lk_wrong"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("refused the token"),
+        "{err}"
+    );
+
     // Unpublish takes a library down.
     let v = linkly_json(
         &alice_home,
