@@ -356,6 +356,10 @@ pub(crate) struct GatewayServeArgs {
     /// Where `slot_exhausted` tells users to upgrade.
     #[arg(long, value_name = "URL")]
     pub(crate) upgrade_url: Option<String>,
+    /// Requests a user may make per minute on this process (default 600; beyond: 429 with
+    /// Retry-After).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) rate: Option<u32>,
 }
 
 #[derive(Debug, Subcommand)]

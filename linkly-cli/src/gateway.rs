@@ -141,6 +141,9 @@ fn serve(data: &DataDir, a: GatewayServeArgs) -> anyhow::Result<ExitCode> {
     opts.bind = a.bind.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
     opts.port = a.port;
     opts.limits = limits;
+    if let Some(rate) = a.rate {
+        opts.rate = rate;
+    }
     let port_file = a.port_file;
     runtime()?.block_on(async move {
         let bound = linkly_gateway::bind(opts)

@@ -77,21 +77,7 @@ pub(crate) fn mcp(data: &DataDir, args: McpArgs) -> anyhow::Result<ExitCode> {
 /// gateway.
 fn remote(data: &DataDir, url: &str, token: Option<String>) -> anyhow::Result<ExitCode> {
     let token = crate::publish::gateway_token(token)?;
-    let linkly =
-        Arc::new(Linkly::open(data.clone()).map_err(|e| anyhow::anyhow!("{}", e.message))?);
-    let engine = linkly
-        .keep_fresh(
-            KeepFreshOptions {
-                watch: true,
-                fetch_model: false,
-            },
-            |event| {
-                if let linkly_tools::FreshEvent::Failed(m) = event {
-                    tracing::warn!("{m}");
-                }
-            },
-        )
-        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let (linkly, engine) = open_fresh(data)?;
     let router = linkly_gateway::remote::RemoteRouter::new(linkly, url, &token);
     runtime()?.block_on(async move {
         // A refused token is a mistake to show now; an unreachable gateway may come back (the
@@ -107,9 +93,9 @@ fn remote(data: &DataDir, url: &str, token: Option<String>) -> anyhow::Result<Ex
     Ok(ExitCode::SUCCESS)
 }
 
-/// Serves from this process, with its own keep-fresh engine (which fails quietly, leaving the
-/// tools answering, when another process writes the index).
-fn embedded(data: &DataDir) -> anyhow::Result<ExitCode> {
+/// The data directory's tools with this process's own keep-fresh engine, which fails quietly
+/// (leaving the tools answering) while another process writes the index.
+fn open_fresh(data: &DataDir) -> anyhow::Result<(Arc<Linkly>, linkly_tools::KeepFresh)> {
     let linkly =
         Arc::new(Linkly::open(data.clone()).map_err(|e| anyhow::anyhow!("{}", e.message))?);
     let engine = linkly
@@ -125,6 +111,13 @@ fn embedded(data: &DataDir) -> anyhow::Result<ExitCode> {
             },
         )
         .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    Ok((linkly, engine))
+}
+
+/// Serves from this process, with its own keep-fresh engine (which fails quietly, leaving the
+/// tools answering, when another process writes the index).
+fn embedded(data: &DataDir) -> anyhow::Result<ExitCode> {
+    let (linkly, engine) = open_fresh(data)?;
     runtime()?.block_on(linkly_mcp::serve_stdio(linkly))?;
     drop(engine);
     Ok(ExitCode::SUCCESS)

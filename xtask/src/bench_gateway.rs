@@ -83,6 +83,8 @@ fn start(bin: &Path, home: &Path, database: &Path) -> anyhow::Result<(Gateway, S
         .arg(&port_file)
         .arg("--database")
         .arg(database)
+        // The per-user rate limit would measure itself: the load comes from one user.
+        .args(["--rate", "100000000"])
         .stdout(Stdio::null())
         .stderr(Stdio::from(
             fs_err::File::create(home.join("gateway.log"))?
@@ -181,16 +183,26 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
         r.errors
     ));
 
+    if docs == 0 {
+        return Ok(report);
+    }
     // One library of `docs` generated Markdown files, indexed here, then published.
     eprintln!("bench gateway: generating and indexing {docs} documents");
     let corpus = crate::corpus::generated(&work, docs)?;
     let local = home.join("local");
     let indexed = linkly(&bin, &local, &["index", &corpus.to_string_lossy()])?;
-    linkly(
-        &bin,
-        &local,
-        &["library", "add", "big", &corpus.to_string_lossy()],
-    )?;
+    let added = Command::new(&bin)
+        .arg("--home")
+        .arg(&local)
+        .args(["library", "add", "big"])
+        .arg(&corpus)
+        .output()?;
+    if !added.status.success() {
+        bail!(
+            "linkly library add failed: {}",
+            String::from_utf8_lossy(&added.stderr)
+        );
+    }
     let t = Instant::now();
     let tok = token_text.as_str();
     let published = linkly(

@@ -12,7 +12,7 @@ mod postgres;
 mod sqlite;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::admin;
 use crate::model::{
@@ -149,7 +149,7 @@ impl Tx<'_> {
 }
 
 enum Backend {
-    Sqlite(Mutex<rusqlite::Connection>),
+    Sqlite(sqlite::Pool),
     Postgres(postgres::Pool),
 }
 
@@ -270,7 +270,7 @@ impl Db {
     /// several processes start at once).
     pub fn open(spec: &DbSpec) -> Result<Db> {
         let backend = match spec {
-            DbSpec::Sqlite(path) => Backend::Sqlite(Mutex::new(sqlite::open(path)?)),
+            DbSpec::Sqlite(path) => Backend::Sqlite(sqlite::Pool::open(path)?),
             DbSpec::Postgres(url) => Backend::Postgres(postgres::Pool::open(url)?),
         };
         tracing::debug!(database = %spec.redacted(), "gateway database open");
@@ -291,12 +291,24 @@ impl Db {
     /// commits when it succeeds.
     fn tx<T>(&self, write: bool, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         match &self.inner.backend {
-            Backend::Sqlite(conn) => {
-                let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-                let mut tx = Tx::Lite(sqlite::begin(&mut conn, write)?);
+            Backend::Sqlite(pool) if write => {
+                let mut conn = pool.writer();
+                let mut tx = Tx::Lite(sqlite::begin(&mut conn, true)?);
                 let out = f(&mut tx)?;
                 tx.commit()?;
                 Ok(out)
+            }
+            Backend::Sqlite(pool) => {
+                // Reads run beside each other and beside the writer (WAL).
+                let mut conn = pool.reader()?;
+                let out = (|| {
+                    let mut tx = Tx::Lite(sqlite::begin(&mut conn, false)?);
+                    let out = f(&mut tx)?;
+                    tx.commit()?;
+                    Ok(out)
+                })();
+                pool.give(conn);
+                out
             }
             Backend::Postgres(pool) => {
                 let mut client = pool.take()?;

@@ -83,6 +83,51 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
+/// Idle read connections kept at most.
+const IDLE_READERS: usize = 8;
+
+/// One writing connection and a pool of reading ones: in WAL mode reads run beside each other
+/// and beside the write, so concurrent tool calls do not queue on one connection.
+pub(super) struct Pool {
+    path: std::path::PathBuf,
+    writer: std::sync::Mutex<Connection>,
+    readers: std::sync::Mutex<Vec<Connection>>,
+}
+
+impl Pool {
+    /// Opens the database (creating it and its schema when missing).
+    pub(super) fn open(path: &Path) -> Result<Pool> {
+        Ok(Pool {
+            path: path.to_path_buf(),
+            writer: std::sync::Mutex::new(open(path)?),
+            readers: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The writing connection.
+    pub(super) fn writer(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A reading connection: an idle one, or a new one.
+    pub(super) fn reader(&self) -> Result<Connection> {
+        if let Some(c) = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return Ok(c);
+        }
+        let conn = Connection::open(&self.path)?;
+        conn.busy_timeout(Duration::from_secs(30))?;
+        Ok(conn)
+    }
+
+    /// Returns a reading connection to the pool.
+    pub(super) fn give(&self, conn: Connection) {
+        let mut idle = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < IDLE_READERS {
+            idle.push(conn);
+        }
+    }
+}
+
 /// Starts a transaction: `IMMEDIATE` for writes (the database's write lock is taken at once,
 /// so a read-then-write never races another process), `DEFERRED` for reads.
 pub(super) fn begin(conn: &mut Connection, write: bool) -> Result<rusqlite::Transaction<'_>> {
