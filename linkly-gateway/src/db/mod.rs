@@ -628,10 +628,20 @@ impl Db {
         if let Some(text) = q.query.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
             params.push(Val::T(like_pattern(text)));
             let n = params.len();
+            // SQLite's LIKE ignores ASCII case by itself and its lower() folds ASCII only, so
+            // lower() would change nothing there but the cost (half of a search's time at
+            // 10,000 libraries); PostgreSQL's LIKE needs it (and folds all of Unicode).
+            let fold = |col: &str| match &self.inner.backend {
+                Backend::Sqlite(_) => col.to_string(),
+                Backend::Postgres(_) => format!("lower({col})"),
+            };
             filter.push_str(&format!(
-                " AND (lower(l.title) LIKE ${n} ESCAPE '\\' \
-                 OR lower(l.description) LIKE ${n} ESCAPE '\\' \
-                 OR lower(u.name) LIKE ${n} ESCAPE '\\')"
+                " AND ({} LIKE ${n} ESCAPE '\\' \
+                 OR {} LIKE ${n} ESCAPE '\\' \
+                 OR {} LIKE ${n} ESCAPE '\\')",
+                fold("l.title"),
+                fold("l.description"),
+                fold("u.name")
             ));
         }
         if let Some(category) = q.category.as_deref().filter(|c| !c.is_empty()) {
