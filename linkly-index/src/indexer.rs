@@ -32,7 +32,7 @@ const OCR_PENDING: &str = "+ocr_unavailable";
 /// indexing of one huge file within a memory budget.
 pub(crate) const LEXICAL_TEXT_BYTES: usize = 8 * 1024 * 1024;
 /// Text the keywords of one document are counted over.
-pub(crate) const KEYWORD_TEXT_BYTES: usize = 1024 * 1024;
+const KEYWORD_TEXT_BYTES: usize = 1024 * 1024;
 
 /// The start of a text, at most `max` bytes, cut at a character boundary.
 pub(crate) fn searchable(text: &str, max: usize) -> &str {
@@ -388,27 +388,7 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
     let doc = match result {
-        Ok(ex) => {
-            let total_lines = ex.total_lines();
-            NewDoc {
-                id: None,
-                path: path_key(&c.path),
-                doc_type: ex.doc_type,
-                size: c.size,
-                modified_at: c.modified_at,
-                hash,
-                title: ex.title.filter(|t| !t.trim().is_empty()),
-                word_count: word_count(&ex.text),
-                char_count: char_count(&ex.text),
-                total_lines,
-                outline: ex.outline,
-                keywords: keywords::keywords(searchable(&ex.text, KEYWORD_TEXT_BYTES)),
-                abstract_text: keywords::abstract_of(&ex.text),
-                skip_reason: None,
-                encoding: ex.encoding.map(str::to_string),
-                text: ex.text,
-            }
-        }
+        Ok(ex) => extracted_doc(path_key(&c.path), c.size, c.modified_at, hash, ex),
         Err(reason) => NewDoc {
             id: None,
             path: path_key(&c.path),
@@ -434,6 +414,36 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
         filename,
         previous: c.previous,
     }))
+}
+
+/// The record of an extracted document: its counts, keywords and abstract computed from the
+/// text (a sync's files and a gateway's ingested documents alike).
+pub(crate) fn extracted_doc(
+    path: String,
+    size: u64,
+    modified_at: i64,
+    hash: String,
+    ex: linkly_extract::Extracted,
+) -> NewDoc {
+    let total_lines = ex.total_lines();
+    NewDoc {
+        id: None,
+        path,
+        doc_type: ex.doc_type,
+        size,
+        modified_at,
+        hash,
+        title: ex.title.filter(|t| !t.trim().is_empty()),
+        word_count: word_count(&ex.text),
+        char_count: char_count(&ex.text),
+        total_lines,
+        outline: ex.outline,
+        keywords: keywords::keywords(searchable(&ex.text, KEYWORD_TEXT_BYTES)),
+        abstract_text: keywords::abstract_of(&ex.text),
+        skip_reason: None,
+        encoding: ex.encoding.map(str::to_string),
+        text: ex.text,
+    }
 }
 
 /// Prepares candidates on all cores, keeping their order. Each thread takes the next

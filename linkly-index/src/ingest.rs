@@ -3,12 +3,11 @@
 
 use std::collections::HashSet;
 
-use linkly_core::{DocId, DocType, char_count, word_count};
+use linkly_core::{DocId, DocType};
 use linkly_extract::Extracted;
 
-use crate::indexer::{KEYWORD_TEXT_BYTES, Prepared, SyncReport, searchable};
-use crate::store::NewDoc;
-use crate::{Index, Result, keywords};
+use crate::indexer::{Prepared, SyncReport, extracted_doc};
+use crate::{Index, Result};
 
 /// A document to index whose text was extracted elsewhere.
 #[derive(Debug, Clone)]
@@ -53,6 +52,7 @@ impl Index {
             }
             report.removed = deletes.len() as u64;
             let mut previous = HashSet::new();
+            let mut changed = Vec::new();
             for d in &docs {
                 let at_path = self.store.get_by_path(&d.path)?;
                 if let Some(id) = d.id {
@@ -67,7 +67,9 @@ impl Index {
                         deletes.push(rec.id.0);
                     }
                 }
-                if at_path.is_some_and(|r| d.id.is_none_or(|id| id == r.id)) {
+                if let Some(rec) = at_path.filter(|r| d.id.is_none_or(|id| id == r.id)) {
+                    // Updated in place: its old vectors go.
+                    changed.push(rec.id.0);
                     previous.insert(d.path.clone());
                 }
             }
@@ -78,7 +80,6 @@ impl Index {
                 self.store.delete(&deletes)?;
                 self.forget_vectors_of(&deletes)?;
             }
-            let mut changed = Vec::new();
             let mut docs = docs.into_iter().peekable();
             while docs.peek().is_some() {
                 let batch: Vec<Prepared> = docs
@@ -94,13 +95,6 @@ impl Index {
                         prepared(d)
                     })
                     .collect();
-                for p in &batch {
-                    if previous.contains(&p.doc.path)
-                        && let Some(rec) = self.store.get_by_path(&p.doc.path)?
-                    {
-                        changed.push(rec.id.0);
-                    }
-                }
                 self.write_batch(&batch)?;
             }
             self.forget_vectors_of(&changed)?;
@@ -111,31 +105,16 @@ impl Index {
 }
 
 fn prepared(d: IngestDoc) -> Prepared {
-    let ex = d.extracted;
     let (dir, filename) = match d.path.rsplit_once('/') {
         Some((dir, name)) => (dir.to_string(), name.to_string()),
         None => (String::new(), d.path.clone()),
     };
-    let total_lines = ex.total_lines();
+    let mut doc = extracted_doc(d.path, d.size, d.modified_at, d.hash, d.extracted);
+    // The caller's type, and its id when it numbers its documents.
+    doc.doc_type = d.doc_type;
+    doc.id = d.id.map(|id| id.0);
     Prepared {
-        doc: NewDoc {
-            id: d.id.map(|id| id.0),
-            path: d.path,
-            doc_type: d.doc_type,
-            size: d.size,
-            modified_at: d.modified_at,
-            hash: d.hash,
-            title: ex.title.filter(|t| !t.trim().is_empty()),
-            word_count: word_count(&ex.text),
-            char_count: char_count(&ex.text),
-            total_lines,
-            outline: ex.outline,
-            keywords: keywords::keywords(searchable(&ex.text, KEYWORD_TEXT_BYTES)),
-            abstract_text: keywords::abstract_of(&ex.text),
-            skip_reason: None,
-            encoding: None,
-            text: ex.text,
-        },
+        doc,
         dir,
         filename,
         previous: None,
