@@ -6,8 +6,10 @@
 //! `cargo xtask bench embed --vs-pytorch [--docs N] [--rounds R]`: sentence-transformers on
 //! PyTorch (installed from PyPI into `target/bench/st-venv` on first use) and Linkly's encoder on
 //! the same abstracts, one sequence each cut at the model's window, in one run, alternated
-//! R times (default 2): the ratio is measured, not remembered. Each engine runs in its own
-//! process (its own peak RSS); the vectors of the two are compared (cosine per abstract).
+//! R times (default 2): the ratio is measured, not remembered. Linkly runs twice, in f32 (the
+//! default) and with int8 linear layers (`LINKLY_EMBED_ENGINE=int8`). Each engine runs in its
+//! own process (its own peak RSS); every vector is compared with PyTorch's (cosine per
+//! abstract).
 //!
 //! `cargo xtask bench embed --queries [--dataset DIR]`: the model's load time and the latency of
 //! one query embedding (the hybrid search's own cost), over a BEIR set's test queries (default:
@@ -43,6 +45,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for (label, engine, mode) in [
         ("Linkly encoder (default), chunks", "", "--child"),
+        (
+            "Linkly encoder, int8 (`LINKLY_EMBED_ENGINE=int8`), chunks",
+            "int8",
+            "--child",
+        ),
         (
             "candle-transformers `bert`, chunks",
             "candle-transformers",
@@ -191,8 +198,16 @@ fn vs_pytorch(subset: &Path, model: &ModelChoice, rounds: usize) -> anyhow::Resu
     let script = work.join("st_encode.py");
     fs_err::write(&script, ST_SCRIPT)?;
     let mut st = Vec::new();
-    let mut ours = Vec::new();
-    let mut cosines = Vec::new();
+    // Linkly's engines: label, `LINKLY_EMBED_ENGINE`, the runs, the least cosine to PyTorch.
+    let mut ours: Vec<(&str, &str, Vec<serde_json::Value>, f64)> = vec![
+        ("Linkly's encoder, f32 (the default)", "", Vec::new(), 1.0),
+        (
+            "Linkly's encoder, int8 (`LINKLY_EMBED_ENGINE=int8`)",
+            "int8",
+            Vec::new(),
+            1.0,
+        ),
+    ];
     for round in 0..rounds.max(1) {
         eprintln!(
             "bench: round {} of {rounds}: sentence-transformers",
@@ -210,35 +225,25 @@ fn vs_pytorch(subset: &Path, model: &ModelChoice, rounds: usize) -> anyhow::Resu
             );
         }
         let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-        eprintln!("bench: round {} of {rounds}: Linkly", round + 1);
-        let out = Command::new(std::env::current_exe()?)
-            .args(["bench", "embed", "--child-vectors"])
-            .arg(&texts_file)
-            .arg("--model")
-            .arg(&model.dir)
-            .output()?;
-        if !out.status.success() {
-            bail!(
-                "Linkly's encoder failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        let l: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-        if round == 0 {
-            let (a, b) = (v["vectors"].as_array(), l["vectors"].as_array());
-            for (x, y) in a.into_iter().flatten().zip(b.into_iter().flatten()) {
-                let dot: f64 = x
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .zip(y.as_array().into_iter().flatten())
-                    .map(|(p, q)| p.as_f64().unwrap_or(0.0) * q.as_f64().unwrap_or(0.0))
-                    .sum();
-                cosines.push(dot);
+        for (label, engine, runs, min_cos) in &mut ours {
+            eprintln!("bench: round {} of {rounds}: {label}", round + 1);
+            let out = Command::new(std::env::current_exe()?)
+                .args(["bench", "embed", "--child-vectors"])
+                .arg(&texts_file)
+                .arg("--model")
+                .arg(&model.dir)
+                .env(linkly_core::env::LINKLY_EMBED_ENGINE, *engine)
+                .output()?;
+            if !out.status.success() {
+                bail!("{label} failed: {}", String::from_utf8_lossy(&out.stderr));
             }
+            let l: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+            if round == 0 {
+                *min_cos = least_cosine(&v["vectors"], &l["vectors"]);
+            }
+            runs.push(l);
         }
         st.push(v);
-        ours.push(l);
     }
     let med = |rows: &[serde_json::Value], k: &str| {
         let mut xs: Vec<f64> = rows.iter().map(|r| r[k].as_f64().unwrap_or(0.0)).collect();
@@ -246,30 +251,45 @@ fn vs_pytorch(subset: &Path, model: &ModelChoice, rounds: usize) -> anyhow::Resu
         xs[xs.len() / 2]
     };
     let n = texts.len() as f64;
-    let (st_s, our_s) = (med(&st, "secs"), med(&ours, "secs"));
-    let min_cos = cosines.iter().copied().fold(f64::INFINITY, f64::min);
+    let st_s = med(&st, "secs");
     println!(
-        "| engine ({} abstracts, one sequence each, batches of 16; median of {rounds} alternated runs) | time | docs/s | peak RSS |\n|---|---|---|---|",
+        "| engine ({} abstracts, one sequence each, batches of 16; median of {rounds} alternated runs) | time | docs/s | × PyTorch | least cosine to PyTorch | peak RSS |\n|---|---|---|---|---|---|",
         texts.len()
     );
     println!(
-        "| sentence-transformers (PyTorch {}, {} threads) | {st_s:.1} s | {:.1} | {:.0} MB |",
+        "| sentence-transformers (PyTorch {}, {} threads) | {st_s:.1} s | {:.1} | 1.00 | | {:.0} MB |",
         st[0]["torch"].as_str().unwrap_or("?"),
         st[0]["threads"],
         n / st_s.max(1e-9),
         med(&st, "rss_mb")
     );
-    println!(
-        "| Linkly's encoder | {our_s:.1} s | {:.1} | {:.0} MB |",
-        n / our_s.max(1e-9),
-        med(&ours, "rss_mb")
-    );
-    println!(
-        "\nLinkly / PyTorch: {:.2}× the speed; the vectors agree to a cosine of at least {min_cos:.5} ({} compared).",
-        st_s / our_s.max(1e-9),
-        cosines.len()
-    );
+    for (label, _, runs, min_cos) in &ours {
+        let s = med(runs, "secs");
+        println!(
+            "| {label} | {s:.1} s | {:.1} | {:.2} | {min_cos:.5} | {:.0} MB |",
+            n / s.max(1e-9),
+            st_s / s.max(1e-9),
+            med(runs, "rss_mb")
+        );
+    }
     Ok(())
+}
+
+/// The least cosine between two JSON lists of unit vectors, pair by pair.
+fn least_cosine(a: &serde_json::Value, b: &serde_json::Value) -> f64 {
+    let (a, b) = (a.as_array(), b.as_array());
+    a.into_iter()
+        .flatten()
+        .zip(b.into_iter().flatten())
+        .map(|(x, y)| {
+            x.as_array()
+                .into_iter()
+                .flatten()
+                .zip(y.as_array().into_iter().flatten())
+                .map(|(p, q)| p.as_f64().unwrap_or(0.0) * q.as_f64().unwrap_or(0.0))
+                .sum::<f64>()
+        })
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// Linkly's side of `--vs-pytorch`: the texts of a JSON file, in order, in batches of 16.

@@ -118,10 +118,30 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
             }
         }
     }
+    // `unsafe` stays in its one module: the workspace denies it, and only that module may
+    // allow it (every Rust source of every package, binaries and tests included).
+    for p in &packages {
+        let Some(dir) = p["manifest_path"]
+            .as_str()
+            .and_then(|m| Path::new(m).parent())
+        else {
+            continue;
+        };
+        for sub in ["src", "tests", "benches", "examples"] {
+            let d = dir.join(sub);
+            if !d.is_dir() {
+                continue;
+            }
+            for file in rust_files(&d)? {
+                let text = fs_err::read_to_string(&file)?;
+                problems.extend(check_unsafe_allowed(&rel(&root, &file), &text));
+            }
+        }
+    }
     if problems.is_empty() {
         println!(
             "tidy: ok ({} crates, {} library sources; layers, no printing, no storage types in \
-             linkly-index's public items, lib.rs openings)",
+             linkly-index's public items, lib.rs openings, unsafe only in {UNSAFE_MODULE})",
             graph.len(),
             files
         );
@@ -156,6 +176,31 @@ fn rust_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     }
     out.sort();
     Ok(out)
+}
+
+/// The one module allowed `unsafe` (the workspace lint denies it everywhere else).
+pub(crate) const UNSAFE_MODULE: &str = "linkly-index/src/vector/int8.rs";
+
+/// An `allow`/`expect` of `unsafe_code` outside [`UNSAFE_MODULE`].
+pub(crate) fn check_unsafe_allowed(file: &str, text: &str) -> Vec<String> {
+    if file == UNSAFE_MODULE {
+        return Vec::new();
+    }
+    let code = blank_comments_and_strings(text);
+    let mut out = Vec::new();
+    for (i, line) in code.lines().enumerate() {
+        let squeezed: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+        if ["allow(", "expect(", "warn("]
+            .iter()
+            .any(|a| squeezed.contains(&format!("{a}unsafe_code")))
+        {
+            out.push(format!(
+                "{file}:{}: `unsafe_code` allowed outside {UNSAFE_MODULE}, the one module that may",
+                i + 1
+            ));
+        }
+    }
+    out
 }
 
 /// A binary's source inside a library's `src`: `main.rs` or anything under `src/bin/`.
@@ -632,6 +677,19 @@ mod tests {
         assert!(p[2].contains("linkly-mcp depends on linkly-cli"));
         assert!(p[3].contains("depends on xtask"));
         assert!(p[4].contains("linkly-web has no place"));
+    }
+
+    #[test]
+    fn unsafe_is_allowed_in_one_module_only() {
+        let src =
+            "//! allow(unsafe_code) in a comment is fine\n#![allow(unsafe_code)]\nfn f() {}\n";
+        assert!(check_unsafe_allowed(UNSAFE_MODULE, src).is_empty());
+        let p = check_unsafe_allowed("linkly-tools/src/lib.rs", src);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].contains("linkly-tools/src/lib.rs:2"), "{p:?}");
+        let spaced = "#[expect( unsafe_code )]\nmod m {}\n";
+        assert_eq!(check_unsafe_allowed("a.rs", spaced).len(), 1);
+        assert!(check_unsafe_allowed("a.rs", "let s = \"allow(unsafe_code)\";\n").is_empty());
     }
 
     #[test]

@@ -21,6 +21,7 @@ use rayon::prelude::*;
 
 use pulp::{Simd, WithSimd};
 
+use crate::vector::int8::QuantLinear;
 use crate::vector::kernels::{self, Activation};
 
 type CResult<T> = candle_core::Result<T>;
@@ -37,18 +38,102 @@ pub(crate) struct EncoderConfig {
     pub(crate) position_offset: usize,
 }
 
+/// How the linear layers multiply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Precision {
+    /// f32 weights and activations (candle's `gemm`).
+    F32,
+    /// int8 weights and activations, 32-bit sums (AVX-512 VNNI, [`QuantLinear`]).
+    Int8,
+}
+
+/// A linear layer's weights (bias apart), in one precision or both.
+struct Linear {
+    /// `[in, out]`, contiguous.
+    f32: Option<Tensor>,
+    int8: Option<QuantLinear>,
+}
+
+impl Linear {
+    fn new(w: Tensor) -> Linear {
+        Linear {
+            f32: Some(w),
+            int8: None,
+        }
+    }
+
+    fn apply(&self, x: &Tensor, precision: Precision) -> CResult<Tensor> {
+        match (precision, &self.int8, &self.f32) {
+            (Precision::Int8, Some(q), _) => x.apply_op1_no_bwd(&QuantMatmul(q)),
+            (_, _, Some(w)) => x.matmul(w),
+            _ => Err(err(
+                "the linear layer's weights of this precision were dropped",
+            )),
+        }
+    }
+
+    fn quantize(&mut self) -> CResult<bool> {
+        if self.int8.is_some() {
+            return Ok(true);
+        }
+        let Some(w) = &self.f32 else {
+            return Ok(false);
+        };
+        let (k, n) = w.dims2()?;
+        let values = w.flatten_all()?.to_vec1::<f32>()?;
+        self.int8 = QuantLinear::new(&values, k, n);
+        Ok(self.int8.is_some())
+    }
+
+    fn keep(&mut self, precision: Precision) {
+        match precision {
+            Precision::F32 => self.int8 = None,
+            Precision::Int8 if self.int8.is_some() => self.f32 = None,
+            Precision::Int8 => {}
+        }
+    }
+}
+
+/// `x · w` through the int8 kernels.
+struct QuantMatmul<'a>(&'a QuantLinear);
+
+impl CustomOp1 for QuantMatmul<'_> {
+    fn name(&self) -> &'static str {
+        "linkly-int8-matmul"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> CResult<(CpuStorage, Shape)> {
+        let x = contiguous_f32(s, l, self.name())?;
+        let k = self.0.inputs();
+        let rows = x.len() / k.max(1);
+        if rows * k != x.len() {
+            return Err(err(
+                "linkly-int8-matmul: input width differs from the weights'",
+            ));
+        }
+        let out = self.0.forward(x, rows);
+        Ok((CpuStorage::F32(out), Shape::from((rows, self.0.outputs()))))
+    }
+}
+
 struct Layer {
     /// `[hidden, 3·hidden]`: query, key and value side by side.
-    qkv: Tensor,
+    qkv: Linear,
     qkv_bias: Vec<f32>,
-    out: Tensor,
+    out: Linear,
     out_bias: Vec<f32>,
     norm1: (Vec<f32>, Vec<f32>),
-    up: Tensor,
+    up: Linear,
     up_bias: Vec<f32>,
-    down: Tensor,
+    down: Linear,
     down_bias: Vec<f32>,
     norm2: (Vec<f32>, Vec<f32>),
+}
+
+impl Layer {
+    fn linears(&mut self) -> [&mut Linear; 4] {
+        [&mut self.qkv, &mut self.out, &mut self.up, &mut self.down]
+    }
 }
 
 /// The encoder's weights, laid out for the forward pass.
@@ -62,6 +147,7 @@ pub(crate) struct FastEncoder {
     token_type: Vec<f32>,
     norm: (Vec<f32>, Vec<f32>),
     layers: Vec<Layer>,
+    precision: Precision,
     arch: pulp::Arch,
 }
 
@@ -161,14 +247,14 @@ impl FastEncoder {
             let up_t = w.get(&format!("{p}.intermediate.dense.weight"))?;
             let inter = up_t.dims2()?.0;
             layers.push(Layer {
-                qkv,
+                qkv: Linear::new(qkv),
                 qkv_bias,
-                out: w.linear(&format!("{p}.attention.output.dense"), h, h)?,
+                out: Linear::new(w.linear(&format!("{p}.attention.output.dense"), h, h)?),
                 out_bias: w.vec(&format!("{p}.attention.output.dense.bias"), h)?,
                 norm1: w.norm(&format!("{p}.attention.output.LayerNorm"), h)?,
-                up: w.linear(&format!("{p}.intermediate.dense"), h, inter)?,
+                up: Linear::new(w.linear(&format!("{p}.intermediate.dense"), h, inter)?),
                 up_bias: w.vec(&format!("{p}.intermediate.dense.bias"), inter)?,
-                down: w.linear(&format!("{p}.output.dense"), inter, h)?,
+                down: Linear::new(w.linear(&format!("{p}.output.dense"), inter, h)?),
                 down_bias: w.vec(&format!("{p}.output.dense.bias"), h)?,
                 norm2: w.norm(&format!("{p}.output.LayerNorm"), h)?,
             });
@@ -181,9 +267,45 @@ impl FastEncoder {
             token_type,
             norm,
             layers,
+            precision: Precision::F32,
             arch: pulp::Arch::new(),
             cfg,
         })
+    }
+
+    /// Quantizes the linear layers to int8 beside their f32 weights; false when this CPU
+    /// cannot run the int8 kernels (nothing changes then).
+    pub(crate) fn add_int8(&mut self) -> CResult<bool> {
+        for layer in &mut self.layers {
+            for linear in layer.linears() {
+                if !linear.quantize()? {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// The precision the linear layers run in; `Int8` only after [`FastEncoder::add_int8`]
+    /// succeeded.
+    pub(crate) fn set_precision(&mut self, precision: Precision) {
+        self.precision = precision;
+    }
+
+    /// The precision the linear layers run in.
+    #[cfg(test)]
+    pub(crate) fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// Frees the weights of the precision not in use.
+    pub(crate) fn drop_unused(&mut self) {
+        let precision = self.precision;
+        for layer in &mut self.layers {
+            for linear in layer.linears() {
+                linear.keep(precision);
+            }
+        }
     }
 
     /// The last hidden state, `[n, len, hidden]`, for `n` right-padded sequences of `len` ids
@@ -254,7 +376,8 @@ impl FastEncoder {
         let (h, heads) = (self.cfg.hidden, self.cfg.heads);
         let d = h / heads;
         let arch = self.arch;
-        let qkv = x.matmul(&l.qkv)?;
+        let p = self.precision;
+        let qkv = l.qkv.apply(x, p)?;
         let context = qkv.apply_op1_no_bwd(&Attention {
             bias: &l.qkv_bias,
             seqs,
@@ -262,7 +385,7 @@ impl FastEncoder {
             d,
             arch,
         })?;
-        let attended = context.matmul(&l.out)?;
+        let attended = l.out.apply(&context, p)?;
         attended.inplace_op2(
             x,
             &AddNorm {
@@ -272,13 +395,13 @@ impl FastEncoder {
                 arch,
             },
         )?;
-        let up = attended.matmul(&l.up)?;
+        let up = l.up.apply(&attended, p)?;
         up.inplace_op1(&BiasActivation {
             bias: &l.up_bias,
             activation: self.cfg.activation,
             arch,
         })?;
-        let down = up.matmul(&l.down)?;
+        let down = l.down.apply(&up, p)?;
         down.inplace_op2(
             &attended,
             &AddNorm {

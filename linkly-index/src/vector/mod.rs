@@ -15,6 +15,7 @@ mod ann;
 mod chunker;
 mod embedder;
 mod encoder;
+mod int8;
 mod kernels;
 mod model;
 mod store;
