@@ -5,6 +5,7 @@
 //! (all-MiniLM-L6-v2, multilingual-e5-small, paraphrase-multilingual-MiniLM-L12-v2) and
 //! `xlm-roberta` (multilingual-e5-base/large, bge-m3).
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
@@ -14,6 +15,7 @@ use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use crate::vector::encoder::{EncoderConfig, FastEncoder, Precision};
 use crate::vector::kernels::Activation;
+use crate::vector::safetensors::Placement;
 use crate::{Error, ModelError, Result};
 
 /// Which forward pass runs the model.
@@ -158,13 +160,35 @@ impl Embedder {
             .map_err(|e| model_error(dir, format!("config.json: {e}")))?;
         let model_type = config["model_type"].as_str().unwrap_or("bert").to_string();
         let weights: PathBuf = dir.join("model.safetensors");
-        // `safetensors::load` maps the file inside candle; the tensors are copied into CPU
-        // storage, so the map is gone once loading returns.
-        let tensors = candle_core::safetensors::load(&weights, &device)
-            .map_err(|e| model_error(dir, format!("model.safetensors: {e}")))?;
         let fast = match engine {
             Engine::Fast | Engine::FastInt8 => fast_config(&config, &model_type),
             Engine::Reference => None,
+        };
+        // An all-f32 file is read straight into the tensors' buffers; anything else through
+        // candle, which reads the file whole and converts the types.
+        // The word embeddings stay in the file: a batch reads the rows it uses.
+        let direct = match fast {
+            Some(_) => crate::vector::safetensors::load_f32(&weights, |name| {
+                if name.ends_with("embeddings.word_embeddings.weight") {
+                    Placement::Disk
+                } else if name.contains("encoder.layer.") && !name.contains("LayerNorm") {
+                    // The linear layers' weights (their biases are vectors, read as stored).
+                    Placement::Transposed
+                } else {
+                    Placement::Memory
+                }
+            })
+            .map_err(|e| model_error(dir, format!("model.safetensors: {e}")))?,
+            None => None,
+        };
+        let (tensors, on_disk, transposed) = match direct {
+            Some(l) => (l.tensors, l.on_disk, l.transposed),
+            None => (
+                candle_core::safetensors::load(&weights, &device)
+                    .map_err(|e| model_error(dir, format!("model.safetensors: {e}")))?,
+                HashMap::new(),
+                HashSet::new(),
+            ),
         };
         if let Some(cfg) = fast {
             let dim = cfg.hidden;
@@ -172,7 +196,7 @@ impl Embedder {
                 .as_u64()
                 .map_or(512, |v| v as usize)
                 .saturating_sub(cfg.position_offset);
-            let encoder = FastEncoder::new(tensors, cfg)
+            let encoder = FastEncoder::new(tensors, on_disk, transposed, cfg)
                 .map_err(|e| model_error(dir, format!("loading weights: {e}")))?;
             let mut embedder = Self::finish(
                 dir,

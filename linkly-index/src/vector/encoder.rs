@@ -14,7 +14,7 @@
 //! Shapes: a batch comes as `n` sequences padded on the right to `len` tokens and goes back
 //! out that way; inside, `T` packed rows of `hidden` values; `H` heads of `d = hidden / H`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use candle_core::{CpuStorage, CustomOp1, DType, InplaceOp1, InplaceOp2, Layout, Shape, Tensor};
 use rayon::prelude::*;
@@ -23,6 +23,7 @@ use pulp::{Simd, WithSimd};
 
 use crate::vector::int8::QuantLinear;
 use crate::vector::kernels::{self, Activation};
+use crate::vector::safetensors::OnDisk;
 
 type CResult<T> = candle_core::Result<T>;
 
@@ -139,7 +140,7 @@ impl Layer {
 /// The encoder's weights, laid out for the forward pass.
 pub(crate) struct FastEncoder {
     cfg: EncoderConfig,
-    words: Vec<f32>,
+    words: Words,
     vocab: usize,
     positions: Vec<f32>,
     max_positions: usize,
@@ -158,16 +159,49 @@ fn err(msg: impl std::fmt::Display) -> candle_core::Error {
 /// Finds a tensor under any of the usual prefixes (`bert.`, `roberta.`, none).
 struct Weights {
     tensors: HashMap<String, Tensor>,
+    on_disk: HashMap<String, OnDisk>,
+    /// The linear weights read already transposed to `[in, out]`.
+    transposed: HashSet<String>,
     prefix: &'static str,
 }
 
+/// The word embeddings, `[vocab, hidden]`.
+enum Words {
+    /// Loaded (read through the storage, never copied).
+    Memory(Tensor),
+    /// Left in the model file; each batch reads the rows it uses.
+    Disk(OnDisk),
+}
+
+const WORDS: &str = "embeddings.word_embeddings.weight";
+
 impl Weights {
-    fn new(tensors: HashMap<String, Tensor>) -> CResult<Weights> {
+    fn new(
+        tensors: HashMap<String, Tensor>,
+        on_disk: HashMap<String, OnDisk>,
+        transposed: HashSet<String>,
+    ) -> CResult<Weights> {
         let prefix = ["", "bert.", "roberta.", "model."]
             .into_iter()
-            .find(|p| tensors.contains_key(&format!("{p}embeddings.word_embeddings.weight")))
-            .ok_or_else(|| err("no embeddings.word_embeddings.weight tensor"))?;
-        Ok(Weights { tensors, prefix })
+            .find(|p| {
+                let key = format!("{p}{WORDS}");
+                tensors.contains_key(&key) || on_disk.contains_key(&key)
+            })
+            .ok_or_else(|| err(format!("no {WORDS} tensor")))?;
+        Ok(Weights {
+            tensors,
+            on_disk,
+            transposed,
+            prefix,
+        })
+    }
+
+    fn words(&mut self) -> CResult<Words> {
+        let key = format!("{}{WORDS}", self.prefix);
+        match self.on_disk.remove(&key) {
+            Some(d) => Ok(Words::Disk(d)),
+            None => Ok(Words::Memory(self.get(WORDS)?.contiguous()?)),
+        }
     }
 
     fn get(&self, name: &str) -> CResult<Tensor> {
@@ -198,23 +232,88 @@ impl Weights {
         }
     }
 
-    /// A linear layer's weight as `[in, out]`, contiguous (stored `[out, in]`).
+    /// A linear layer's weight as `[in, out]`, contiguous (stored `[out, in]`). gemm would take
+    /// the transposed view as it is, but then a query's embedding takes twice as long; the
+    /// transpose here is tiled and parallel (candle's strided copy was most of a model load).
     fn linear(&self, name: &str, input: usize, output: usize) -> CResult<Tensor> {
-        let w = self.get(&format!("{name}.weight"))?;
-        if w.dims() != [output, input] {
-            return Err(err(format!(
-                "{name}.weight has shape {:?}, expected [{output}, {input}]",
-                w.dims()
-            )));
+        self.linears(&[name], input, output)
+    }
+
+    /// The weights of the linear layers `names` (each stored `[output, input]`) transposed and
+    /// set side by side: `[input, names.len() · output]`, contiguous. Weights read transposed
+    /// already are only set side by side (a single one is used as it is).
+    fn linears(&self, names: &[&str], input: usize, output: usize) -> CResult<Tensor> {
+        let mut parts = Vec::with_capacity(names.len());
+        let mut ready = true;
+        for name in names {
+            let key = format!("{}{name}.weight", self.prefix);
+            let is_t = self.transposed.contains(&key);
+            ready &= is_t;
+            let w = self.get(&format!("{name}.weight"))?.contiguous()?;
+            let want = if is_t {
+                [input, output]
+            } else {
+                [output, input]
+            };
+            if w.dims() != want {
+                return Err(err(format!(
+                    "{name}.weight has shape {:?}, expected {want:?}",
+                    w.dims()
+                )));
+            }
+            parts.push((w, is_t));
         }
-        w.t()?.contiguous()
+        if ready && parts.len() == 1 {
+            return Ok(parts.remove(0).0);
+        }
+        let total = output * parts.len();
+        let mut out = vec![0.0f32; input * total];
+        let guards: Vec<_> = parts.iter().map(|(p, _)| p.storage_and_layout()).collect();
+        let mut sources = Vec::with_capacity(parts.len());
+        for ((storage, layout), (_, is_t)) in guards.iter().zip(&parts) {
+            let candle_core::Storage::Cpu(storage) = &**storage else {
+                return Err(err("weights are not in CPU memory"));
+            };
+            sources.push((contiguous_f32(storage, layout, "linear weights")?, *is_t));
+        }
+        // Blocks of output rows (inputs), in parallel; each reads a tile of every source.
+        const TILE: usize = 32;
+        out.par_chunks_mut(TILE * total)
+            .enumerate()
+            .for_each(|(block, dst)| {
+                let c0 = block * TILE;
+                let width = dst.len() / total;
+                for (p, (src, is_t)) in sources.iter().enumerate() {
+                    if *is_t {
+                        for c in 0..width {
+                            dst[c * total + p * output..][..output]
+                                .copy_from_slice(&src[(c0 + c) * output..][..output]);
+                        }
+                        continue;
+                    }
+                    for r in 0..output {
+                        let from = &src[r * input + c0..r * input + c0 + width];
+                        for (c, &v) in from.iter().enumerate() {
+                            dst[c * total + p * output + r] = v;
+                        }
+                    }
+                }
+            });
+        Tensor::from_vec(out, (input, total), &candle_core::Device::Cpu)
     }
 }
 
 impl FastEncoder {
     /// Lays out the weights of a BERT or (XLM-)RoBERTa checkpoint.
-    pub(crate) fn new(tensors: HashMap<String, Tensor>, cfg: EncoderConfig) -> CResult<Self> {
-        let w = Weights::new(tensors)?;
+    /// `on_disk` may hold the word embeddings left in the model file; `transposed` names the
+    /// linear weights read as `[in, out]`.
+    pub(crate) fn new(
+        tensors: HashMap<String, Tensor>,
+        on_disk: HashMap<String, OnDisk>,
+        transposed: HashSet<String>,
+        cfg: EncoderConfig,
+    ) -> CResult<Self> {
+        let mut w = Weights::new(tensors, on_disk, transposed)?;
         let h = cfg.hidden;
         if cfg.heads == 0 || !h.is_multiple_of(cfg.heads) {
             return Err(err(format!(
@@ -222,8 +321,11 @@ impl FastEncoder {
                 cfg.heads
             )));
         }
-        let words_t = w.get("embeddings.word_embeddings.weight")?;
-        let (vocab, wh) = words_t.dims2()?;
+        let words = w.words()?;
+        let (vocab, wh) = match &words {
+            Words::Memory(t) => t.dims2()?,
+            Words::Disk(d) => d.dims(),
+        };
         let positions_t = w.get("embeddings.position_embeddings.weight")?;
         let (max_positions, ph) = positions_t.dims2()?;
         if wh != h || ph != h {
@@ -237,15 +339,19 @@ impl FastEncoder {
         let mut layers = Vec::with_capacity(cfg.layers);
         for i in 0..cfg.layers {
             let p = format!("encoder.layer.{i}");
-            let q = w.linear(&format!("{p}.attention.self.query"), h, h)?;
-            let k = w.linear(&format!("{p}.attention.self.key"), h, h)?;
-            let v = w.linear(&format!("{p}.attention.self.value"), h, h)?;
-            let qkv = Tensor::cat(&[&q, &k, &v], 1)?.contiguous()?;
+            let qkv = w.linears(
+                &[
+                    &format!("{p}.attention.self.query"),
+                    &format!("{p}.attention.self.key"),
+                    &format!("{p}.attention.self.value"),
+                ],
+                h,
+                h,
+            )?;
             let mut qkv_bias = w.vec(&format!("{p}.attention.self.query.bias"), h)?;
             qkv_bias.extend(w.vec(&format!("{p}.attention.self.key.bias"), h)?);
             qkv_bias.extend(w.vec(&format!("{p}.attention.self.value.bias"), h)?);
-            let up_t = w.get(&format!("{p}.intermediate.dense.weight"))?;
-            let inter = up_t.dims2()?.0;
+            let inter = w.get(&format!("{p}.intermediate.dense.bias"))?.dims1()?;
             layers.push(Layer {
                 qkv: Linear::new(qkv),
                 qkv_bias,
@@ -260,7 +366,7 @@ impl FastEncoder {
             });
         }
         Ok(FastEncoder {
-            words: words_t.flatten_all()?.to_vec1::<f32>()?,
+            words,
             vocab,
             positions: positions_t.flatten_all()?.to_vec1::<f32>()?,
             max_positions,
@@ -345,12 +451,33 @@ impl FastEncoder {
         let mut x = vec![0.0f32; rows * h];
         let arch = self.arch;
         let per = rows_per_task(rows);
+        // The word rows: the table itself, or the rows this batch uses read from the file
+        // (`word_ids` then index those rows).
+        let guard;
+        let gathered;
+        let (words, word_ids): (&[f32], &[u32]) = match &self.words {
+            Words::Memory(t) => {
+                guard = t.storage_and_layout();
+                let candle_core::Storage::Cpu(storage) = &*guard.0 else {
+                    return Err(err("word embeddings are not in CPU memory"));
+                };
+                (
+                    contiguous_f32(storage, guard.1, "word embeddings")?,
+                    &packed_ids,
+                )
+            }
+            Words::Disk(d) => {
+                gathered = gather_rows(d, &packed_ids, self.vocab, h)?;
+                (&gathered.0, &gathered.1)
+            }
+        };
         x.par_chunks_mut(h * per)
             .enumerate()
             .for_each(|(task, block)| {
                 arch.dispatch(EmbedRows {
                     enc: self,
-                    ids: &packed_ids[task * per..],
+                    words,
+                    ids: &word_ids[task * per..],
                     positions: &positions[task * per..],
                     block,
                 });
@@ -415,6 +542,26 @@ impl FastEncoder {
     }
 }
 
+/// The rows of `ids` (clamped to the vocabulary), each read once: the rows side by side, and
+/// each id's index among them.
+fn gather_rows(d: &OnDisk, ids: &[u32], vocab: usize, h: usize) -> CResult<(Vec<f32>, Vec<u32>)> {
+    let mut slot: rustc_hash::FxHashMap<u32, u32> = Default::default();
+    let mut table = Vec::new();
+    let mut local = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let id = id.min(vocab.saturating_sub(1) as u32);
+        let next = slot.len() as u32;
+        let s = *slot.entry(id).or_insert(next);
+        if s == next {
+            table.resize(table.len() + h, 0.0);
+            d.read_row(id as usize, &mut table[s as usize * h..])
+                .map_err(|e| err(format!("reading word embeddings from the model file: {e}")))?;
+        }
+        local.push(s);
+    }
+    Ok((table, local))
+}
+
 /// Rows handed to one rayon task: enough work to amortise the hand-off.
 fn rows_per_task(rows: usize) -> usize {
     (rows / (rayon::current_num_threads() * 8)).max(1)
@@ -446,6 +593,8 @@ fn contiguous_f32_mut<'a>(s: &'a mut CpuStorage, l: &Layout, what: &str) -> CRes
 /// Word + position + token-type embeddings, then LayerNorm, for a block of rows.
 struct EmbedRows<'a> {
     enc: &'a FastEncoder,
+    /// `[rows, hidden]`: the rows `ids` index.
+    words: &'a [f32],
     ids: &'a [u32],
     positions: &'a [usize],
     block: &'a mut [f32],
@@ -460,9 +609,9 @@ impl WithSimd for EmbedRows<'_> {
         let h = e.cfg.hidden;
         let rows = self.block.chunks_exact_mut(h);
         for ((out, &id), &t) in rows.zip(self.ids).zip(self.positions) {
-            let id = (id as usize).min(e.vocab - 1);
+            let id = (id as usize).min(self.words.len() / h - 1);
             let pos = t + e.cfg.position_offset;
-            let word = &e.words[id * h..(id + 1) * h];
+            let word = &self.words[id * h..(id + 1) * h];
             let position = &e.positions[pos * h..(pos + 1) * h];
             for (((o, a), b), c) in out.iter_mut().zip(word).zip(position).zip(&e.token_type) {
                 *o = a + b + c;

@@ -18,6 +18,7 @@ mod encoder;
 mod int8;
 mod kernels;
 mod model;
+mod safetensors;
 mod store;
 
 use std::collections::{HashMap, HashSet};
