@@ -102,6 +102,25 @@ pub(crate) fn bias_activation(row: &mut [f32], bias: &[f32], act: Activation) {
     }
 }
 
+/// `a · b` over independent lanes (so the compiler vectorises it).
+#[inline(always)]
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for ((s, p), q) in acc.iter_mut().zip(x).zip(y) {
+            *s = p.mul_add(*q, *s);
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
 #[inline(always)]
 fn sum(xs: &[f32]) -> f32 {
     let mut acc = [0.0f32; LANES];
