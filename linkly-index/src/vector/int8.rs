@@ -226,6 +226,11 @@ impl QuantLinear {
 mod avx512 {
     use std::arch::x86_64::*;
 
+    /// The mask of the first `n` of 16 lanes (all 16 from 16 on).
+    fn first_lanes(n: usize) -> __mmask16 {
+        if n >= 16 { 0xffff } else { (1u16 << n) - 1 }
+    }
+
     /// Quantizes one row: `q[i] = round(x[i] · 127 / max|x|) + 128`, `q[k..] = 128` (zero);
     /// returns the row's scale, `max|x| / 127` (0 for a row of zeros).
     ///
@@ -238,11 +243,7 @@ mod avx512 {
         let mut max = _mm512_setzero_ps();
         let mut i = 0;
         while i < k {
-            let mask: __mmask16 = if k - i >= 16 {
-                0xffff
-            } else {
-                (1u16 << (k - i)) - 1
-            };
+            let mask = first_lanes(k - i);
             // SAFETY: the mask covers only `x[i..k]`.
             let v = unsafe { _mm512_maskz_loadu_ps(mask, x.as_ptr().add(i)) };
             max = _mm512_max_ps(max, _mm512_abs_ps(v));
@@ -258,11 +259,7 @@ mod avx512 {
         let offset = _mm512_set1_epi32(128);
         let mut i = 0;
         while i < k {
-            let mask: __mmask16 = if k - i >= 16 {
-                0xffff
-            } else {
-                (1u16 << (k - i)) - 1
-            };
+            let mask = first_lanes(k - i);
             // SAFETY: the mask covers only `x[i..k]` and `q[i..k]` (`q.len() >= k`).
             unsafe {
                 let v = _mm512_maskz_loadu_ps(mask, x.as_ptr().add(i));
@@ -328,11 +325,7 @@ mod avx512 {
                 break;
             }
             let live = (cols - first).min(16);
-            let mask: __mmask16 = if live == 16 {
-                0xffff
-            } else {
-                (1u16 << live) - 1
-            };
+            let mask = first_lanes(live);
             // SAFETY: `scale` and `shift` hold 64 values; the masked store writes only
             // `out[r · n + col + first ..][..live]`, inside `out` by the asserts above.
             unsafe {
