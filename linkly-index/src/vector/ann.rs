@@ -17,8 +17,11 @@ use rayon::prelude::*;
 use crate::vector::kernels;
 use crate::vector::store::StoredChunk;
 
-/// Live chunks from which a graph is built (below, a scan is fast and exact).
-pub(crate) const GRAPH_MIN: usize = 20_000;
+/// Live chunks from which a graph is built (below, a scan is fast and exact). Measured on two
+/// cores, 384 dimensions, the 300 nearest chunks a hybrid query asks for: the scan takes
+/// 0.9 / 2.2 / 7.8 ms at 20,000 / 50,000 / 100,000 chunks, a graph search 6.3 / 15.9 /
+/// 15.7 ms (and its build 23 s / 101 s / 229 s of CPU), so the graph only pays beyond that.
+pub(crate) const GRAPH_MIN: usize = 100_000;
 /// Graph parameters: neighbours per node, construction and search beam widths.
 const MAX_CONNECTIONS: usize = 24;
 const EF_CONSTRUCTION: usize = 200;
