@@ -70,11 +70,16 @@ impl Distance<f32> for UnitDot {
     }
 }
 
+/// The CPU's widest SIMD, detected once.
+fn arch() -> pulp::Arch {
+    static ARCH: std::sync::OnceLock<pulp::Arch> = std::sync::OnceLock::new();
+    *ARCH.get_or_init(pulp::Arch::new)
+}
+
 /// `a · b` compiled for the widest SIMD the CPU has (the graph's distance: most of a graph
 /// search and of a graph build).
-fn simd_dot(a: &[f32], b: &[f32]) -> f32 {
-    static ARCH: std::sync::OnceLock<pulp::Arch> = std::sync::OnceLock::new();
-    ARCH.get_or_init(pulp::Arch::new).dispatch(Dot(a, b))
+pub(crate) fn simd_dot(a: &[f32], b: &[f32]) -> f32 {
+    arch().dispatch(Dot(a, b))
 }
 
 struct Dot<'a>(&'a [f32], &'a [f32]);
@@ -88,23 +93,8 @@ impl pulp::WithSimd for Dot<'_> {
     }
 }
 
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let chunks = a.len() / 8;
-    for i in 0..chunks {
-        for k in 0..8 {
-            acc[k] += a[i * 8 + k] * b[i * 8 + k];
-        }
-    }
-    let mut sum: f32 = acc.iter().sum();
-    for i in chunks * 8..a.len() {
-        sum += a[i] * b[i];
-    }
-    sum
-}
-
 pub(crate) fn normalise(v: &mut [f32]) {
-    let n = dot(v, v).sqrt();
+    let n = simd_dot(v, v).sqrt();
     if n > 0.0 {
         v.iter_mut().for_each(|x| *x /= n);
     }
@@ -272,7 +262,7 @@ impl Ann {
         // widest SIMD the CPU has (the scan reads every vector: it is most of a hybrid query
         // at ten thousand chunks).
         let dim = self.dim;
-        let arch = pulp::Arch::new();
+        let arch = arch();
         let slots = &self.slots[scan_from.min(self.slots.len())..];
         let mut scores = vec![f32::NEG_INFINITY; slots.len()];
         scores
@@ -448,7 +438,7 @@ mod tests {
                 let mut want: Vec<(usize, f32)> = (0..ann.slots.len())
                     .filter(|&i| ann.slots[i].live)
                     .filter(|&i| filter.is_none_or(|a| a.contains(&ann.slots[i].doc_id)))
-                    .map(|i| (i, dot(&q, ann.vector(i))))
+                    .map(|i| (i, simd_dot(&q, ann.vector(i))))
                     .collect();
                 want.sort_by(|a, b| b.1.total_cmp(&a.1));
                 want.truncate(10);

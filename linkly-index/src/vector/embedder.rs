@@ -69,6 +69,19 @@ fn fast_config(config: &serde_json::Value, model_type: &str) -> Option<EncoderCo
     })
 }
 
+/// Where the fast encoder wants each matrix of the file: the word embeddings left in the file
+/// (a batch reads the rows it uses), the linear layers' weights read as `[in, out]`, the rest
+/// as stored.
+fn fast_placement(name: &str) -> Placement {
+    if name.ends_with("embeddings.word_embeddings.weight") {
+        Placement::Disk
+    } else if name.contains("encoder.layer.") {
+        Placement::Transposed
+    } else {
+        Placement::Memory
+    }
+}
+
 /// The files a model folder must hold.
 pub(crate) const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 
@@ -164,21 +177,11 @@ impl Embedder {
             Engine::Fast | Engine::FastInt8 => fast_config(&config, &model_type),
             Engine::Reference => None,
         };
-        // An all-f32 file is read straight into the tensors' buffers; anything else through
-        // candle, which reads the file whole and converts the types.
-        // The word embeddings stay in the file: a batch reads the rows it uses.
+        // An all-f32 file is read straight into the layout the fast encoder uses; anything
+        // else through candle, which reads the file whole and converts the types.
         let direct = match fast {
-            Some(_) => crate::vector::safetensors::load_f32(&weights, |name| {
-                if name.ends_with("embeddings.word_embeddings.weight") {
-                    Placement::Disk
-                } else if name.contains("encoder.layer.") && !name.contains("LayerNorm") {
-                    // The linear layers' weights (their biases are vectors, read as stored).
-                    Placement::Transposed
-                } else {
-                    Placement::Memory
-                }
-            })
-            .map_err(|e| model_error(dir, format!("model.safetensors: {e}")))?,
+            Some(_) => crate::vector::safetensors::load_f32(&weights, fast_placement)
+                .map_err(|e| model_error(dir, format!("model.safetensors: {e}")))?,
             None => None,
         };
         let (tensors, on_disk, transposed) = match direct {
@@ -717,6 +720,46 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The encoder built from the loader's layout (linear weights read transposed, words left
+    /// in the file) computes what it computes from candle's tensors as stored (the path of a
+    /// file candle loads, f16 or bf16).
+    #[test]
+    fn both_weight_layouts_give_the_same_encoder() {
+        let dir = test_model();
+        let config: serde_json::Value =
+            serde_json::from_str(&fs_err::read_to_string(dir.join("config.json")).unwrap())
+                .unwrap();
+        let cfg = fast_config(&config, "bert").unwrap();
+        let weights = dir.join("model.safetensors");
+        let loaded = crate::vector::safetensors::load_f32(&weights, fast_placement)
+            .unwrap()
+            .unwrap();
+        let ours = FastEncoder::new(
+            loaded.tensors,
+            loaded.on_disk,
+            loaded.transposed,
+            cfg.clone(),
+        )
+        .unwrap();
+        let stored = candle_core::safetensors::load(&weights, &Device::Cpu).unwrap();
+        let plain = FastEncoder::new(stored, HashMap::new(), HashSet::new(), cfg).unwrap();
+        let (ids, mask) = (
+            [101u32, 7592, 2088, 102, 101, 2047, 102, 0],
+            [1u32, 1, 1, 1, 1, 1, 1, 0],
+        );
+        let a = ours
+            .forward(&ids, &mask, 2, 4)
+            .unwrap()
+            .flatten_all()
+            .unwrap();
+        let b = plain
+            .forward(&ids, &mask, 2, 4)
+            .unwrap()
+            .flatten_all()
+            .unwrap();
+        assert_eq!(a.to_vec1::<f32>().unwrap(), b.to_vec1::<f32>().unwrap());
     }
 
     #[test]

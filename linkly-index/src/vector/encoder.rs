@@ -23,7 +23,7 @@ use pulp::{Simd, WithSimd};
 
 use crate::vector::int8::QuantLinear;
 use crate::vector::kernels::{self, Activation};
-use crate::vector::safetensors::OnDisk;
+use crate::vector::safetensors::{OnDisk, transpose};
 
 type CResult<T> = candle_core::Result<T>;
 
@@ -233,73 +233,47 @@ impl Weights {
     }
 
     /// A linear layer's weight as `[in, out]`, contiguous (stored `[out, in]`). gemm would take
-    /// the transposed view as it is, but then a query's embedding takes twice as long; the
-    /// transpose here is tiled and parallel (candle's strided copy was most of a model load).
+    /// the transposed view as it is, but then a query's embedding takes twice as long.
     fn linear(&self, name: &str, input: usize, output: usize) -> CResult<Tensor> {
         self.linears(&[name], input, output)
     }
 
-    /// The weights of the linear layers `names` (each stored `[output, input]`) transposed and
-    /// set side by side: `[input, names.len() · output]`, contiguous. Weights read transposed
-    /// already are only set side by side (a single one is used as it is).
+    /// The weights of the linear layers `names` (each stored `[output, input]`) as `[input,
+    /// output]`, set side by side: `[input, names.len() · output]`, contiguous. Weights the
+    /// loader read transposed are used as they are; others (a file candle loaded) are
+    /// transposed here.
     fn linears(&self, names: &[&str], input: usize, output: usize) -> CResult<Tensor> {
         let mut parts = Vec::with_capacity(names.len());
-        let mut ready = true;
         for name in names {
             let key = format!("{}{name}.weight", self.prefix);
-            let is_t = self.transposed.contains(&key);
-            ready &= is_t;
+            let ready = self.transposed.contains(&key);
             let w = self.get(&format!("{name}.weight"))?.contiguous()?;
-            let want = if is_t {
+            let stored = if ready {
                 [input, output]
             } else {
                 [output, input]
             };
-            if w.dims() != want {
+            if w.dims() != stored {
                 return Err(err(format!(
-                    "{name}.weight has shape {:?}, expected {want:?}",
+                    "{name}.weight has shape {:?}, expected {stored:?}",
                     w.dims()
                 )));
             }
-            parts.push((w, is_t));
-        }
-        if ready && parts.len() == 1 {
-            return Ok(parts.remove(0).0);
-        }
-        let total = output * parts.len();
-        let mut out = vec![0.0f32; input * total];
-        let guards: Vec<_> = parts.iter().map(|(p, _)| p.storage_and_layout()).collect();
-        let mut sources = Vec::with_capacity(parts.len());
-        for ((storage, layout), (_, is_t)) in guards.iter().zip(&parts) {
-            let candle_core::Storage::Cpu(storage) = &**storage else {
-                return Err(err("weights are not in CPU memory"));
-            };
-            sources.push((contiguous_f32(storage, layout, "linear weights")?, *is_t));
-        }
-        // Blocks of output rows (inputs), in parallel; each reads a tile of every source.
-        const TILE: usize = 32;
-        out.par_chunks_mut(TILE * total)
-            .enumerate()
-            .for_each(|(block, dst)| {
-                let c0 = block * TILE;
-                let width = dst.len() / total;
-                for (p, (src, is_t)) in sources.iter().enumerate() {
-                    if *is_t {
-                        for c in 0..width {
-                            dst[c * total + p * output..][..output]
-                                .copy_from_slice(&src[(c0 + c) * output..][..output]);
-                        }
-                        continue;
-                    }
-                    for r in 0..output {
-                        let from = &src[r * input + c0..r * input + c0 + width];
-                        for (c, &v) in from.iter().enumerate() {
-                            dst[c * total + p * output + r] = v;
-                        }
-                    }
-                }
+            parts.push(if ready {
+                w
+            } else {
+                let values = w.flatten_all()?.to_vec1::<f32>()?;
+                Tensor::from_vec(
+                    transpose(&values, output, input),
+                    (input, output),
+                    &candle_core::Device::Cpu,
+                )?
             });
-        Tensor::from_vec(out, (input, total), &candle_core::Device::Cpu)
+        }
+        match parts.len() {
+            1 => Ok(parts.remove(0)),
+            _ => Tensor::cat(&parts, 1)?.contiguous(),
+        }
     }
 }
 

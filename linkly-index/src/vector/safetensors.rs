@@ -209,7 +209,7 @@ pub(crate) fn load_f32(
 
 /// `[rows, cols]` → `[cols, rows]`, tile by tile (both sides stay in cache), output rows in
 /// parallel.
-fn transpose(src: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+pub(crate) fn transpose(src: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     use rayon::prelude::*;
     const TILE: usize = 32;
     let mut out = vec![0.0f32; rows * cols];
