@@ -34,7 +34,7 @@ use std::collections::HashMap;
 /// Normalises the characters of `text` (see the module documentation). Returns the text
 /// unchanged, without copying, when it holds nothing to rewrite.
 pub(crate) fn normalize_chars(text: String) -> String {
-    if !text.chars().any(needs_work) {
+    if !any_needs_work(&text) {
         return text;
     }
     let mut out = String::with_capacity(text.len());
@@ -66,6 +66,15 @@ pub(crate) fn normalize_chars(text: String) -> String {
         prev = Some(c);
     }
     out
+}
+
+/// True when `text` holds a character [`normalize_chars`] rewrites or removes. All of them are
+/// two or three bytes long in UTF-8 and start with `C2`, `E2` or `EF`, so only the characters
+/// at those bytes are looked at (most text has none, or few).
+fn any_needs_work(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    memchr::memchr3_iter(0xC2, 0xE2, 0xEF, bytes)
+        .any(|at| text.get(at..).and_then(|t| t.chars().next()).is_some_and(needs_work))
 }
 
 /// True for a character [`normalize_chars`] rewrites or removes.
@@ -220,6 +229,15 @@ fn hyphen_kept(text: &str, splits: &[Split]) -> Vec<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_byte_scan_finds_every_character_to_rewrite() {
+        // Every character of the Basic Multilingual Plane and a few beyond, in text.
+        for c in (0u32..0x3_0000).filter_map(char::from_u32) {
+            let text = format!("ab{c}é");
+            assert_eq!(any_needs_work(&text), needs_work(c), "U+{:04X}", c as u32);
+        }
+    }
 
     fn n(s: &str) -> String {
         normalize_chars(s.to_string())

@@ -14,13 +14,14 @@ use linkly_core::{DocType, char_count, now_millis, word_count};
 use sha2::{Digest, Sha256};
 
 use crate::lexical::LexicalDoc;
-use crate::store::{FileState, NewDoc};
-use crate::{Index, Result, keywords};
+use crate::store::{FileState, NewDoc, StoredText};
+use crate::{Index, Result, analysis, keywords, pipeline};
 
-/// Documents per batch: one store transaction and one lexical commit.
+/// Documents per batch: one store transaction (commits of the full-text index follow
+/// [`COMMIT_EVERY`]).
 const BATCH_DOCS: usize = 1000;
-/// Text bytes per batch.
-const BATCH_BYTES: usize = 32 * 1024 * 1024;
+/// Text bytes per batch (text and analysed terms).
+const BATCH_BYTES: usize = 8 * 1024 * 1024;
 /// Documents per batch of slow formats (OCR): small, so their text becomes searchable as it
 /// comes and progress moves.
 const SLOW_BATCH_DOCS: usize = 16;
@@ -31,8 +32,6 @@ const OCR_PENDING: &str = "+ocr_unavailable";
 /// one line) is searchable by its first 8 MiB, while `read` and `grep` see all of it. Keeps the
 /// indexing of one huge file within a memory budget.
 pub(crate) const LEXICAL_TEXT_BYTES: usize = 8 * 1024 * 1024;
-/// Text the keywords of one document are counted over.
-const KEYWORD_TEXT_BYTES: usize = 1024 * 1024;
 
 /// The start of a text, at most `max` bytes, cut at a character boundary.
 pub(crate) fn searchable(text: &str, max: usize) -> &str {
@@ -120,9 +119,62 @@ struct Candidate {
 
 pub(crate) struct Prepared {
     pub(crate) doc: NewDoc,
-    pub(crate) dir: String,
-    pub(crate) filename: String,
+    /// True when the store is known not to hold the path (a sync saw no row for it): the row
+    /// is inserted without looking for one.
+    pub(crate) known_new: bool,
+    /// The fields of the full-text index, analysed.
+    pub(crate) terms: FieldTerms,
     pub(crate) previous: Option<FileState>,
+}
+
+/// A document's full-text fields as analysed terms ([`analysis::index_terms_of`]).
+pub(crate) struct FieldTerms {
+    pub(crate) title: String,
+    pub(crate) filename: String,
+    pub(crate) dir: String,
+    pub(crate) content: String,
+}
+
+impl FieldTerms {
+    /// The fields of the document whose store key is `path` (split here into the folder and
+    /// the file name), with its title and its analysed text.
+    pub(crate) fn of(path: &str, title: Option<&str>, content: String) -> FieldTerms {
+        let (dir, filename) = split_path(path);
+        FieldTerms {
+            title: title.map(analysis::index_terms_of).unwrap_or_default(),
+            filename: analysis::index_terms_of(filename),
+            dir: analysis::index_terms_of(dir),
+            content,
+        }
+    }
+}
+
+impl Prepared {
+    /// A document ready to write; `content` is its analysed text.
+    pub(crate) fn new(doc: NewDoc, content: String, previous: Option<FileState>) -> Prepared {
+        Prepared {
+            terms: FieldTerms::of(&doc.path, doc.title.as_deref(), content),
+            doc,
+            known_new: false,
+            previous,
+        }
+    }
+}
+
+/// A store key's folder and file name, split at its last separator (`/`, or `\` on
+/// Windows).
+pub(crate) fn split_path(path: &str) -> (&str, &str) {
+    let sep = if cfg!(windows) {
+        path.rfind(['/', '\\'])
+    } else {
+        path.rfind('/')
+    };
+    match sep {
+        // The root folder itself: `/a.md` is in `/`.
+        Some(0) => (&path[..1], &path[1..]),
+        Some(at) => (&path[..at], &path[at + 1..]),
+        None => ("", path),
+    }
 }
 
 enum Work {
@@ -377,56 +429,49 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
         }
         _ => hash,
     };
-    let filename = c
-        .path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let dir = c
-        .path
-        .parent()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let doc = match result {
+    let (doc, content) = match result {
         Ok(ex) => extracted_doc(path_key(&c.path), c.size, c.modified_at, hash, ex),
-        Err(reason) => NewDoc {
-            id: None,
-            path: path_key(&c.path),
-            doc_type,
-            size: c.size,
-            modified_at: c.modified_at,
-            hash,
-            title: None,
-            word_count: 0,
-            char_count: 0,
-            total_lines: 0,
-            outline: Vec::new(),
-            keywords: Vec::new(),
-            abstract_text: String::new(),
-            skip_reason: Some(reason.to_string()),
-            encoding: None,
-            text: String::new(),
-        },
+        Err(reason) => (
+            NewDoc {
+                id: None,
+                path: path_key(&c.path),
+                doc_type,
+                size: c.size,
+                modified_at: c.modified_at,
+                hash,
+                title: None,
+                word_count: 0,
+                char_count: 0,
+                total_lines: 0,
+                outline: Vec::new(),
+                keywords: Vec::new(),
+                abstract_text: String::new(),
+                skip_reason: Some(reason.to_string()),
+                encoding: None,
+                text: StoredText::Plain(String::new()),
+            },
+            String::new(),
+        ),
     };
-    Work::Index(Box::new(Prepared {
-        doc,
-        dir,
-        filename,
-        previous: c.previous,
-    }))
+    let known_new = c.previous.is_none();
+    let mut prepared = Prepared::new(doc, content, c.previous);
+    prepared.known_new = known_new;
+    Work::Index(Box::new(prepared))
 }
 
-/// The record of an extracted document: its counts, keywords and abstract computed from the
-/// text (a sync's files and a gateway's ingested documents alike).
+/// The record of an extracted document, its counts, keywords and abstract computed from the
+/// text (a sync's files and a gateway's ingested documents alike), and its text analysed for
+/// the full-text index.
 pub(crate) fn extracted_doc(
     path: String,
     size: u64,
     modified_at: i64,
     hash: String,
     ex: linkly_extract::Extracted,
-) -> NewDoc {
+) -> (NewDoc, String) {
     let total_lines = ex.total_lines();
-    NewDoc {
+    let analysis = analysis::analyse_document(&ex.text, LEXICAL_TEXT_BYTES);
+    let doc = NewDoc {
         id: None,
         path,
         doc_type: ex.doc_type,
@@ -438,53 +483,13 @@ pub(crate) fn extracted_doc(
         char_count: char_count(&ex.text),
         total_lines,
         outline: ex.outline,
-        keywords: keywords::keywords(searchable(&ex.text, KEYWORD_TEXT_BYTES)),
+        keywords: analysis.keywords,
         abstract_text: keywords::abstract_of(&ex.text),
         skip_reason: None,
         encoding: ex.encoding.map(str::to_string),
-        text: ex.text,
-    }
-}
-
-/// Prepares candidates on all cores, keeping their order. Each thread takes the next
-/// candidate as it finishes one, so a slow file holds up one thread only.
-fn prepare_parallel(batch: Vec<Candidate>, sandbox: &linkly_extract::Sandbox) -> Vec<Work> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(batch.len().max(1));
-    if threads <= 1 {
-        return batch.into_iter().map(|c| prepare(c, sandbox)).collect();
-    }
-    let slots: Vec<std::sync::Mutex<Option<Candidate>>> = batch
-        .into_iter()
-        .map(|c| std::sync::Mutex::new(Some(c)))
-        .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut out = Vec::new();
-        loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(slot) = slots.get(i) else {
-                return out;
-            };
-            let c = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some(c) = c {
-                out.push((i, prepare(c, sandbox)));
-            }
-        }
+        text: StoredText::of(ex.text),
     };
-    // This thread is one of the workers.
-    let mut done: Vec<(usize, Work)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
-        let mut done = work();
-        for h in handles {
-            done.extend(h.join().unwrap_or_default());
-        }
-        done
-    });
-    done.sort_unstable_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, w)| w).collect()
+    (doc, analysis.terms)
 }
 
 impl Index {
@@ -667,7 +672,18 @@ impl Index {
             .filter_map(|c| c.previous.as_ref().map(|p| p.id))
             .collect();
         changed.extend(&deleted);
-        self.index_candidates(opts, candidates, &mut report, progress)?;
+        // Many files to write: the WAL's checkpoints run beside the writer, and a first index
+        // builds the catalog's indexes once, at its end (see `catalog::drop_indexes`).
+        let _checkpoints = (candidates.len() >= MANY_FILES).then(|| self.store.background_checkpoints());
+        let first_bulk = candidates.len() >= MANY_FILES && self.store.count()? == 0;
+        if first_bulk {
+            crate::catalog::drop_indexes(&self.store)?;
+        }
+        let indexed = self.index_candidates(opts, candidates, &mut report, progress);
+        if first_bulk {
+            crate::catalog::ensure_indexes(&self.store)?;
+        }
+        indexed?;
 
         if !deleted.is_empty() {
             progress(&Progress {
@@ -691,7 +707,9 @@ impl Index {
         Ok((report, changed))
     }
 
-    /// Extracts and writes the candidates, batch by batch.
+    /// Extracts and writes the candidates: prepared on all cores (read once, hash, extract,
+    /// analyse, count), written in order by this thread (store, full-text index) in batches,
+    /// and committed every [`COMMIT_EVERY`] or so.
     fn index_candidates(
         &self,
         opts: &SyncOptions,
@@ -699,8 +717,8 @@ impl Index {
         report: &mut SyncReport,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<()> {
-        // Slow formats (OCR) last and in batches of their own: keyword search of everything else
-        // never waits for them. The sort is stable, so walk order stays within each group.
+        // Slow formats (OCR) last: keyword search of everything else never waits for them.
+        // The sort is stable, so walk order stays within each group.
         candidates.sort_by_key(|c| is_slow(&c.path));
         let total = candidates.len() as u64;
         progress(&Progress {
@@ -709,82 +727,67 @@ impl Index {
             total,
             bytes: 0,
         });
-        let mut done = 0u64;
-        // A pipeline of two stages: one thread cuts the candidates into batches and prepares
-        // each (read, hash, extract, count, keywords: on all cores) while this one writes the
-        // previous batch (store, full-text index, commit). The hand-over waits for the writer,
-        // so at most two batches are in memory.
-        let (to_writer, prepared_batches) = std::sync::mpsc::sync_channel::<(u64, Vec<Work>)>(0);
-        let sandbox = &opts.sandbox;
-        std::thread::scope(|s| {
-            s.spawn(move || {
-                let mut pending = candidates.into_iter().peekable();
-                while pending.peek().is_some() {
-                    let mut batch = Vec::new();
-                    let mut bytes = 0usize;
-                    let slow = pending.peek().is_some_and(|c| is_slow(&c.path));
-                    let max_docs = if slow { SLOW_BATCH_DOCS } else { BATCH_DOCS };
-                    while let Some(c) = pending.next_if(|c| {
-                        batch.len() < max_docs && bytes < BATCH_BYTES && is_slow(&c.path) == slow
-                    }) {
-                        bytes += c.size as usize;
-                        batch.push(c);
-                    }
-                    let n = batch.len() as u64;
-                    let works = prepare_parallel(batch, sandbox);
-                    if to_writer.send((n, works)).is_err() {
-                        // The writer stopped on an error.
-                        return;
-                    }
-                }
+        // The writer and the progress, shared by the two callbacks of the pipeline (both run
+        // on this thread).
+        let written = std::cell::RefCell::new((BatchWriter::new(self), 0u64, report, progress));
+        let flush = |now: bool| -> Result<()> {
+            let mut guard = written.borrow_mut();
+            let (writer, done, report, progress) = &mut *guard;
+            writer.write(now)?;
+            progress(&Progress {
+                phase: Phase::Indexing,
+                done: *done,
+                total,
+                bytes: report.bytes,
             });
-            for (n, works) in prepared_batches {
-                self.write_works(works, report)?;
-                done += n;
-                progress(&Progress {
-                    phase: Phase::Indexing,
-                    done,
-                    total,
-                    bytes: report.bytes,
-                });
-            }
             Ok(())
-        })
+        };
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let sandbox = &opts.sandbox;
+        pipeline::ordered(
+            candidates,
+            workers,
+            WINDOW_BYTES,
+            // Every file costs a little, so a folder of empty files is bounded too.
+            |c| c.size + 4096,
+            |c| {
+                let slow = is_slow(&c.path);
+                (prepare(c, sandbox), slow)
+            },
+            |(work, slow)| {
+                let full = {
+                    let mut guard = written.borrow_mut();
+                    let (writer, done, report, _) = &mut *guard;
+                    writer.push(work, report);
+                    *done += 1;
+                    let limit = if slow { SLOW_BATCH_DOCS } else { BATCH_DOCS };
+                    writer.len() >= limit || writer.bytes >= BATCH_BYTES
+                };
+                // A batch goes when it is full; OCR results go in small batches, committed at
+                // once, so their text becomes searchable as it comes and progress moves.
+                if full { flush(slow) } else { Ok(()) }
+            },
+            // The next file keeps the workers busy (a large PDF, an image): what is gathered
+            // goes now, so nothing waits behind it.
+            || {
+                if written.borrow().0.len() > 0 {
+                    flush(false)?;
+                }
+                Ok(())
+            },
+        )?;
+        let (writer, ..) = written.into_inner();
+        writer.finish()
     }
 
-    /// Writes one prepared batch: touched times of unchanged files, then the documents.
-    fn write_works(&self, works: Vec<Work>, report: &mut SyncReport) -> Result<()> {
-        let mut touched = Vec::new();
-        let mut prepared = Vec::new();
-        for w in works {
-            match w {
-                Work::Unchanged(id, mtime) => {
-                    touched.push((id, mtime));
-                    report.unchanged += 1;
-                }
-                Work::Index(p) => {
-                    report.bytes += p.doc.size;
-                    if p.doc.skip_reason.is_some() {
-                        report.skipped += 1;
-                    }
-                    if p.previous.is_some() {
-                        report.updated += 1;
-                    } else {
-                        report.added += 1;
-                    }
-                    prepared.push(*p);
-                }
-            }
-        }
-        self.store.touch(&touched)?;
-        self.write_batch(&prepared)
-    }
-
-    pub(crate) fn write_batch(&self, prepared: &[Prepared]) -> Result<()> {
+    /// Writes a batch to the store (rows marked dirty) and stages it in the full-text index;
+    /// returns the ids written. Nothing of it is searchable, nor marked clean, before
+    /// [`Index::commit_staged`].
+    pub(crate) fn stage_batch(&self, prepared: &[Prepared]) -> Result<Vec<u64>> {
         if prepared.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
-        let docs: Vec<&NewDoc> = prepared.iter().map(|p| &p.doc).collect();
+        let docs: Vec<(&NewDoc, bool)> = prepared.iter().map(|p| (&p.doc, p.known_new)).collect();
         let written = self.store.upsert_batch_marked(&docs, now_millis())?;
         let lexical: Vec<LexicalDoc<'_>> = prepared
             .iter()
@@ -792,17 +795,118 @@ impl Index {
             .map(|(p, &(id, new))| LexicalDoc {
                 id,
                 fresh: new,
-                title: p.doc.title.as_deref().unwrap_or(""),
-                filename: &p.filename,
-                dir: &p.dir,
-                content: searchable(&p.doc.text, LEXICAL_TEXT_BYTES),
+                title: &p.terms.title,
+                filename: &p.terms.filename,
+                dir: &p.terms.dir,
+                content: &p.terms.content,
             })
             .collect();
         self.lexical.stage(&lexical, &[])?;
+        Ok(written.iter().map(|(id, _)| *id).collect())
+    }
+
+    /// Commits the full-text index and marks the rows staged since the last commit clean.
+    pub(crate) fn commit_staged(&self, ids: &[u64]) -> Result<()> {
         self.lexical.commit()?;
-        let ids: Vec<u64> = written.iter().map(|(id, _)| *id).collect();
-        self.store.mark_clean(&ids)?;
+        self.store.mark_clean(ids)
+    }
+
+    /// Writes and commits one batch.
+    pub(crate) fn write_batch(&self, prepared: &[Prepared]) -> Result<()> {
+        let ids = self.stage_batch(prepared)?;
+        if !ids.is_empty() {
+            self.commit_staged(&ids)?;
+        }
         Ok(())
+    }
+}
+
+/// A sync of this many files or more writes in bulk (see `sync_locked`).
+const MANY_FILES: usize = 5000;
+
+/// Text bytes of the files prepared ahead of the writer: what is read and extracted but not
+/// yet written (twice that in memory at most: the text and its analysed terms).
+const WINDOW_BYTES: u64 = 8 * 1024 * 1024;
+/// How often the full-text index commits during a sync (and at its end): each commit makes a
+/// segment per indexing thread, which later merges rewrite, so committing every batch cost
+/// most of the indexing of a large folder in merges. Rows stay dirty until their commit, so a
+/// crash redoes at most this much.
+const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The writing end of a sync: prepared documents gathered into batches, written (store, then
+/// the full-text index staged) batch by batch, committed every [`COMMIT_EVERY`].
+struct BatchWriter<'a> {
+    index: &'a Index,
+    touched: Vec<(u64, i64)>,
+    prepared: Vec<Prepared>,
+    bytes: usize,
+    /// Ids staged since the last commit.
+    staged: Vec<u64>,
+    last_commit: Instant,
+}
+
+impl<'a> BatchWriter<'a> {
+    fn new(index: &'a Index) -> BatchWriter<'a> {
+        BatchWriter {
+            index,
+            touched: Vec::new(),
+            prepared: Vec::new(),
+            bytes: 0,
+            staged: Vec::new(),
+            last_commit: Instant::now(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.prepared.len() + self.touched.len()
+    }
+
+    fn push(&mut self, work: Work, report: &mut SyncReport) {
+        match work {
+            Work::Unchanged(id, mtime) => {
+                self.touched.push((id, mtime));
+                report.unchanged += 1;
+            }
+            Work::Index(p) => {
+                report.bytes += p.doc.size;
+                if p.doc.skip_reason.is_some() {
+                    report.skipped += 1;
+                }
+                if p.previous.is_some() {
+                    report.updated += 1;
+                } else {
+                    report.added += 1;
+                }
+                self.bytes += p.doc.text.stored_len() + p.terms.content.len();
+                self.prepared.push(*p);
+            }
+        }
+    }
+
+    /// Writes what was gathered; commits when `now` or when the last commit is old enough.
+    fn write(&mut self, now: bool) -> Result<()> {
+        self.index.store.touch(&self.touched)?;
+        self.touched.clear();
+        let ids = self.index.stage_batch(&self.prepared)?;
+        self.prepared.clear();
+        self.bytes = 0;
+        self.staged.extend(ids);
+        if !self.staged.is_empty() && (now || self.last_commit.elapsed() >= COMMIT_EVERY) {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        self.index.commit_staged(&self.staged)?;
+        self.staged.clear();
+        self.last_commit = Instant::now();
+        Ok(())
+    }
+
+    /// Writes and commits the rest.
+    fn finish(mut self) -> Result<()> {
+        self.write(true)
     }
 }
 

@@ -105,20 +105,11 @@ impl Index {
 }
 
 fn prepared(d: IngestDoc) -> Prepared {
-    let (dir, filename) = match d.path.rsplit_once('/') {
-        Some((dir, name)) => (dir.to_string(), name.to_string()),
-        None => (String::new(), d.path.clone()),
-    };
-    let mut doc = extracted_doc(d.path, d.size, d.modified_at, d.hash, d.extracted);
+    let (mut doc, content) = extracted_doc(d.path, d.size, d.modified_at, d.hash, d.extracted);
     // The caller's type, and its id when it numbers its documents.
     doc.doc_type = d.doc_type;
     doc.id = d.id.map(|id| id.0);
-    Prepared {
-        doc,
-        dir,
-        filename,
-        previous: None,
-    }
+    Prepared::new(doc, content, None)
 }
 
 #[cfg(test)]

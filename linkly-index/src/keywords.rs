@@ -12,8 +12,11 @@
 use std::collections::HashMap;
 
 use linkly_core::{is_cjk, stdx};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
+#[cfg(test)]
+use rustc_hash::FxHashMap;
 
+#[cfg(test)]
 use crate::tokenizer;
 
 /// How many keywords each document keeps.
@@ -21,7 +24,7 @@ const KEYWORDS: usize = 8;
 /// The abstract's length in characters.
 const ABSTRACT_CHARS: usize = 300;
 /// Only the start of a long text is scanned for keywords.
-const SCAN_BYTES: usize = 256 * 1024;
+pub(crate) const SCAN_BYTES: usize = 256 * 1024;
 
 const STOP_WORDS: &[&str] = &[
     // English
@@ -52,7 +55,7 @@ fn is_stop_word(term: &str) -> bool {
 
 /// True for a word that may be a keyword: not CJK (see [`cjk_words`]), three characters or
 /// more, with a letter, not a hex number, not a stop word.
-fn may_be_keyword(term: &str) -> bool {
+pub(crate) fn may_be_keyword(term: &str) -> bool {
     !term.chars().any(is_cjk)
         && term.chars().count() >= 3
         && term.chars().any(|c| c.is_alphabetic())
@@ -60,7 +63,9 @@ fn may_be_keyword(term: &str) -> bool {
         && !is_stop_word(term)
 }
 
-/// The top keywords of a text.
+/// The top keywords of a text, word by word as the rules say: what the sync computes in one
+/// pass with the index terms ([`crate::analysis`]), which the tests compare with this.
+#[cfg(test)]
 pub(crate) fn keywords(text: &str) -> Vec<String> {
     let scan = &text[..stdx::floor_char_boundary(text, SCAN_BYTES)];
     // term → (count, first position in the text)
@@ -83,17 +88,25 @@ pub(crate) fn keywords(text: &str) -> Vec<String> {
         entry.0 += n;
         entry.1 = entry.1.min(order);
     }
-    let mut ranked: Vec<(String, (u32, usize))> =
-        counts.into_iter().filter(|(_, (n, _))| *n >= 2).collect();
-    // Ties (a CJK word and a longer one from the same place) go to the smaller term, so the
-    // keywords do not depend on the hash map's order.
-    ranked.sort_by(|a, b| {
-        b.1.0
-            .cmp(&a.1.0)
-            .then(a.1.1.cmp(&b.1.1))
-            .then_with(|| a.0.cmp(&b.0))
+    top_keywords(counts.iter().map(|(t, &(n, at))| (t.as_str(), n, at)))
+}
+
+/// The [`KEYWORDS`] best of candidate terms given as (term, count, first byte offset), each
+/// term once: those seen twice or more, most frequent first, then earliest. Ties (a CJK word
+/// and a longer one from the same place) go to the smaller term, so the keywords do not depend
+/// on the order of the candidates.
+pub(crate) fn top_keywords<'a>(candidates: impl Iterator<Item = (&'a str, u32, usize)>) -> Vec<String> {
+    let mut ranked: Vec<(&str, u32, usize)> = candidates.filter(|c| c.1 >= 2).collect();
+    ranked.sort_unstable_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then(a.2.cmp(&b.2))
+            .then_with(|| a.0.cmp(b.0))
     });
-    ranked.into_iter().take(KEYWORDS).map(|(t, _)| t).collect()
+    ranked
+        .into_iter()
+        .take(KEYWORDS)
+        .map(|(t, _, _)| t.to_string())
+        .collect()
 }
 
 /// The script of a CJK character, as far as word boundaries go.
@@ -143,7 +156,7 @@ const MAX_GRAM: usize = 4;
 /// the same longer repeated n-gram: `人工智能` repeated keeps `人工智能`, not `工智`. Hiragana
 /// is grammar (particles, endings) and gives no word.
 pub(crate) fn cjk_words(text: &str) -> HashMap<String, (u32, usize)> {
-    let japanese = text.chars().any(|c| script(c) == Script::Hiragana);
+    let japanese = has_hiragana(text);
     let mut words: HashMap<String, (u32, usize)> = HashMap::new();
     let mut long_runs: Vec<(usize, Vec<char>)> = Vec::new();
     let add = |words: &mut HashMap<String, (u32, usize)>, word: String, at: usize, n: u32| {
@@ -171,7 +184,28 @@ pub(crate) fn cjk_words(text: &str) -> HashMap<String, (u32, usize)> {
         }
         run.clear();
     };
-    for (at, c) in text.char_indices() {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at].is_ascii() {
+            // ASCII is never CJK: a run ends here, and the ASCII after it is skipped whole.
+            if run_script != Script::Other {
+                flush(&mut run, run_at, run_script, &mut words);
+                run_at = at;
+                run_script = Script::Other;
+            }
+            at += bytes[at..]
+                .iter()
+                .position(|b| !b.is_ascii())
+                .unwrap_or(bytes.len() - at);
+            continue;
+        }
+        let Some(c) = text[at..].chars().next() else {
+            break;
+        };
+        let char_at = at;
+        at += c.len_utf8();
+        let at = char_at;
         let mut s = script(c);
         if s == Script::Han && !japanese && CHINESE_FUNCTION_CHARS.contains(&c) {
             s = Script::Other;
@@ -194,6 +228,17 @@ pub(crate) fn cjk_words(text: &str) -> HashMap<String, (u32, usize)> {
         add(&mut words, word, at, n);
     }
     words
+}
+
+/// True when the text holds a hiragana character (U+3040–U+309F: `E3 81 80`–`E3 82 9F` in
+/// UTF-8), found by its bytes.
+fn has_hiragana(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    memchr::memchr_iter(0xE3, bytes).any(|i| match bytes.get(i + 1..i + 3) {
+        Some([0x81, b]) => (0x80..=0xBF).contains(b),
+        Some([0x82, b]) => (0x80..=0x9F).contains(b),
+        _ => false,
+    })
 }
 
 /// The n-grams (2 to [`MAX_GRAM`] characters) of long kanji runs that repeat and are complete:
@@ -316,6 +361,16 @@ mod tests {
         assert!(kw.contains(&"数据".to_string()), "{kw:?}");
         for fragment in ["工智", "智能", "人工", "能正"] {
             assert!(!kw.contains(&fragment.to_string()), "{fragment} in {kw:?}");
+        }
+    }
+
+    #[test]
+    fn hiragana_is_found_by_its_bytes() {
+        for c in ['\u{3040}', 'ぁ', 'の', 'ゟ', '\u{309F}'] {
+            assert!(has_hiragana(&format!("ab{c}")), "{c}");
+        }
+        for t in ["", "abc", "カタカナ", "東京", "\u{30A0}", "\u{303F}"] {
+            assert!(!has_hiragana(t), "{t}");
         }
     }
 

@@ -1,5 +1,7 @@
 //! The tantivy BM25 index: one tantivy document per file, fields title (×3), file name (×2),
-//! content (×1) and directory path (×0.5), all with the CJK-aware analyzer.
+//! content (×1) and directory path (×0.5), all analysed by the CJK-aware analyzer before they
+//! get here ([`crate::analysis`]): the index splits the analysed terms and counts them.
+//! Frequencies are indexed, not positions: every query is a disjunction of terms.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -10,10 +12,19 @@ use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions, Value,
 };
+use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
 
 use crate::tokenizer;
 use crate::{Error, Result};
+
+/// The full-text index's folder in an index directory. Its name changes with its format (the
+/// fields' analysis and what they record), so an index of an older format is never opened with
+/// this schema: the new folder starts empty, and the next sync fills it from the store without
+/// extracting any file again (see `Index::lexical_consistent`).
+pub(crate) const DIR: &str = "lexical-2";
+/// The folders of older formats, removed when an index is opened.
+pub(crate) const OLDER_DIRS: &[&str] = &["lexical"];
 
 /// Field boosts of the ranking contract.
 const BOOST_TITLE: f32 = 3.0;
@@ -43,7 +54,8 @@ struct Fields {
     path: Field,
 }
 
-/// The text of one document for the lexical index.
+/// One document for the lexical index: each field as its analysed terms
+/// ([`crate::analysis::index_terms_of`], each term followed by a space).
 pub(crate) struct LexicalDoc<'a> {
     pub(crate) id: u64,
     pub(crate) title: &'a str,
@@ -84,8 +96,8 @@ fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
     let text = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
-            .set_tokenizer(tokenizer::NAME)
-            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+            .set_tokenizer(tokenizer::TERMS_NAME)
+            .set_index_option(IndexRecordOption::WithFreqs),
     );
     let id = b.add_u64_field("id", INDEXED | FAST | STORED);
     let title = b.add_text_field("title", text.clone());
@@ -137,9 +149,10 @@ impl Lexical {
     }
 
     fn over(index: Index, fields: Fields, dir: &Path) -> Result<Lexical> {
-        index
-            .tokenizers()
-            .register(tokenizer::NAME, tokenizer::analyzer());
+        index.tokenizers().register(
+            tokenizer::TERMS_NAME,
+            TextAnalyzer::from(tokenizer::TermsTokenizer::default()),
+        );
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::OnCommitWithDelay)
@@ -335,16 +348,32 @@ impl Lexical {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::index_terms_of;
 
-    fn doc<'a>(id: u64, title: &'a str, filename: &'a str, content: &'a str) -> LexicalDoc<'a> {
-        LexicalDoc {
-            id,
-            title,
-            filename,
-            dir: "/home/me/docs",
-            content,
-            fresh: false,
-        }
+    /// A document as its raw fields: (id, title, file name, content).
+    type Raw<'a> = (u64, &'a str, &'a str, &'a str);
+
+    /// Analyses the raw fields as the sync does, then stages them.
+    fn stage(lex: &Lexical, docs: &[Raw<'_>], deletes: &[u64]) -> Result<()> {
+        let analysed: Vec<[String; 4]> = docs
+            .iter()
+            .map(|(_, title, filename, content)| {
+                [title, filename, &"/home/me/docs", content].map(|t| index_terms_of(t))
+            })
+            .collect();
+        let docs: Vec<LexicalDoc<'_>> = docs
+            .iter()
+            .zip(&analysed)
+            .map(|(d, [title, filename, dir, content])| LexicalDoc {
+                id: d.0,
+                title,
+                filename,
+                dir,
+                content,
+                fresh: false,
+            })
+            .collect();
+        lex.stage(&docs, deletes)
     }
 
     fn terms(q: &str) -> Vec<String> {
@@ -357,18 +386,14 @@ mod tests {
 
     fn corpus() -> Lexical {
         let lex = Lexical::in_ram().unwrap();
-        lex.stage(
+        stage(
+            &lex,
             &[
-                doc(
-                    1,
-                    "Notes",
-                    "notes.md",
-                    "the budget for the year and the plan",
-                ),
-                doc(2, "Budget", "b.md", "numbers"),
-                doc(3, "Trip", "budget-trip.md", "a trip"),
-                doc(4, "Other", "o.md", "nothing to see here"),
-                doc(5, "Plan", "p.md", "budget plan"),
+                (1, "Notes", "notes.md", "the budget for the year and the plan"),
+                (2, "Budget", "b.md", "numbers"),
+                (3, "Trip", "budget-trip.md", "a trip"),
+                (4, "Other", "o.md", "nothing to see here"),
+                (5, "Plan", "p.md", "budget plan"),
             ],
             &[],
         )
@@ -409,8 +434,7 @@ mod tests {
         let lex = corpus();
         assert_eq!((lex.num_docs(), lex.max_id()), (5, 5));
         // Nothing is visible before the commit.
-        lex.stage(&[doc(2, "Renamed", "r.md", "zebra")], &[3])
-            .unwrap();
+        stage(&lex, &[(2, "Renamed", "r.md", "zebra")], &[3]).unwrap();
         assert_eq!(lex.search(&terms("zebra"), 5, None).unwrap().1, 0);
         lex.commit().unwrap();
         assert_eq!(lex.num_docs(), 4);
@@ -420,8 +444,7 @@ mod tests {
         found.sort_unstable();
         assert_eq!(found, [1, 5], "2 was replaced, 3 deleted");
         // Staging the same document twice is idempotent (a redone batch).
-        lex.stage(&[doc(2, "Renamed", "r.md", "zebra")], &[])
-            .unwrap();
+        stage(&lex, &[(2, "Renamed", "r.md", "zebra")], &[]).unwrap();
         lex.commit().unwrap();
         assert_eq!(lex.num_docs(), 4);
         lex.clear().unwrap();
@@ -431,11 +454,7 @@ mod tests {
     #[test]
     fn cjk_words_are_found_inside_running_text() {
         let lex = Lexical::in_ram().unwrap();
-        lex.stage(
-            &[doc(7, "", "ja.txt", "新しいコンポーネントを追加した")],
-            &[],
-        )
-        .unwrap();
+        stage(&lex, &[(7, "", "ja.txt", "新しいコンポーネントを追加した")], &[]).unwrap();
         lex.commit().unwrap();
         assert_eq!(
             ids(&lex.search(&terms("コンポーネント"), 5, None).unwrap().0),

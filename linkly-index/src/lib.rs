@@ -12,6 +12,7 @@
 //! [`Error::Locked`] if another process holds it. Store rows are written dirty before the
 //! lexical commit and marked clean after it, so a crash loses no consistency (see `indexer`).
 
+mod analysis;
 mod catalog;
 mod error;
 mod hybrid;
@@ -19,6 +20,7 @@ mod indexer;
 mod ingest;
 mod keywords;
 mod lexical;
+mod pipeline;
 mod store;
 mod tokenizer;
 pub mod vector;
@@ -28,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use linkly_core::{DocId, DocType};
+use rayon::prelude::*;
 
 pub use crate::catalog::{CatalogFilter, CatalogPage, CatalogSort, DocSummary};
 pub use crate::error::{Error, ModelError, Result, Storage, StorageError, StorageKind};
@@ -126,7 +129,16 @@ impl Index {
         fs_err::create_dir_all(dir)?;
         let (store, mismatch, fresh) = Store::open(&dir.join("meta.sqlite"))?;
         catalog::ensure_indexes(&store)?;
-        let lexical = Lexical::open(&dir.join("lexical"))?;
+        let lexical = Lexical::open(&dir.join(lexical::DIR))?;
+        for older in lexical::OLDER_DIRS {
+            let older = dir.join(older);
+            if older.exists() {
+                tracing::info!(dir = %older.display(), "removing a full-text index of an older format; it is rebuilt from the store");
+                if let Err(e) = fs_err::remove_dir_all(&older) {
+                    tracing::warn!(error = %e, "could not remove the older full-text index");
+                }
+            }
+        }
         if fresh && lexical.num_docs() > 0 {
             // The store was lost while the full-text index survived: its ids must never come
             // back for other files, and its documents are orphans (the next sync sweeps them
@@ -265,27 +277,30 @@ impl Index {
             let records = self.store.get_many(chunk)?;
             let mut texts = Vec::with_capacity(records.len());
             for rec in &records {
-                let text = self.store.content(rec.id)?.unwrap_or_default();
-                let path = Path::new(&rec.path);
-                texts.push((
-                    path.file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                    path.parent()
-                        .map(|p| p.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                    text,
-                ));
+                texts.push(self.store.content(rec.id)?.unwrap_or_default());
             }
+            // Analysed on all cores, as a sync's documents are.
+            let terms: Vec<indexer::FieldTerms> = records
+                .par_iter()
+                .zip(texts.par_iter())
+                .map(|(rec, text)| {
+                    let content = indexer::searchable(text, indexer::LEXICAL_TEXT_BYTES);
+                    indexer::FieldTerms::of(
+                        &rec.path,
+                        rec.title.as_deref(),
+                        analysis::index_terms_of(content),
+                    )
+                })
+                .collect();
             let docs: Vec<lexical::LexicalDoc<'_>> = records
                 .iter()
-                .zip(&texts)
-                .map(|(rec, (filename, dir, text))| lexical::LexicalDoc {
+                .zip(&terms)
+                .map(|(rec, t)| lexical::LexicalDoc {
                     id: rec.id.0,
-                    title: rec.title.as_deref().unwrap_or(""),
-                    filename,
-                    dir,
-                    content: indexer::searchable(text, indexer::LEXICAL_TEXT_BYTES),
+                    title: &t.title,
+                    filename: &t.filename,
+                    dir: &t.dir,
+                    content: &t.content,
                     // The index was cleared above.
                     fresh: true,
                 })

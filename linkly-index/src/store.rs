@@ -18,6 +18,37 @@ use crate::{Error, Result};
 /// rebuilt from the files.
 pub(crate) const INDEX_FORMAT_VERSION: &str = "3";
 
+/// How often the background checkpoints of a sync run ([`Store::background_checkpoints`]).
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+/// The writer's automatic checkpoint, in WAL pages (32 MB of 4 KiB pages; SQLite's default is
+/// 1,000).
+const AUTO_CHECKPOINT_PAGES: i64 = 8192;
+
+/// Background checkpoints while it lives (see [`Store::background_checkpoints`]).
+pub(crate) struct Checkpoints<'a> {
+    store: &'a Store,
+    stop: std::sync::Arc<(Mutex<bool>, std::sync::Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Checkpoints<'_> {
+    fn drop(&mut self) {
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        *self.stop.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.stop.1.notify_all();
+        let _ = thread.join();
+        let _ = self
+            .store
+            .conn()
+            .pragma_update(None, "wal_autocheckpoint", AUTO_CHECKPOINT_PAGES);
+    }
+}
+
+/// The writer connection's page cache, in KiB.
+const WRITER_CACHE_KB: i64 = 24 * 1024;
+
 /// `meta` key: the next document id to hand out.
 const NEXT_ID: &str = "next_id";
 
@@ -124,7 +155,69 @@ pub(crate) struct NewDoc {
     pub(crate) abstract_text: String,
     pub(crate) skip_reason: Option<String>,
     pub(crate) encoding: Option<String>,
-    pub(crate) text: String,
+    pub(crate) text: StoredText,
+}
+
+/// A document's extracted text as the store keeps it: LZ4-compressed (a block, its length
+/// first) when that makes it smaller, else as it is. Compressing halves what a sync writes (the
+/// text goes through the WAL and then into the database), and the preparing threads do it, on
+/// all cores; reading it back costs a few microseconds per page of text. Texts written as
+/// plain text by earlier versions read as they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StoredText {
+    Plain(String),
+    Lz4(Vec<u8>),
+}
+
+/// Texts shorter than this are kept as they are.
+const COMPRESS_FROM: usize = 256;
+
+impl StoredText {
+    pub(crate) fn of(text: String) -> StoredText {
+        if text.len() < COMPRESS_FROM {
+            return StoredText::Plain(text);
+        }
+        let packed = lz4_flex::block::compress_prepend_size(text.as_bytes());
+        if packed.len() < text.len() {
+            StoredText::Lz4(packed)
+        } else {
+            StoredText::Plain(text)
+        }
+    }
+
+    /// The bytes it takes.
+    pub(crate) fn stored_len(&self) -> usize {
+        match self {
+            StoredText::Plain(t) => t.len(),
+            StoredText::Lz4(b) => b.len(),
+        }
+    }
+
+    /// The text back from a `content.text` value (a TEXT, or the BLOB of a compressed one).
+    fn decode(value: rusqlite::types::ValueRef<'_>) -> Result<String> {
+        use rusqlite::types::ValueRef;
+        let bytes = match value {
+            ValueRef::Text(t) => t.to_vec(),
+            ValueRef::Blob(b) => lz4_flex::block::decompress_size_prepended(b)
+                .map_err(|e| Error::Corrupt(format!("stored text: {e}")))?,
+            other => {
+                return Err(Error::Corrupt(format!(
+                    "stored text of type {}",
+                    other.data_type()
+                )));
+            }
+        };
+        String::from_utf8(bytes).map_err(|e| Error::Corrupt(format!("stored text: {e}")))
+    }
+}
+
+impl rusqlite::ToSql for StoredText {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(match self {
+            StoredText::Plain(t) => t.as_str().into(),
+            StoredText::Lz4(b) => b.as_slice().into(),
+        })
+    }
 }
 
 /// The light columns used to evaluate filters.
@@ -213,6 +306,12 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // The writer's pages: the B-trees a sync inserts into (records, the catalog's indexes)
+        // stay in memory instead of being spilled and read back (the default is 2 MB);
+        // statement journals in memory; checkpoints every 32 MB of WAL instead of every 4.
+        conn.pragma_update(None, "cache_size", -WRITER_CACHE_KB)?;
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
+        conn.pragma_update(None, "wal_autocheckpoint", AUTO_CHECKPOINT_PAGES)?;
         conn.execute_batch(SCHEMA)?;
         let version: Option<String> = conn
             .query_row(
@@ -388,7 +487,7 @@ impl Store {
     #[cfg(test)]
     pub(crate) fn upsert_batch(&self, docs: &[&NewDoc], now: i64) -> Result<Vec<u64>> {
         Ok(self
-            .upsert_batch_marked(docs, now)?
+            .upsert_batch_marked(&docs.iter().map(|d| (*d, false)).collect::<Vec<_>>(), now)?
             .into_iter()
             .map(|(id, _)| id)
             .collect())
@@ -396,9 +495,12 @@ impl Store {
 
     /// Writes a batch of documents (dirty) in one transaction and returns their ids, in order,
     /// each with `true` when the id is new: given now, so no index has ever held it.
+    /// Writes documents as dirty rows in one transaction; returns each one's id and whether
+    /// the id is new. A document flagged `known_new` is a path the store does not hold (the
+    /// sync saw no row for it): it is inserted without looking for one.
     pub(crate) fn upsert_batch_marked(
         &self,
-        docs: &[&NewDoc],
+        docs: &[(&NewDoc, bool)],
         now: i64,
     ) -> Result<Vec<(u64, bool)>> {
         let mut conn = self.conn();
@@ -420,12 +522,16 @@ impl Store {
             recorded.max(max + 1)
         };
         {
-            let mut existing = tx.prepare_cached("SELECT id FROM docs WHERE path = ?1")?;
-            let mut upsert = tx.prepare_cached(
-                "INSERT INTO docs (path, doc_type, size, modified_at, hash, title, word_count, \
+            const COLUMNS: &str = "path, doc_type, size, modified_at, hash, title, word_count, \
                  char_count, total_lines, outline, keywords, abstract, skip_reason, encoding, \
-                 indexed_at, dirty, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
-                 ?13, ?14, ?15, 1, ?16) \
+                 indexed_at, dirty, id";
+            const VALUES: &str =
+                "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 1, ?16";
+            let mut existing = tx.prepare_cached("SELECT id FROM docs WHERE path = ?1")?;
+            let mut insert =
+                tx.prepare_cached(&format!("INSERT INTO docs ({COLUMNS}) VALUES ({VALUES})"))?;
+            let mut upsert = tx.prepare_cached(&format!(
+                "INSERT INTO docs ({COLUMNS}) VALUES ({VALUES}) \
                  ON CONFLICT(path) DO UPDATE SET doc_type = excluded.doc_type, size = excluded.size, \
                  modified_at = excluded.modified_at, hash = excluded.hash, title = excluded.title, \
                  word_count = excluded.word_count, char_count = excluded.char_count, \
@@ -433,51 +539,61 @@ impl Store {
                  keywords = excluded.keywords, abstract = excluded.abstract, \
                  skip_reason = excluded.skip_reason, encoding = excluded.encoding, \
                  indexed_at = excluded.indexed_at, dirty = 1 \
-                 RETURNING id",
-            )?;
+                 RETURNING id"
+            ))?;
+            // `OR REPLACE`: an orphan text left under a new id (it cannot be, but) is replaced.
             let mut content =
                 tx.prepare_cached("INSERT OR REPLACE INTO content (id, text) VALUES (?1, ?2)")?;
-            for d in docs {
+            for &(d, known_new) in docs {
                 let outline = serde_json::to_string(&d.outline)?;
                 let keywords = serde_json::to_string(&d.keywords)?;
                 // A known path keeps its id (NULL: the row's own); a new one takes the next.
-                let new_id: Option<i64> = match existing
-                    .query_row([&d.path], |r| r.get::<_, i64>(0))
-                    .optional()?
-                {
-                    Some(_) => None,
-                    None => match d.id {
-                        Some(id) => {
-                            next = next.max(id as i64 + 1);
-                            Some(id as i64)
-                        }
-                        None => {
-                            next += 1;
-                            Some(next - 1)
-                        }
-                    },
+                let held = if known_new {
+                    false
+                } else {
+                    existing
+                        .query_row([&d.path], |r| r.get::<_, i64>(0))
+                        .optional()?
+                        .is_some()
                 };
-                let id: i64 = upsert.query_row(
-                    params![
-                        d.path,
-                        d.doc_type.as_str(),
-                        d.size as i64,
-                        d.modified_at,
-                        d.hash,
-                        d.title,
-                        d.word_count as i64,
-                        d.char_count as i64,
-                        d.total_lines as i64,
-                        outline,
-                        keywords,
-                        d.abstract_text,
-                        d.skip_reason,
-                        d.encoding,
-                        now,
-                        new_id,
-                    ],
-                    |r| r.get(0),
-                )?;
+                let new_id: Option<i64> = match (held, d.id) {
+                    (true, _) => None,
+                    (false, Some(id)) => {
+                        next = next.max(id as i64 + 1);
+                        Some(id as i64)
+                    }
+                    (false, None) => {
+                        next += 1;
+                        Some(next - 1)
+                    }
+                };
+                let values = params![
+                    d.path,
+                    d.doc_type.as_str(),
+                    d.size as i64,
+                    d.modified_at,
+                    d.hash,
+                    d.title,
+                    d.word_count as i64,
+                    d.char_count as i64,
+                    d.total_lines as i64,
+                    outline,
+                    keywords,
+                    d.abstract_text,
+                    d.skip_reason,
+                    d.encoding,
+                    now,
+                    new_id,
+                ];
+                let id: i64 = match new_id {
+                    // A path the store does not hold, under an id no row has: a plain insert,
+                    // which needs no statement journal.
+                    Some(id) if known_new || d.id.is_none() => {
+                        insert.execute(values)?;
+                        id
+                    }
+                    _ => upsert.query_row(values, |r| r.get(0))?,
+                };
                 content.execute(params![id, d.text])?;
                 ids.push((id as u64, new_id.is_some()));
             }
@@ -488,6 +604,52 @@ impl Store {
         )?;
         tx.commit()?;
         Ok(ids)
+    }
+
+    /// Moves the WAL's checkpoints off the writer while the returned guard lives: a thread of
+    /// its own copies committed pages into the database every [`CHECKPOINT_EVERY`] (its
+    /// writes and their syncs overlap the sync's work), and the writer's own automatic
+    /// checkpoint, which would stop it for each one, is off. Dropping the guard stops the
+    /// thread and turns the automatic checkpoint back on. Without a thread (none could start,
+    /// or the database cannot be opened again), the writer checkpoints as usual.
+    pub(crate) fn background_checkpoints(&self) -> Checkpoints<'_> {
+        let path = self.readers.path.clone();
+        let stop = std::sync::Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let thread = Connection::open(&path).ok().and_then(|conn| {
+            conn.busy_timeout(std::time::Duration::from_secs(1)).ok()?;
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("linkly-checkpoint".into())
+                .spawn(move || {
+                    let (stopped, wake) = &*stop;
+                    let mut guard = stopped.lock().unwrap_or_else(|e| e.into_inner());
+                    while !*guard {
+                        guard = wake
+                            .wait_timeout(guard, CHECKPOINT_EVERY)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                        if *guard {
+                            break;
+                        }
+                        drop(guard);
+                        if let Err(e) =
+                            conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                        {
+                            tracing::debug!(error = %e, "background checkpoint");
+                        }
+                        guard = stopped.lock().unwrap_or_else(|e| e.into_inner());
+                    }
+                })
+                .ok()
+        });
+        if thread.is_some() {
+            let _ = self.conn().pragma_update(None, "wal_autocheckpoint", 0);
+        }
+        Checkpoints {
+            store: self,
+            stop,
+            thread,
+        }
     }
 
     /// Records a new modification time for files whose bytes did not change.
@@ -504,19 +666,30 @@ impl Store {
         Ok(())
     }
 
-    /// Clears the dirty flag once the lexical index holds these documents.
+    /// Clears the dirty flag once the lexical index holds these documents: one statement per
+    /// run of consecutive ids (a first index numbers its documents in a row).
     pub(crate) fn mark_clean(&self, ids: &[u64]) -> Result<()> {
+        let mut sorted = ids.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         {
-            let mut stmt = tx.prepare_cached("UPDATE docs SET dirty = 0 WHERE id = ?1")?;
-            for id in ids {
-                stmt.execute([*id as i64])?;
+            let mut stmt =
+                tx.prepare_cached("UPDATE docs SET dirty = 0 WHERE id BETWEEN ?1 AND ?2")?;
+            let mut run = sorted.iter().copied().peekable();
+            while let Some(first) = run.next() {
+                let mut last = first;
+                while let Some(next) = run.next_if(|&n| n == last + 1) {
+                    last = next;
+                }
+                stmt.execute(params![first as i64, last as i64])?;
             }
         }
         tx.commit()?;
         Ok(())
     }
+
 
     /// Removes documents and their text.
     pub(crate) fn delete(&self, ids: &[u64]) -> Result<()> {
@@ -582,13 +755,13 @@ impl Store {
     /// The extracted text of a document.
     pub(crate) fn content(&self, id: DocId) -> Result<Option<String>> {
         let conn = self.reader();
-        Ok(conn
-            .query_row(
-                "SELECT text FROM content WHERE id = ?1",
-                [id.0 as i64],
-                |r| r.get(0),
-            )
-            .optional()?)
+        conn.query_row(
+            "SELECT text FROM content WHERE id = ?1",
+            [id.0 as i64],
+            |r| Ok(StoredText::decode(r.get_ref(0)?)),
+        )
+        .optional()?
+        .transpose()
     }
 
     /// The light columns of every document, for filtering.
@@ -697,7 +870,7 @@ mod tests {
             abstract_text: String::new(),
             skip_reason: None,
             encoding: None,
-            text: text.into(),
+            text: StoredText::of(text.into()),
         }
     }
 

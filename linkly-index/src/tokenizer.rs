@@ -12,9 +12,6 @@ use tantivy::tokenizer::{
     TextAnalyzer, Token, TokenStream, Tokenizer,
 };
 
-/// The name under which the analyzer is registered on every index handle.
-pub(crate) const NAME: &str = "linkly";
-
 /// The analyzer used for indexing and for queries: words, lower-cased, folded, then English
 /// (Snowball) stemming, which raised BM25 nDCG@10 on BEIR SciFact (see docs/models.md). A
 /// stemmer leaves CJK bigrams alone, and applies the same way to a query and to the text, so a
@@ -24,13 +21,14 @@ pub(crate) fn analyzer() -> TextAnalyzer {
 }
 
 /// The analyzer of whole words (no stemming), for keywords shown to people.
+#[cfg(test)]
 fn word_analyzer() -> TextAnalyzer {
     TextAnalyzer::from(CjkBigramTokenizer::new(false))
 }
 
 /// The filters applied to each raw token, one token at a time: long tokens dropped,
 /// lower-casing, ASCII folding, then (for the index analyzer) stemming.
-fn token_filters(stem: bool) -> TextAnalyzer {
+pub(crate) fn token_filters(stem: bool) -> TextAnalyzer {
     let base = TextAnalyzer::builder(RawTokenizer::default())
         .filter(RemoveLongFilter::limit(64))
         .filter(LowerCaser)
@@ -155,10 +153,66 @@ impl Tokenizer for CjkBigramTokenizer {
     }
 }
 
+/// The name of the tokenizer of the full-text index's fields: their text is already the
+/// analysed terms (see [`crate::analysis`]), one space after each.
+pub(crate) const TERMS_NAME: &str = "linkly-terms";
+
+/// Splits a string of analysed terms (each followed by one space) back into its terms. The
+/// analysis runs on the sync's preparing threads, once per document for the index and the
+/// keywords together; the index writer's thread only splits and counts.
+#[derive(Clone, Default)]
+pub(crate) struct TermsTokenizer {
+    token: Token,
+}
+
+/// The terms of one analysed string.
+pub(crate) struct TermsStream<'a> {
+    rest: &'a str,
+    token: &'a mut Token,
+}
+
+impl Tokenizer for TermsTokenizer {
+    type TokenStream<'a> = TermsStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> TermsStream<'a> {
+        self.token.reset();
+        self.token.position = usize::MAX;
+        TermsStream {
+            rest: text,
+            token: &mut self.token,
+        }
+    }
+}
+
+impl TokenStream for TermsStream<'_> {
+    fn advance(&mut self) -> bool {
+        let rest = self.rest.trim_start_matches(' ');
+        if rest.is_empty() {
+            self.rest = rest;
+            return false;
+        }
+        let (term, after) = match memchr::memchr(b' ', rest.as_bytes()) {
+            Some(at) => (&rest[..at], &rest[at + 1..]),
+            None => (rest, ""),
+        };
+        self.token.text.clear();
+        self.token.text.push_str(term);
+        self.token.position = self.token.position.wrapping_add(1);
+        self.rest = after;
+        true
+    }
+    fn token(&self) -> &Token {
+        self.token
+    }
+    fn token_mut(&mut self) -> &mut Token {
+        self.token
+    }
+}
+
 /// The raw words and CJK bigrams of a text, as byte ranges with their positions: runs of
 /// Han/Kana/Hangul give their overlapping bigrams (a lone CJK character stays a unigram), runs
 /// of other letters and digits give words. A token dropped later keeps its position.
-struct RawTokens<'a> {
+pub(crate) struct RawTokens<'a> {
     text: &'a str,
     /// Where the next token is looked for, outside a CJK run.
     pos: usize,
@@ -169,7 +223,7 @@ struct RawTokens<'a> {
 }
 
 impl<'a> RawTokens<'a> {
-    fn new(text: &'a str) -> RawTokens<'a> {
+    pub(crate) fn new(text: &'a str) -> RawTokens<'a> {
         RawTokens {
             text,
             pos: 0,
@@ -191,6 +245,7 @@ impl Iterator for RawTokens<'_> {
 
     fn next(&mut self) -> Option<(usize, usize, usize)> {
         let text = self.text;
+        let bytes = text.as_bytes();
         let cjk_after = |at: usize| text[at..].chars().next().filter(|&d| is_cjk(d));
         loop {
             if let Some(p) = self.cjk_at {
@@ -203,7 +258,21 @@ impl Iterator for RawTokens<'_> {
                 self.pos = q;
                 continue;
             }
-            let i = self.pos;
+            // ASCII spaces and punctuation are skipped as bytes; an ASCII letter or digit
+            // starts a word.
+            let mut i = self.pos;
+            while i < bytes.len() && bytes[i].is_ascii() && !bytes[i].is_ascii_alphanumeric() {
+                i += 1;
+            }
+            if i >= bytes.len() {
+                self.pos = i;
+                return None;
+            }
+            if bytes[i].is_ascii() {
+                let end = word_end(text, i + 1);
+                self.pos = end;
+                return self.emit(i, end);
+            }
             let c = text[i..].chars().next()?;
             let after = i + c.len_utf8();
             if is_cjk(c) {
@@ -241,11 +310,10 @@ fn word_end(text: &str, from: usize) -> usize {
     let mut at = from;
     while at < bytes.len() {
         let b = bytes[at];
-        if b.is_ascii() {
-            if !b.is_ascii_alphanumeric() {
-                return at;
-            }
+        if ASCII_ALNUM[b as usize] {
             at += 1;
+        } else if b.is_ascii() {
+            return at;
         } else {
             match text[at..].chars().next() {
                 Some(d) if d.is_alphanumeric() && !is_cjk(d) => at += d.len_utf8(),
@@ -255,6 +323,17 @@ fn word_end(text: &str, from: usize) -> usize {
     }
     at
 }
+
+/// ASCII letters and digits, by byte.
+static ASCII_ALNUM: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        table[b] = (b as u8).is_ascii_alphanumeric();
+        b += 1;
+    }
+    table
+};
 
 /// The words of a text (lower-cased, folded, not stemmed), in order, each with the byte offset
 /// where it starts.
@@ -267,6 +346,7 @@ pub(crate) fn terms_at(text: &str) -> Vec<(usize, String)> {
 
 /// Calls `f` with each word of a text (lower-cased, folded, not stemmed), in order, and the
 /// byte offset where it starts.
+#[cfg(test)]
 pub(crate) fn for_each_word(text: &str, mut f: impl FnMut(usize, &str)) {
     thread_local! {
         // One per thread, so that its memory of words serves document after document.

@@ -51,7 +51,7 @@ fn a_lost_full_text_index_is_rebuilt_from_the_store() {
         index.sync(&f.opts, &mut |_| {}).unwrap();
         assert_eq!(hits(&index, "zebra"), 25);
     }
-    fs_err::remove_dir_all(f.dir.join("lexical")).unwrap();
+    fs_err::remove_dir_all(f.dir.join("lexical-2")).unwrap();
 
     let index = Index::open(&f.dir).unwrap();
     assert!(!index.lexical_consistent().unwrap(), "detected at open");
@@ -75,7 +75,7 @@ fn a_full_sync_repairs_a_lost_full_text_index_by_itself() {
         let index = Index::open(&f.dir).unwrap();
         index.sync(&f.opts, &mut |_| {}).unwrap();
     }
-    fs_err::remove_dir_all(f.dir.join("lexical")).unwrap();
+    fs_err::remove_dir_all(f.dir.join("lexical-2")).unwrap();
     let index = Index::open(&f.dir).unwrap();
     let mut rebuilt = false;
     let r = index
