@@ -73,8 +73,11 @@ pub(crate) fn normalize_chars(text: String) -> String {
 /// at those bytes are looked at (most text has none, or few).
 fn any_needs_work(text: &str) -> bool {
     let bytes = text.as_bytes();
-    memchr::memchr3_iter(0xC2, 0xE2, 0xEF, bytes)
-        .any(|at| text.get(at..).and_then(|t| t.chars().next()).is_some_and(needs_work))
+    memchr::memchr3_iter(0xC2, 0xE2, 0xEF, bytes).any(|at| {
+        text.get(at..)
+            .and_then(|t| t.chars().next())
+            .is_some_and(needs_work)
+    })
 }
 
 /// True for a character [`normalize_chars`] rewrites or removes.

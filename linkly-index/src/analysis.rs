@@ -130,7 +130,11 @@ struct Word {
 fn short_key(b: &[u8]) -> Option<u128> {
     let n = b.len();
     let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
-    let half = |at: usize| u64::from(u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or([0; 4])));
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            b[at..at + 4].try_into().unwrap_or([0; 4]),
+        ))
+    };
     let (lo, hi) = match n {
         1..=3 => (
             u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16,
@@ -139,7 +143,10 @@ fn short_key(b: &[u8]) -> Option<u128> {
         4..=7 => (half(0), half(n - 4)),
         // The last eight bytes, without those the first eight already hold.
         // (Eight bytes: none; a shift by 64 is none too.)
-        8..=15 => (word(0), word(n - 8).checked_shr(8 * (16 - n) as u32).unwrap_or(0)),
+        8..=15 => (
+            word(0),
+            word(n - 8).checked_shr(8 * (16 - n) as u32).unwrap_or(0),
+        ),
         _ => return None,
     };
     Some(u128::from(lo) | u128::from(hi) << 64 | (n as u128) << 120)
@@ -147,8 +154,8 @@ fn short_key(b: &[u8]) -> Option<u128> {
 
 /// The front cache's slot of a short key.
 fn front_slot(key: u128) -> usize {
-    let mixed = ((key as u64) ^ ((key >> 64) as u64).rotate_left(29))
-        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mixed =
+        ((key as u64) ^ ((key >> 64) as u64).rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     (mixed >> (64 - FRONT.trailing_zeros())) as usize
 }
 
@@ -248,8 +255,7 @@ impl Table {
     /// Tokenizes `text`: appends its index terms to `terms` when given, and counts its words
     /// for the keywords when `count`.
     fn pass(&mut self, text: &str, mut terms: Option<&mut String>, count: bool) {
-        let mut tokens = RawTokens::new(text);
-        while let Some((from, to, _)) = tokens.next() {
+        for (from, to, _) in RawTokens::new(text) {
             let raw = &text[from..to];
             let bytes = raw.as_bytes();
             // A number is its own term (nothing to fold or stem), and never a keyword: it
@@ -426,7 +432,10 @@ mod tests {
             .map(|i| format!("Walking{i} "))
             .collect();
         let first = analyse_document(&words, usize::MAX);
-        assert!(with_table(|t| t.forms.is_empty()), "forgotten before the next");
+        assert!(
+            with_table(|t| t.forms.is_empty()),
+            "forgotten before the next"
+        );
         let again = analyse_document(&words, usize::MAX);
         assert_eq!(first, again);
         assert_eq!(index_terms_of("Running"), "run ");
@@ -440,11 +449,15 @@ mod tests {
             .collect();
         let a = analyse_document(&words, usize::MAX);
         assert_eq!(a.terms.split_terminator(' ').count(), REMEMBER_AT_MOST * 2);
-        assert!(with_table(|t| t.forms.len() <= REMEMBER_AT_MOST + FORGET_AFTER));
+        assert!(with_table(
+            |t| t.forms.len() <= REMEMBER_AT_MOST + FORGET_AFTER
+        ));
     }
 }
 
+// A timing test reports what it measured.
 #[cfg(test)]
+#[allow(clippy::print_stderr)]
 mod timing {
     /// `LINKLY_ANALYSIS_DIR=target/bench/generated-100000 cargo test --release -p linkly-index
     /// --lib analysis::timing -- --ignored --nocapture`
@@ -472,7 +485,12 @@ mod timing {
                 n += super::analyse_document(text, usize::MAX).terms.len();
             }
             let s = t.elapsed().as_secs_f64();
-            eprintln!("round {round}: {} docs, {:.1} MB in {s:.3} s: {:.1} MB/s ({n})", texts.len(), bytes as f64 / 1e6, bytes as f64 / 1e6 / s);
+            eprintln!(
+                "round {round}: {} docs, {:.1} MB in {s:.3} s: {:.1} MB/s ({n})",
+                texts.len(),
+                bytes as f64 / 1e6,
+                bytes as f64 / 1e6 / s
+            );
         }
     }
 }

@@ -674,7 +674,8 @@ impl Index {
         changed.extend(&deleted);
         // Many files to write: the WAL's checkpoints run beside the writer, and a first index
         // builds the catalog's indexes once, at its end (see `catalog::drop_indexes`).
-        let _checkpoints = (candidates.len() >= MANY_FILES).then(|| self.store.background_checkpoints());
+        let _checkpoints =
+            (candidates.len() >= MANY_FILES).then(|| self.store.background_checkpoints());
         let first_bulk = candidates.len() >= MANY_FILES && self.store.count()? == 0;
         if first_bulk {
             crate::catalog::drop_indexes(&self.store)?;

@@ -12,9 +12,9 @@
 use std::collections::HashMap;
 
 use linkly_core::{is_cjk, stdx};
-use rustc_hash::FxHashSet;
 #[cfg(test)]
 use rustc_hash::FxHashMap;
+use rustc_hash::FxHashSet;
 
 #[cfg(test)]
 use crate::tokenizer;
@@ -95,13 +95,11 @@ pub(crate) fn keywords(text: &str) -> Vec<String> {
 /// term once: those seen twice or more, most frequent first, then earliest. Ties (a CJK word
 /// and a longer one from the same place) go to the smaller term, so the keywords do not depend
 /// on the order of the candidates.
-pub(crate) fn top_keywords<'a>(candidates: impl Iterator<Item = (&'a str, u32, usize)>) -> Vec<String> {
+pub(crate) fn top_keywords<'a>(
+    candidates: impl Iterator<Item = (&'a str, u32, usize)>,
+) -> Vec<String> {
     let mut ranked: Vec<(&str, u32, usize)> = candidates.filter(|c| c.1 >= 2).collect();
-    ranked.sort_unstable_by(|a, b| {
-        b.1.cmp(&a.1)
-            .then(a.2.cmp(&b.2))
-            .then_with(|| a.0.cmp(b.0))
-    });
+    ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)).then_with(|| a.0.cmp(b.0)));
     ranked
         .into_iter()
         .take(KEYWORDS)

@@ -389,7 +389,12 @@ mod tests {
         stage(
             &lex,
             &[
-                (1, "Notes", "notes.md", "the budget for the year and the plan"),
+                (
+                    1,
+                    "Notes",
+                    "notes.md",
+                    "the budget for the year and the plan",
+                ),
                 (2, "Budget", "b.md", "numbers"),
                 (3, "Trip", "budget-trip.md", "a trip"),
                 (4, "Other", "o.md", "nothing to see here"),
@@ -454,7 +459,12 @@ mod tests {
     #[test]
     fn cjk_words_are_found_inside_running_text() {
         let lex = Lexical::in_ram().unwrap();
-        stage(&lex, &[(7, "", "ja.txt", "新しいコンポーネントを追加した")], &[]).unwrap();
+        stage(
+            &lex,
+            &[(7, "", "ja.txt", "新しいコンポーネントを追加した")],
+            &[],
+        )
+        .unwrap();
         lex.commit().unwrap();
         assert_eq!(
             ids(&lex.search(&terms("コンポーネント"), 5, None).unwrap().0),

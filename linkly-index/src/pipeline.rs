@@ -45,7 +45,10 @@ impl<T, U> Shared<T, U> {
     ) -> (std::sync::MutexGuard<'a, State<T, U>>, bool) {
         guard.waiting += 1;
         let (mut guard, timed_out) = match timeout {
-            None => (self.changed.wait(guard).unwrap_or_else(|e| e.into_inner()), false),
+            None => (
+                self.changed.wait(guard).unwrap_or_else(|e| e.into_inner()),
+                false,
+            ),
             Some(t) => {
                 let (g, w) = self
                     .changed
@@ -236,9 +239,20 @@ mod tests {
             || Ok(()),
         );
         assert_eq!(r, Err("stop"));
-        assert!(done.load(Ordering::SeqCst) >= 2, "the large item and the failing one ran");
+        assert!(
+            done.load(Ordering::SeqCst) >= 2,
+            "the large item and the failing one ran"
+        );
         assert_eq!(
-            ordered(Vec::<u64>::new(), 2, 1, |_| 1, |c| c, |_| Err("none"), || Err("idle")),
+            ordered(
+                Vec::<u64>::new(),
+                2,
+                1,
+                |_| 1,
+                |c| c,
+                |_| Err("none"),
+                || Err("idle")
+            ),
             Ok(())
         );
     }

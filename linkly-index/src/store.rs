@@ -690,7 +690,6 @@ impl Store {
         Ok(())
     }
 
-
     /// Removes documents and their text.
     pub(crate) fn delete(&self, ids: &[u64]) -> Result<()> {
         let mut conn = self.conn();

@@ -22,6 +22,7 @@ use rayon::prelude::*;
 use pulp::{Simd, WithSimd};
 
 use crate::vector::int8::QuantLinear;
+use crate::vector::int16::Int16Linear;
 use crate::vector::kernels::{self, Activation};
 use crate::vector::safetensors::{OnDisk, transpose};
 
@@ -46,6 +47,9 @@ pub(crate) enum Precision {
     F32,
     /// int8 weights and activations, 32-bit sums (AVX-512 VNNI, [`QuantLinear`]).
     Int8,
+    /// 16-bit integer weights and activations (about 11 bits each), exact 32-bit sums
+    /// (AVX2, [`Int16Linear`]).
+    Int16,
 }
 
 /// A linear layer's weights (bias apart), in one precision or both.
@@ -53,6 +57,7 @@ struct Linear {
     /// `[in, out]`, contiguous.
     f32: Option<Tensor>,
     int8: Option<QuantLinear>,
+    int16: Option<Int16Linear>,
 }
 
 impl Linear {
@@ -60,21 +65,30 @@ impl Linear {
         Linear {
             f32: Some(w),
             int8: None,
+            int16: None,
         }
     }
 
     fn apply(&self, x: &Tensor, precision: Precision) -> CResult<Tensor> {
-        match (precision, &self.int8, &self.f32) {
-            (Precision::Int8, Some(q), _) => x.apply_op1_no_bwd(&QuantMatmul(q)),
-            (_, _, Some(w)) => x.matmul(w),
+        match (precision, &self.int8, &self.int16, &self.f32) {
+            (Precision::Int8, Some(q), _, _) => x.apply_op1_no_bwd(&QuantMatmul(q)),
+            (Precision::Int16, _, Some(q), _) => x.apply_op1_no_bwd(&Int16Matmul(q)),
+            (_, _, _, Some(w)) => x.matmul(w),
             _ => Err(err(
                 "the linear layer's weights of this precision were dropped",
             )),
         }
     }
 
-    fn quantize(&mut self) -> CResult<bool> {
-        if self.int8.is_some() {
+    /// Adds the weights of `precision` beside the f32 ones; false when this CPU cannot run
+    /// that precision's kernels.
+    fn quantize(&mut self, precision: Precision) -> CResult<bool> {
+        let ready = match precision {
+            Precision::F32 => self.f32.is_some(),
+            Precision::Int8 => self.int8.is_some(),
+            Precision::Int16 => self.int16.is_some(),
+        };
+        if ready {
             return Ok(true);
         }
         let Some(w) = &self.f32 else {
@@ -82,16 +96,60 @@ impl Linear {
         };
         let (k, n) = w.dims2()?;
         let values = w.flatten_all()?.to_vec1::<f32>()?;
-        self.int8 = QuantLinear::new(&values, k, n);
-        Ok(self.int8.is_some())
+        Ok(match precision {
+            Precision::F32 => true,
+            Precision::Int8 => {
+                self.int8 = QuantLinear::new(&values, k, n);
+                self.int8.is_some()
+            }
+            Precision::Int16 => {
+                self.int16 = Int16Linear::new(&values, k, n);
+                self.int16.is_some()
+            }
+        })
     }
 
+    /// Frees the weights of the precisions not in use.
     fn keep(&mut self, precision: Precision) {
-        match precision {
-            Precision::F32 => self.int8 = None,
-            Precision::Int8 if self.int8.is_some() => self.f32 = None,
-            Precision::Int8 => {}
+        let have = match precision {
+            Precision::F32 => self.f32.is_some(),
+            Precision::Int8 => self.int8.is_some(),
+            Precision::Int16 => self.int16.is_some(),
+        };
+        if !have {
+            return;
         }
+        if precision != Precision::F32 {
+            self.f32 = None;
+        }
+        if precision != Precision::Int8 {
+            self.int8 = None;
+        }
+        if precision != Precision::Int16 {
+            self.int16 = None;
+        }
+    }
+}
+
+/// `x · w` through the int16 kernels.
+struct Int16Matmul<'a>(&'a Int16Linear);
+
+impl CustomOp1 for Int16Matmul<'_> {
+    fn name(&self) -> &'static str {
+        "linkly-int16-matmul"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> CResult<(CpuStorage, Shape)> {
+        let x = contiguous_f32(s, l, self.name())?;
+        let k = self.0.inputs();
+        let rows = x.len() / k.max(1);
+        if rows * k != x.len() {
+            return Err(err(
+                "linkly-int16-matmul: input width differs from the weights'",
+            ));
+        }
+        let out = self.0.forward(x, rows);
+        Ok((CpuStorage::F32(out), Shape::from((rows, self.0.outputs()))))
     }
 }
 
@@ -353,12 +411,12 @@ impl FastEncoder {
         })
     }
 
-    /// Quantizes the linear layers to int8 beside their f32 weights; false when this CPU
-    /// cannot run the int8 kernels (nothing changes then).
-    pub(crate) fn add_int8(&mut self) -> CResult<bool> {
+    /// Quantizes the linear layers to `precision` beside their f32 weights; false when this
+    /// CPU cannot run its kernels (then the layers keep what they had).
+    pub(crate) fn add_precision(&mut self, precision: Precision) -> CResult<bool> {
         for layer in &mut self.layers {
             for linear in layer.linears() {
-                if !linear.quantize()? {
+                if !linear.quantize(precision)? {
                     return Ok(false);
                 }
             }
@@ -366,8 +424,8 @@ impl FastEncoder {
         Ok(true)
     }
 
-    /// The precision the linear layers run in; `Int8` only after [`FastEncoder::add_int8`]
-    /// succeeded.
+    /// The precision the linear layers run in; one other than f32 only after
+    /// [`FastEncoder::add_precision`] succeeded for it.
     pub(crate) fn set_precision(&mut self, precision: Precision) {
         self.precision = precision;
     }

@@ -15,6 +15,7 @@ mod ann;
 mod chunker;
 mod embedder;
 mod encoder;
+mod int16;
 mod int8;
 mod kernels;
 mod model;

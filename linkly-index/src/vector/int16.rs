@@ -1,0 +1,690 @@
+//! 16-bit integer matrix products for the encoder's linear layers, in safe Rust (AVX2 through
+//! `pulp`).
+//!
+//! A layer's weights are quantized once, per output column; the activations per row at each
+//! call. Both take about 11 bits (the bounds are chosen per layer so that no 32-bit sum can
+//! overflow: `k · max|a| · max|w| < 2^31`), and `vpmaddwd` multiplies 16 pairs and adds them
+//! pairwise into 8 exact 32-bit sums. On a CPU with two integer multiply pipes and no
+//! AVX-512 (AMD Zen 2 and 3, Intel before AVX-512), that is twice the multiply-adds per cycle
+//! of the f32 FMAs `gemm` runs there. The vectors stay within a cosine of 0.9999 of the f32
+//! ones on the real model (int8's 7 bits gave 0.996), which is why this is the default there
+//! (see [`supported`] and `embedder.rs`).
+//!
+//! Layout: the columns are cut into panels of [`NR`] (three AVX2 registers of eight 32-bit
+//! sums); a panel's weights are stored pair of inputs by pair of inputs, each register's eight
+//! columns with their two weights side by side, as `vpmaddwd` takes them. An activation row is
+//! stored as 32-bit words, each holding two consecutive 16-bit values (one broadcast feeds a
+//! register's eight columns).
+
+use pulp::x86::V3;
+use pulp::{f32x8, i16x16, i32x8};
+use rayon::prelude::*;
+
+/// Columns per panel: three registers of eight sums.
+const NR: usize = 24;
+/// Rows per kernel call: 3 rows × 3 registers = 9 accumulators, with the three weight
+/// registers, the broadcast row value and a product, 14 of the 16 registers (four rows needed
+/// 17, and the compiler spilled accumulators to the stack).
+const MR: usize = 3;
+
+/// A linear layer's weights `[k, n]`, quantized and laid out for the kernel.
+pub(crate) struct Int16Linear {
+    k: usize,
+    n: usize,
+    /// Pairs of inputs (`k` rounded up to even, halved).
+    pairs: usize,
+    /// `[panel][pair][register (3)]`: each register the pair's weights of eight columns.
+    packed: Vec<i16x16>,
+    /// Per column (padded to whole panels): the weight scale.
+    scale: Vec<f32>,
+    /// The largest quantized activation.
+    a_max: f32,
+    simd: V3,
+}
+
+impl std::fmt::Debug for Int16Linear {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Int16Linear")
+            .field("k", &self.k)
+            .field("n", &self.n)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether this CPU runs the kernels (AVX2 and FMA).
+pub(crate) fn supported() -> bool {
+    V3::try_new().is_some()
+}
+
+/// Whether the kernels beat the f32 products here: an AVX2 CPU without AVX-512, where `gemm`'s
+/// f32 FMAs do half the multiply-adds per cycle that `vpmaddwd` does. (With AVX-512, `gemm`
+/// runs 16-wide FMAs, as many multiply-adds per cycle as the kernels.)
+pub(crate) fn faster_than_f32() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        supported() && !std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The largest magnitudes of quantized weights and activations for `k` inputs: the product of
+/// the two, times `k` (rounded up to even), stays below 2^31, so every sum is exact.
+fn bounds(k: usize) -> (i32, i32) {
+    let pairs_k = (k.div_ceil(2) * 2).max(2) as f64;
+    let both = (f64::from(i32::MAX) / pairs_k).sqrt().floor().min(32767.0) as i32;
+    (both, both)
+}
+
+impl Int16Linear {
+    /// Quantizes `w`, `[k, n]` row-major (input-major, as `x · w`); `None` when the CPU lacks
+    /// AVX2 or the shape is empty.
+    pub(crate) fn new(w: &[f32], k: usize, n: usize) -> Option<Int16Linear> {
+        let simd = V3::try_new()?;
+        if k == 0 || n == 0 || w.len() != k * n {
+            return None;
+        }
+        let (w_max, a_max) = bounds(k);
+        let pairs = k.div_ceil(2);
+        let panels = n.div_ceil(NR);
+        let mut scale = vec![0.0f32; panels * NR];
+        let mut inv = vec![0.0f32; n];
+        simd.vectorize(ColumnScales {
+            w,
+            n,
+            w_max: w_max as f32,
+            scale: &mut scale,
+            inv: &mut inv,
+        });
+        // Panel by panel on all cores (a model's 24 matrices in a few milliseconds: the CLI
+        // loads the model for each search it runs without a server).
+        let mut packed = vec![bytemuck::cast::<[i16; 16], i16x16>([0; 16]); panels * pairs * 3];
+        packed
+            .par_chunks_mut(pairs * 3)
+            .enumerate()
+            .for_each(|(panel, out)| {
+                simd.vectorize(PackPanel {
+                    w,
+                    k,
+                    n,
+                    inv: &inv,
+                    w_max: w_max as f32,
+                    first_col: panel * NR,
+                    out,
+                })
+            });
+        Some(Int16Linear {
+            k,
+            n,
+            pairs,
+            packed,
+            scale,
+            a_max: a_max as f32,
+            simd,
+        })
+    }
+
+    /// The input width.
+    pub(crate) fn inputs(&self) -> usize {
+        self.k
+    }
+
+    /// The output width.
+    pub(crate) fn outputs(&self) -> usize {
+        self.n
+    }
+
+    /// `x · w` for `x` of `rows` rows of `k` values: `[rows, n]`, spread over rayon (by rows
+    /// for a batch, by panels for a query's few rows).
+    pub(crate) fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        assert_eq!(x.len(), rows * self.k, "x must hold rows × k values");
+        let (k, pairs, n) = (self.k, self.pairs, self.n);
+        let mut xq = vec![0i32; rows * pairs];
+        let mut xs = vec![0.0f32; rows];
+        let threads = rayon::current_num_threads();
+        let per = (rows / (threads * 4)).max(8);
+        xq.par_chunks_mut(pairs * per)
+            .zip(xs.par_chunks_mut(per))
+            .zip(x.par_chunks(k * per))
+            .for_each(|((q, s), x)| {
+                self.simd.vectorize(Quantize {
+                    x,
+                    k,
+                    q,
+                    s,
+                    a_max: self.a_max,
+                })
+            });
+        let mut out = vec![0.0f32; rows * n];
+        let panels = n.div_ceil(NR);
+        let row_tiles = rows.div_ceil(MR);
+        if row_tiles >= threads * 2 {
+            let per = (row_tiles / (threads * 4)).max(1) * MR;
+            out.par_chunks_mut(n * per)
+                .zip(xq.par_chunks(pairs * per))
+                .zip(xs.par_chunks(per))
+                .for_each(|((out, xq), xs)| {
+                    self.simd.vectorize(Block {
+                        w: self,
+                        xq,
+                        xs,
+                        panels: 0..panels,
+                        out,
+                        width: n,
+                        first_col: 0,
+                    })
+                });
+        } else {
+            // Few rows: each task takes some panels of every row, into a buffer of its own.
+            let per = panels.div_ceil(threads * 2).max(1);
+            let parts: Vec<(usize, usize, Vec<f32>)> = (0..panels)
+                .step_by(per)
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .map(|first| {
+                    let last = (first + per).min(panels);
+                    let cols = ((last - first) * NR).min(n - first * NR);
+                    let mut part = vec![0.0f32; rows * cols];
+                    self.simd.vectorize(Block {
+                        w: self,
+                        xq: &xq,
+                        xs: &xs,
+                        panels: first..last,
+                        out: &mut part,
+                        width: cols,
+                        first_col: first * NR,
+                    });
+                    (first * NR, cols, part)
+                })
+                .collect();
+            for (col, cols, part) in parts {
+                for (r, src) in part.chunks_exact(cols).enumerate() {
+                    out[r * n + col..r * n + col + cols].copy_from_slice(src);
+                }
+            }
+        }
+        out
+    }
+
+    /// The same arithmetic in plain scalar code: what the kernels must reproduce exactly.
+    #[cfg(test)]
+    fn forward_reference(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        let (k, pairs, n) = (self.k, self.pairs, self.n);
+        let mut out = vec![0.0f32; rows * n];
+        for r in 0..rows {
+            let row = &x[r * k..(r + 1) * k];
+            let max = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let (s, inv) = if max > 0.0 {
+                (max / self.a_max, self.a_max / max)
+            } else {
+                (0.0, 0.0)
+            };
+            let q: Vec<i64> = (0..pairs * 2)
+                .map(|i| row.get(i).map_or(0.0, |v| (v * inv).round_ties_even()) as i64)
+                .collect();
+            for col in 0..n {
+                let (panel, lane) = (col / NR, col % NR);
+                let (reg, c) = (lane / 8, lane % 8);
+                let mut acc = 0i64;
+                for (i, &qi) in q.iter().enumerate() {
+                    let v: [i16; 16] =
+                        bytemuck::cast(self.packed[(panel * pairs + i / 2) * 3 + reg]);
+                    acc += qi * i64::from(v[c * 2 + i % 2]);
+                }
+                assert!(acc.unsigned_abs() < 1 << 31, "a sum overflows 32 bits");
+                out[r * n + col] = acc as f32 * (self.scale[col] * s);
+            }
+        }
+        out
+    }
+}
+
+/// Each column's weight scale (`max|w| / w_max`) and its inverse (0 for a column of zeros).
+struct ColumnScales<'a> {
+    w: &'a [f32],
+    n: usize,
+    w_max: f32,
+    scale: &'a mut [f32],
+    inv: &'a mut [f32],
+}
+
+impl pulp::NullaryFnOnce for ColumnScales<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        let mut max = vec![0.0f32; self.n];
+        for row in self.w.chunks_exact(self.n) {
+            for (m, &v) in max.iter_mut().zip(row) {
+                let a = v.abs();
+                *m = if a > *m { a } else { *m };
+            }
+        }
+        for ((m, s), i) in max
+            .iter()
+            .zip(self.scale.iter_mut())
+            .zip(self.inv.iter_mut())
+        {
+            if *m > 0.0 {
+                *s = m / self.w_max;
+                *i = self.w_max / m;
+            }
+        }
+    }
+}
+
+/// One panel's quantized weights: for each pair of inputs, three registers of eight columns,
+/// each column's two weights side by side (columns past `n` and the input past an odd `k` are
+/// zero).
+struct PackPanel<'a> {
+    w: &'a [f32],
+    k: usize,
+    n: usize,
+    inv: &'a [f32],
+    w_max: f32,
+    first_col: usize,
+    out: &'a mut [i16x16],
+}
+
+impl pulp::NullaryFnOnce for PackPanel<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        let (k, n, w_max) = (self.k, self.n, self.w_max);
+        let level = |v: f32, inv: f32| (v * inv).round_ties_even().clamp(-w_max, w_max) as i16;
+        let cols = (n - self.first_col).min(NR);
+        for (pair, regs) in self.out.chunks_exact_mut(3).enumerate() {
+            let r0 = &self.w[2 * pair * n..][..n];
+            let r1 = (2 * pair + 1 < k).then(|| &self.w[(2 * pair + 1) * n..][..n]);
+            for (reg, dst) in regs.iter_mut().enumerate() {
+                let mut lanes = [0i16; 16];
+                for c in 0..8 {
+                    let lane = reg * 8 + c;
+                    if lane >= cols {
+                        break;
+                    }
+                    let col = self.first_col + lane;
+                    let inv = self.inv[col];
+                    lanes[2 * c] = level(r0[col], inv);
+                    lanes[2 * c + 1] = r1.map_or(0, |r1| level(r1[col], inv));
+                }
+                *dst = bytemuck::cast(lanes);
+            }
+        }
+    }
+}
+
+/// Quantizes rows: `q` gets each row's values as pairs of 16-bit integers in 32-bit words,
+/// `s` its scale (`max|x| / a_max`, 0 for a row of zeros).
+struct Quantize<'a> {
+    x: &'a [f32],
+    k: usize,
+    q: &'a mut [i32],
+    s: &'a mut [f32],
+    a_max: f32,
+}
+
+impl pulp::NullaryFnOnce for Quantize<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        let pairs = self.k.div_ceil(2);
+        for ((x, q), s) in self
+            .x
+            .chunks_exact(self.k)
+            .zip(self.q.chunks_exact_mut(pairs))
+            .zip(self.s.iter_mut())
+        {
+            let max = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            if max <= 0.0 || !max.is_finite() {
+                q.fill(0);
+                *s = 0.0;
+                continue;
+            }
+            let inv = self.a_max / max;
+            let a_max = self.a_max;
+            let level = |v: f32| (v * inv).round_ties_even().clamp(-a_max, a_max) as i16 as u16;
+            for (q, two) in q.iter_mut().zip(x.chunks(2)) {
+                let lo = level(two[0]);
+                let hi = two.get(1).map_or(0, |&v| level(v));
+                *q = (u32::from(lo) | u32::from(hi) << 16) as i32;
+            }
+            *s = max / self.a_max;
+        }
+    }
+}
+
+/// Some panels of some rows: `out` holds `xs.len()` rows of `width` values, the first of which
+/// is column `first_col`.
+struct Block<'a> {
+    w: &'a Int16Linear,
+    xq: &'a [i32],
+    xs: &'a [f32],
+    panels: std::ops::Range<usize>,
+    out: &'a mut [f32],
+    width: usize,
+    first_col: usize,
+}
+
+/// Rows a block takes through every panel before the next rows: their quantized values (at
+/// most 48 × 3 KiB) stay in the core's cache while the panels' weights stream past them.
+const ROW_BLOCK: usize = 16 * MR;
+
+impl pulp::NullaryFnOnce for Block<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        let w = self.w;
+        let pairs = w.pairs;
+        let rows = self.xs.len();
+        for first in (0..rows).step_by(ROW_BLOCK) {
+            let last = (first + ROW_BLOCK).min(rows);
+            for panel in self.panels.clone() {
+                let weights = &w.packed[panel * pairs * 3..(panel + 1) * pairs * 3];
+                let col = panel * NR;
+                let cols = (w.n - col).min(NR);
+                let scale = &w.scale[col..col + NR];
+                let mut r = first;
+                while r < last {
+                    let m = (last - r).min(MR);
+                    let tile = Tile {
+                        simd: w.simd,
+                        a: &self.xq[r * pairs..(r + m) * pairs],
+                        pairs,
+                        weights,
+                        xs: &self.xs[r..r + m],
+                        scale,
+                        cols,
+                    };
+                    let out = &mut self.out[r * self.width..(r + m) * self.width];
+                    let at = col - self.first_col;
+                    match m {
+                        3 => tile.run::<3>(out, self.width, at),
+                        2 => tile.run::<2>(out, self.width, at),
+                        _ => tile.run::<1>(out, self.width, at),
+                    }
+                    r += m;
+                }
+            }
+        }
+    }
+}
+
+/// One kernel call: `M` rows × one panel.
+struct Tile<'a> {
+    simd: V3,
+    a: &'a [i32],
+    pairs: usize,
+    weights: &'a [i16x16],
+    xs: &'a [f32],
+    scale: &'a [f32],
+    cols: usize,
+}
+
+impl Tile<'_> {
+    /// Writes `out[r · width + at ..][..cols]` for the `M` rows.
+    #[inline(always)]
+    fn run<const M: usize>(&self, out: &mut [f32], width: usize, at: usize) {
+        let sums = if M == MR {
+            self.sums_full()
+        } else {
+            self.sums::<M>()
+        };
+        let simd = self.simd;
+        for (r, acc) in sums.iter().take(M).enumerate() {
+            let s = simd.splat_f32x8(self.xs[r]);
+            let mut values = [0.0f32; NR];
+            for (reg, &sum) in acc.iter().enumerate() {
+                let scale: f32x8 = bytemuck::cast::<[f32; 8], f32x8>(
+                    self.scale[reg * 8..reg * 8 + 8]
+                        .try_into()
+                        .unwrap_or([0.0; 8]),
+                );
+                let v = simd.mul_f32x8(simd.convert_i32x8_to_f32x8(sum), simd.mul_f32x8(scale, s));
+                values[reg * 8..reg * 8 + 8].copy_from_slice(&bytemuck::cast::<f32x8, [f32; 8]>(v));
+            }
+            out[r * width + at..r * width + at + self.cols].copy_from_slice(&values[..self.cols]);
+        }
+    }
+
+    /// The sums of [`MR`] rows, each accumulator a variable of its own (an array of them,
+    /// walked by iterators, made the compiler spill them to the stack).
+    #[inline(always)]
+    fn sums_full(&self) -> [[i32x8; 3]; MR] {
+        let simd = self.simd;
+        let pairs = self.pairs;
+        let (r0, rest) = self.a.split_at(pairs);
+        let (r1, r2) = rest.split_at(pairs);
+        let z = simd.splat_i32x8(0);
+        let (mut a00, mut a01, mut a02) = (z, z, z);
+        let (mut a10, mut a11, mut a12) = (z, z, z);
+        let (mut a20, mut a21, mut a22) = (z, z, z);
+        let madd = |acc: i32x8, a: i16x16, w: i16x16| {
+            simd.wrapping_add_i32x8(acc, simd.multiply_wrapping_add_adjacent_i16x16(a, w))
+        };
+        let splat = |v: i32| -> i16x16 { bytemuck::cast(simd.splat_i32x8(v)) };
+        let rows = r0.iter().zip(r1).zip(&r2[..pairs]);
+        for (w, ((&x0, &x1), &x2)) in self.weights.chunks_exact(3).zip(rows) {
+            let (w0, w1, w2) = (w[0], w[1], w[2]);
+            let a = splat(x0);
+            a00 = madd(a00, a, w0);
+            a01 = madd(a01, a, w1);
+            a02 = madd(a02, a, w2);
+            let a = splat(x1);
+            a10 = madd(a10, a, w0);
+            a11 = madd(a11, a, w1);
+            a12 = madd(a12, a, w2);
+            let a = splat(x2);
+            a20 = madd(a20, a, w0);
+            a21 = madd(a21, a, w1);
+            a22 = madd(a22, a, w2);
+        }
+        [[a00, a01, a02], [a10, a11, a12], [a20, a21, a22]]
+    }
+
+    /// The sums of fewer rows (a batch's last ones).
+    #[inline(always)]
+    fn sums<const M: usize>(&self) -> [[i32x8; 3]; MR] {
+        let simd = self.simd;
+        let pairs = self.pairs;
+        let zero = simd.splat_i32x8(0);
+        let mut acc = [[zero; 3]; MR];
+        let weights = &self.weights[..pairs * 3];
+        for (r, acc) in acc.iter_mut().enumerate().take(M) {
+            let row = &self.a[r * pairs..(r + 1) * pairs];
+            for (p, w) in weights.chunks_exact(3).enumerate() {
+                let a: i16x16 = bytemuck::cast(simd.splat_i32x8(row[p]));
+                for (acc, &w) in acc.iter_mut().zip(w) {
+                    *acc = simd
+                        .wrapping_add_i32x8(*acc, simd.multiply_wrapping_add_adjacent_i16x16(a, w));
+                }
+            }
+        }
+        acc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic values in about [-1, 1]; with `outliers`, every 97th is eight times
+    /// larger, as in real activations.
+    fn values(len: usize, seed: u64, outliers: bool) -> Vec<f32> {
+        let mut s = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (0..len)
+            .map(|i| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let v = ((s >> 33) as f32 / (1u64 << 31) as f32) * 2.0 - 1.0;
+                if outliers && i % 97 == 0 { v * 8.0 } else { v }
+            })
+            .collect()
+    }
+
+    fn exact(x: &[f32], w: &[f32], rows: usize, k: usize, n: usize) -> Vec<f32> {
+        let mut out = vec![0.0f32; rows * n];
+        for r in 0..rows {
+            for i in 0..k {
+                let xv = x[r * k + i];
+                for c in 0..n {
+                    out[r * n + c] += xv * w[i * n + c];
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn kernels_match_the_scalar_reference_and_the_f32_product() {
+        if !supported() {
+            assert!(Int16Linear::new(&[1.0; 16], 4, 4).is_none());
+            return;
+        }
+        // Whole and partial panels, odd k, every row tail of the 3-row kernel, the row and the
+        // panel split, zero rows, the widest inputs of the models (1,536, 3,072).
+        for &(rows, k, n) in &[
+            (1, 384, 384),
+            (13, 384, 1152),
+            (100, 1536, 384),
+            (7, 37, 70),
+            (4, 2, 24),
+            (3, 5, 1),
+            (2, 3072, 30),
+            (70, 9, 50),
+        ] {
+            let w = values(k * n, (rows * k + n) as u64, false);
+            let mut x = values(rows * k, n as u64, true);
+            if rows > 2 {
+                x[k..2 * k].fill(0.0);
+            }
+            let q = Int16Linear::new(&w, k, n).unwrap();
+            assert_eq!((q.inputs(), q.outputs()), (k, n));
+            let fast = q.forward(&x, rows);
+            let reference = q.forward_reference(&x, rows);
+            assert_eq!(fast.len(), rows * n);
+            for (i, (a, b)) in fast.iter().zip(&reference).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                    "{rows}×{k}×{n}: value {i}: kernel {a}, reference {b}"
+                );
+            }
+            // Against the exact product: each row within six quantisation steps of its norm
+            // (0.25 % at k = 384, 0.7 % at k = 3,072, where the bounds are 836; int8: 3 %).
+            let (wb, ab) = bounds(k);
+            let tolerance = 6.0 / wb.min(ab) as f32;
+            let f = exact(&x, &w, rows, k, n);
+            for r in 0..rows {
+                let (got, want) = (&fast[r * n..(r + 1) * n], &f[r * n..(r + 1) * n]);
+                let norm = want.iter().map(|v| v * v).sum::<f32>().sqrt();
+                let err = got
+                    .iter()
+                    .zip(want)
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum::<f32>()
+                    .sqrt();
+                assert!(
+                    err <= tolerance * norm,
+                    "{rows}×{k}×{n}: row {r}: error {err}, norm {norm}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn no_sum_can_overflow() {
+        for k in [1, 2, 3, 384, 1536, 3072, 4096, 1 << 20] {
+            let (w, a) = bounds(k);
+            let worst = (k.div_ceil(2) * 2) as i128 * i128::from(w) * i128::from(a);
+            assert!(worst <= i128::from(i32::MAX), "k {k}");
+            assert!(w >= 1 && a >= 1);
+        }
+        // Every weight and activation at its largest: the sums are still exact.
+        if let Some(q) = Int16Linear::new(&vec![1.0; 1536 * 24], 1536, 24) {
+            let out = q.forward(&vec![1.0; 1536], 1);
+            assert!(
+                out.iter().all(|&v| (v - 1536.0).abs() < 1e-2),
+                "{:?}",
+                &out[..3]
+            );
+        }
+    }
+
+    #[test]
+    fn empty_shapes_are_refused() {
+        assert!(Int16Linear::new(&[], 0, 4).is_none());
+        assert!(Int16Linear::new(&[1.0; 3], 2, 2).is_none());
+    }
+}
+
+// A timing test reports what it measured.
+#[cfg(test)]
+#[allow(clippy::print_stderr)]
+mod timing {
+    /// `cargo test --release -p linkly-index --lib int16::timing -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn products_against_gemm() {
+        for &(rows, k, n) in &[
+            (4000, 384, 1152),
+            (4000, 384, 1536),
+            (4000, 1536, 384),
+            (12, 384, 1152),
+            (12, 1536, 384),
+        ] {
+            let w: Vec<f32> = (0..k * n)
+                .map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5)
+                .collect();
+            let x: Vec<f32> = (0..rows * k)
+                .map(|i| ((i * 104729) % 1000) as f32 / 1000.0 - 0.5)
+                .collect();
+            let q = super::Int16Linear::new(&w, k, n).unwrap();
+            let wt = candle_core::Tensor::from_vec(w.clone(), (k, n), &candle_core::Device::Cpu)
+                .unwrap();
+            let xt = candle_core::Tensor::from_vec(x.clone(), (rows, k), &candle_core::Device::Cpu)
+                .unwrap();
+            let reps = if rows > 100 { 5 } else { 300 };
+            let _ = q.forward(&x, rows);
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                std::hint::black_box(q.forward(&x, rows));
+            }
+            let di = t.elapsed().as_secs_f64() / reps as f64;
+            let _ = xt.matmul(&wt).unwrap();
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                std::hint::black_box(xt.matmul(&wt).unwrap());
+            }
+            let df = t.elapsed().as_secs_f64() / reps as f64;
+            let macs = (rows * k * n) as f64;
+            eprintln!(
+                "{rows}×{k}×{n}: int16 {:.2} ms ({:.0} GMAC/s), gemm f32 {:.2} ms ({:.0} GMAC/s): {:.2}×",
+                di * 1e3,
+                macs / di / 1e9,
+                df * 1e3,
+                macs / df / 1e9,
+                df / di
+            );
+            let one = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
+            let t = std::time::Instant::now();
+            one.install(|| {
+                for _ in 0..reps {
+                    std::hint::black_box(q.forward(&x, rows));
+                }
+            });
+            let d1 = t.elapsed().as_secs_f64() / reps as f64;
+            eprintln!("   one thread: int16 {:.0} GMAC/s", macs / d1 / 1e9);
+        }
+    }
+}
