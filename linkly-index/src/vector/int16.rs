@@ -5,10 +5,10 @@
 //! call. Both take about 11 bits (the bounds are chosen per layer so that no 32-bit sum can
 //! overflow: `k · max|a| · max|w| < 2^31`), and `vpmaddwd` multiplies 16 pairs and adds them
 //! pairwise into 8 exact 32-bit sums. On a CPU with two integer multiply pipes and no
-//! AVX-512 (AMD Zen 2 and 3, Intel before AVX-512), that is twice the multiply-adds per cycle
-//! of the f32 FMAs `gemm` runs there. The vectors stay within a cosine of 0.9999 of the f32
-//! ones on the real model (int8's 7 bits gave 0.996), which is why this is the default there
-//! (see [`supported`] and `embedder.rs`).
+//! AVX-512 (AMD Zen 2 and 3, Intel before AVX-512), that is up to twice the multiply-adds per
+//! cycle of the f32 FMAs `gemm` runs there (1.3–1.5× measured on Zen 3). The vectors stay
+//! within a cosine of 0.9999 of the f32 ones on the real model (int8's 7 bits gave 0.996),
+//! which is why this is the default there (see [`supported`] and `embedder.rs`).
 //!
 //! Layout: the columns are cut into panels of [`NR`] (three AVX2 registers of eight 32-bit
 //! sums); a panel's weights are stored pair of inputs by pair of inputs, each register's eight
