@@ -71,8 +71,8 @@ impl Linear {
 
     fn apply(&self, x: &Tensor, precision: Precision) -> CResult<Tensor> {
         match (precision, &self.int8, &self.int16, &self.f32) {
-            (Precision::Int8, Some(q), _, _) => x.apply_op1_no_bwd(&QuantMatmul(q)),
-            (Precision::Int16, _, Some(q), _) => x.apply_op1_no_bwd(&Int16Matmul(q)),
+            (Precision::Int8, Some(q), _, _) => x.apply_op1_no_bwd(&IntMatmul::Int8(q)),
+            (Precision::Int16, _, Some(q), _) => x.apply_op1_no_bwd(&IntMatmul::Int16(q)),
             (_, _, _, Some(w)) => x.matmul(w),
             _ => Err(err(
                 "the linear layer's weights of this precision were dropped",
@@ -131,47 +131,38 @@ impl Linear {
     }
 }
 
-/// `x · w` through the int16 kernels.
-struct Int16Matmul<'a>(&'a Int16Linear);
-
-impl CustomOp1 for Int16Matmul<'_> {
-    fn name(&self) -> &'static str {
-        "linkly-int16-matmul"
-    }
-
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> CResult<(CpuStorage, Shape)> {
-        let x = contiguous_f32(s, l, self.name())?;
-        let k = self.0.inputs();
-        let rows = x.len() / k.max(1);
-        if rows * k != x.len() {
-            return Err(err(
-                "linkly-int16-matmul: input width differs from the weights'",
-            ));
-        }
-        let out = self.0.forward(x, rows);
-        Ok((CpuStorage::F32(out), Shape::from((rows, self.0.outputs()))))
-    }
+/// `x · w` through the int8 or the int16 kernels.
+enum IntMatmul<'a> {
+    Int8(&'a QuantLinear),
+    Int16(&'a Int16Linear),
 }
 
-/// `x · w` through the int8 kernels.
-struct QuantMatmul<'a>(&'a QuantLinear);
-
-impl CustomOp1 for QuantMatmul<'_> {
+impl CustomOp1 for IntMatmul<'_> {
     fn name(&self) -> &'static str {
-        "linkly-int8-matmul"
+        match self {
+            IntMatmul::Int8(_) => "linkly-int8-matmul",
+            IntMatmul::Int16(_) => "linkly-int16-matmul",
+        }
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> CResult<(CpuStorage, Shape)> {
         let x = contiguous_f32(s, l, self.name())?;
-        let k = self.0.inputs();
+        let (k, n) = match self {
+            IntMatmul::Int8(q) => (q.inputs(), q.outputs()),
+            IntMatmul::Int16(q) => (q.inputs(), q.outputs()),
+        };
         let rows = x.len() / k.max(1);
         if rows * k != x.len() {
-            return Err(err(
-                "linkly-int8-matmul: input width differs from the weights'",
-            ));
+            return Err(err(format!(
+                "{}: input width differs from the weights'",
+                self.name()
+            )));
         }
-        let out = self.0.forward(x, rows);
-        Ok((CpuStorage::F32(out), Shape::from((rows, self.0.outputs()))))
+        let out = match self {
+            IntMatmul::Int8(q) => q.forward(x, rows),
+            IntMatmul::Int16(q) => q.forward(x, rows),
+        };
+        Ok((CpuStorage::F32(out), Shape::from((rows, n))))
     }
 }
 

@@ -21,6 +21,8 @@ mod kernels;
 mod model;
 mod safetensors;
 mod store;
+#[cfg(test)]
+mod test_matrices;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
