@@ -16,7 +16,7 @@ fn total(env: &Env) -> u64 {
 }
 
 fn lose_lexical(env: &Env) {
-    fs_err::remove_dir_all(env.home.join("index/lexical")).unwrap();
+    fs_err::remove_dir_all(env.home.join("index/lexical-2")).unwrap();
 }
 
 #[test]

@@ -211,7 +211,7 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
     drop(daemon);
 
     // A lost full-text index, rebuilt from the store (no file extracted again).
-    fs_err::remove_dir_all(home.join("index/lexical"))?;
+    fs_err::remove_dir_all(home.join("index/lexical-2"))?;
     let t = Instant::now();
     let out = Command::new(&bin)
         .arg("--home")
