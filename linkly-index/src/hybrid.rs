@@ -212,12 +212,12 @@ impl Index {
         filter: &DocFilter,
         opts: &HybridOptions,
     ) -> Result<HybridOutcome> {
-        if let Err(e) = self.vectors.refresh() {
-            tracing::warn!(error = %e, "cannot refresh vectors; using those in memory");
-        }
         let embedder = match opts.arms {
             Arms::Lexical => None,
-            _ => self.vectors.usable_embedder(),
+            _ => {
+                self.prepare_vector_arm();
+                self.vectors.usable_embedder()
+            }
         };
         let allowed = self.allowed_ids(filter)?;
         if allowed.as_ref().is_some_and(|a| a.is_empty()) {

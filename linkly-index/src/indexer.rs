@@ -513,8 +513,13 @@ impl Index {
             self.forget_stale_vectors()?;
             Ok(report)
         })?;
-        self.store
-            .set_meta(LAST_RECONCILE, &now_millis().to_string())?;
+        // The instant `with_sync_lock` recorded as the last sync: a reconcile is a sync, so it
+        // is never later than the last one (a clock read of its own could tick past it).
+        let at = self
+            .store
+            .meta(LAST_SYNC)?
+            .unwrap_or_else(|| now_millis().to_string());
+        self.store.set_meta(LAST_RECONCILE, &at)?;
         Ok(report)
     }
 

@@ -259,6 +259,68 @@ fn deleting_a_file_removes_its_vectors_and_a_restart_reloads_them() {
 }
 
 #[test]
+fn a_model_put_off_loads_at_the_first_search_over_what_the_store_holds_then() {
+    let f = fixture();
+    let model = test_model();
+    f.index.attach_model(&model).unwrap();
+    f.index.embed_pending(&mut |_| {}).unwrap();
+    let tyre = f
+        .index
+        .doc_by_path(f.root.join("tyre.md").to_str().unwrap())
+        .unwrap()
+        .unwrap()
+        .id;
+    // A second process: neither its model nor its vectors are read at open.
+    let later = Index::open(&f.index_dir).unwrap();
+    later.attach_model_when_needed(model);
+    // Before it reads them, another process drops a document's vectors and changes another.
+    fs_err::remove_file(f.root.join("tyre.md")).unwrap();
+    sync(&f.index, &f.root);
+    fs_err::write(
+        f.root.join("cat.md"),
+        "# Afternoon\n\nThe dog chews a bone in the garden.\n",
+    )
+    .unwrap();
+    sync(&f.index, &f.root);
+    assert_eq!(f.index.embed_pending(&mut |_| {}).unwrap().docs, 1);
+    // A keyword search needs neither.
+    let keyword = later
+        .hybrid_search(
+            "windowsill",
+            5,
+            &DocFilter::default(),
+            &HybridOptions {
+                arms: Arms::Lexical,
+                ..HybridOptions::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(keyword.mode, SearchMode::Keyword);
+    // The first hybrid search loads both, and sees the store as it is now.
+    let out = later
+        .hybrid_search(
+            "a puppy gnawing",
+            10,
+            &DocFilter::default(),
+            &HybridOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(out.mode, SearchMode::Hybrid);
+    assert_eq!(paths(&later, &out.hits)[0], "cat.md");
+    assert!(out.hits.iter().all(|h| h.id != tyre));
+    assert!(matches!(later.model_status(), ModelStatus::Ready { .. }));
+    let stats = later.vector_stats().unwrap();
+    assert_eq!(stats.loaded, stats.chunks);
+    assert_eq!(stats.pending_docs, 0);
+
+    // A status asked first loads the model too, so it is never reported missing or loading.
+    let third = Index::open(&f.index_dir).unwrap();
+    third.attach_model_when_needed(test_model());
+    assert!(matches!(third.model_status(), ModelStatus::Ready { .. }));
+    assert_eq!(third.vector_stats().unwrap().loaded, stats.chunks);
+}
+
+#[test]
 fn filters_apply_before_the_cut_in_both_arms() {
     let f = fixture();
     f.index.attach_model(&test_model()).unwrap();

@@ -55,12 +55,15 @@ struct DocSource {
 }
 
 impl Linkly {
-    /// Opens the index and config of a data directory.
+    /// Opens the index and config of a data directory. The embedding model, when its files
+    /// are there, is loaded by the first search (or status) that needs it, not here.
     pub fn open(data_dir: DataDir) -> Result<Linkly> {
         let config = Config::load(&data_dir)?;
         let index = Index::open(&data_dir.index_dir())?;
-        // The embedding model, when its files are there; else search stays keyword-only.
-        index.attach_selected_model(data_dir.root());
+        // The embedding model, when its files are there (else search stays keyword-only),
+        // loaded by the first search or status that needs it: a caller that only reads
+        // documents (a CLI `read`) does not wait for it.
+        index.attach_selected_model_when_needed(data_dir.root());
         Ok(Linkly::new(Arc::new(index), data_dir, config))
     }
 

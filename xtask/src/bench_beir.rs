@@ -44,6 +44,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let (queries, qrels) = crate::corpus::beir_queries(&dataset)?;
     let data = Dataset { queries, qrels };
     let home = work.join("home");
+    if args.iter().any(|a| a == "--latency") {
+        return latency_only(&home, &choice, &data);
+    }
     let _ = fs_err::remove_dir_all(&home);
     let out = work.join("report.md");
     let mut report = Report {
@@ -189,6 +192,60 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     ));
     println!("{}", report.text);
     eprintln!("bench: report written to {}", out.display());
+    Ok(())
+}
+
+/// `--latency`: the query latencies again on the index the last full run left (indexed and
+/// embedded), without indexing or embedding anything: keyword and hybrid at the index, and the
+/// `search` tool, on the exact scan.
+fn latency_only(
+    home: &Path,
+    choice: &linkly_index::vector::ModelChoice,
+    data: &Dataset,
+) -> anyhow::Result<()> {
+    if !home.join("index").is_dir() {
+        bail!(
+            "no index at {}: run `cargo xtask bench beir` once first",
+            home.display()
+        );
+    }
+    let index = Index::open(&home.join("index"))?;
+    index.attach_model(choice)?;
+    let pending = index.embed_pending(&mut |_| {})?;
+    if pending.docs > 0 {
+        bail!(
+            "the index at {} was not fully embedded ({} documents were pending): run `cargo xtask bench beir` first",
+            home.display(),
+            pending.docs
+        );
+    }
+    let queries: Vec<&str> = data.queries.iter().map(|(_, q)| q.as_str()).collect();
+    let index = Arc::new(index);
+    println!(
+        "| latency ({} queries, limit 10, exact scan) | p50 · p99 |\n|---|---|",
+        queries.len()
+    );
+    for (label, arms) in [
+        ("keyword, index", Arms::Lexical),
+        ("hybrid, index", Arms::Both),
+    ] {
+        let (p50, p99) = latency(&queries, |q| {
+            index.hybrid_search(
+                q,
+                10,
+                &DocFilter::default(),
+                &HybridOptions {
+                    arms,
+                    ..HybridOptions::default()
+                },
+            )?;
+            Ok(())
+        })?;
+        println!("| {label} | {p50:.1} ms · {p99:.1} ms |");
+    }
+    let linkly = Linkly::new(index.clone(), DataDir::new(home), Config::default());
+    let (p50, p99) = tool_latency(&linkly, &queries)?;
+    println!("| hybrid, `search` tool (records + snippets + JSON) | {p50:.1} ms · {p99:.1} ms |");
     Ok(())
 }
 

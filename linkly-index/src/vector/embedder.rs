@@ -138,12 +138,21 @@ impl std::fmt::Debug for Embedder {
     }
 }
 
+/// Rows (sequences × tokens) up to which a forward pass runs inside one `rayon::scope`.
+const SMALL_ROWS: usize = 256;
+
 fn model_error(dir: &Path, what: impl std::fmt::Display) -> Error {
     ModelError::Load {
         dir: dir.to_path_buf(),
         reason: what.to_string(),
     }
     .into()
+}
+
+/// The model's `tokenizer.json`, as is (padding and truncation are set by `finish`).
+fn load_tokenizer(dir: &Path) -> Result<Tokenizer> {
+    Tokenizer::from_file(dir.join("tokenizer.json"))
+        .map_err(|e| model_error(dir, format!("tokenizer.json: {e}")))
 }
 
 fn read_json(path: &Path) -> Option<serde_json::Value> {
@@ -175,6 +184,27 @@ impl Embedder {
                 return Err(model_error(dir, format!("{f} is missing")));
             }
         }
+        // The tokenizer (parsing its JSON is a third of a load) on a thread of its own, beside
+        // the weights: a CLI search pays for the load on every call.
+        std::thread::scope(|scope| {
+            let tokenizer = scope.spawn(|| load_tokenizer(dir));
+            Self::load_parts(dir, name, engine, move || {
+                tokenizer.join().unwrap_or_else(|_| {
+                    Err(model_error(
+                        dir,
+                        "tokenizer.json: the loading thread panicked",
+                    ))
+                })
+            })
+        })
+    }
+
+    fn load_parts(
+        dir: &Path,
+        name: &str,
+        engine: Engine,
+        tokenizer: impl FnOnce() -> Result<Tokenizer>,
+    ) -> Result<Embedder> {
         let device = Device::Cpu;
         let config_text = fs_err::read_to_string(dir.join("config.json"))?;
         let config: serde_json::Value = serde_json::from_str(&config_text)
@@ -215,10 +245,10 @@ impl Embedder {
                 dir,
                 name,
                 &config,
+                tokenizer()?,
                 Encoder::Fast(encoder),
                 dim,
                 usable,
-                device,
             )?;
             embedder
                 .choose_precision(engine)
@@ -262,7 +292,15 @@ impl Embedder {
             }
         };
 
-        Self::finish(dir, name, &config, encoder, dim, max_positions, device)
+        Self::finish(
+            dir,
+            name,
+            &config,
+            tokenizer()?,
+            encoder,
+            dim,
+            max_positions,
+        )
     }
 
     /// Tokenizer, pooling, normalisation and prefixes: the same whatever runs the model.
@@ -270,13 +308,13 @@ impl Embedder {
         dir: &Path,
         name: &str,
         config: &serde_json::Value,
+        mut tokenizer: Tokenizer,
         encoder: Encoder,
         dim: usize,
         max_positions: usize,
-        device: Device,
     ) -> Result<Embedder> {
-        let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
-            .map_err(|e| model_error(dir, format!("tokenizer.json: {e}")))?;
+        // What the encoders run on (`load_parts` reads the weights onto the same).
+        let device = Device::Cpu;
         let max_seq = read_json(&dir.join("sentence_bert_config.json"))
             .and_then(|v| v["max_seq_length"].as_u64())
             .map_or(512, |n| n as usize)
@@ -428,6 +466,14 @@ impl Embedder {
         len: usize,
     ) -> candle_core::Result<Vec<Vec<f32>>> {
         let hidden = match &self.encoder {
+            // A query (a few dozen rows) on one of rayon's threads: the encoder's parallel
+            // steps (some 50) then start there directly instead of each waking the pool and
+            // putting this thread to sleep until it is done. Not a batch: its steps are long
+            // enough not to notice, and its large buffers would then be taken from the pool
+            // threads' own malloc arenas (+100 MB peak for `linkly index`, measured).
+            Encoder::Fast(m) if n * len <= SMALL_ROWS => {
+                rayon::scope(|_| m.forward(&ids, &mask, n, len))?
+            }
             Encoder::Fast(m) => m.forward(&ids, &mask, n, len)?,
             Encoder::Bert(_) | Encoder::XlmRoberta(_) => {
                 let ids = Tensor::from_vec(ids.clone(), (n, len), &self.device)?;

@@ -160,7 +160,10 @@ impl Int16Linear {
         let mut out = vec![0.0f32; rows * n];
         let panels = n.div_ceil(NR);
         let row_tiles = rows.div_ceil(MR);
-        if row_tiles >= threads * 2 {
+        // By rows only when every task gets a whole block of rows: a task streams all the
+        // weights past its rows, so a query's few dozen rows split by rows would read the
+        // weights once per three rows instead of once.
+        if row_tiles >= threads * 2 && rows >= ROW_BLOCK * threads {
             let per = (row_tiles / (threads * 4)).max(1) * MR;
             out.par_chunks_mut(n * per)
                 .zip(xq.par_chunks(pairs * per))

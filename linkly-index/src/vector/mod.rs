@@ -198,6 +198,9 @@ struct AnnState {
     ann: Ann,
     /// The model the loaded vectors belong to.
     model: Option<String>,
+    /// Whether the stored vectors were read into `ann` (on first need, not at open: a process
+    /// that only reads documents never pays for them).
+    loaded: bool,
 }
 
 struct Loaded {
@@ -213,26 +216,56 @@ pub(crate) struct VectorSide {
     status: Mutex<ModelStatus>,
     building: Arc<AtomicBool>,
     seen_version: Mutex<i64>,
+    /// A model selected but not loaded yet ([`Index::attach_selected_model_when_needed`]):
+    /// loaded by the first search, status or embedding run that needs it.
+    deferred: Mutex<Option<ModelChoice>>,
 }
 
 impl VectorSide {
-    /// Opens `vectors.sqlite` in `dir` and loads its vectors.
+    /// Opens `vectors.sqlite` in `dir`; its vectors are read at the first search that needs
+    /// them ([`VectorSide::ensure_loaded`]).
     pub(crate) fn open(dir: &Path) -> Result<VectorSide> {
         let store = VectorStore::open(&dir.join("vectors.sqlite"))?;
         let model = store.model()?;
-        let mut ann = Ann::new(0);
-        ann.add(store.load_after(0)?);
         let seen = store.data_version()?;
         Ok(VectorSide {
             store,
-            ann: Arc::new(RwLock::new(AnnState { ann, model })),
+            ann: Arc::new(RwLock::new(AnnState {
+                ann: Ann::new(0),
+                model,
+                loaded: false,
+            })),
             model: RwLock::new(None),
             status: Mutex::new(ModelStatus::Missing {
                 name: DEFAULT_MODEL.to_string(),
             }),
             building: Arc::new(AtomicBool::new(false)),
             seen_version: Mutex::new(seen),
+            deferred: Mutex::new(None),
         })
+    }
+
+    /// Reads the stored vectors into memory, once. Until then writers leave the in-memory set
+    /// alone (the store is the truth; this read sees what they wrote).
+    fn ensure_loaded(&self) -> Result<()> {
+        if self.ann.read().unwrap_or_else(|e| e.into_inner()).loaded {
+            return Ok(());
+        }
+        // In `refresh`'s order: the version, then the vectors.
+        let mut seen = self.seen_version.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.ann.write().unwrap_or_else(|e| e.into_inner());
+        if state.loaded {
+            return Ok(());
+        }
+        // The version first: what is committed after it is loaded by the next refresh.
+        *seen = self.store.data_version()?;
+        state.model = self.store.model()?;
+        state.ann = Ann::new(0);
+        state.ann.add(self.store.load_after(0)?);
+        state.loaded = true;
+        drop((state, seen));
+        self.spawn_graph_build();
+        Ok(())
     }
 
     fn set_status(&self, s: ModelStatus) {
@@ -252,6 +285,7 @@ impl VectorSide {
     /// Loads what another process wrote since the last look.
     /// Loads the vectors another process wrote since the last look.
     pub(crate) fn refresh(&self) -> Result<()> {
+        self.ensure_loaded()?;
         let version = self.store.data_version()?;
         let mut seen = self.seen_version.lock().unwrap_or_else(|e| e.into_inner());
         if *seen == version {
@@ -330,8 +364,10 @@ impl VectorSide {
 }
 
 impl Index {
-    /// The embedding model's status.
+    /// The embedding model's status (loading a model selected with
+    /// [`Index::attach_selected_model_when_needed`] first, so the answer is the real one).
     pub fn model_status(&self) -> ModelStatus {
+        self.load_deferred_model();
         self.vectors
             .status
             .lock()
@@ -347,6 +383,53 @@ impl Index {
     /// Loads an embedding model from its folder. Searches go on, keyword-only, while it loads;
     /// on failure the status is [`ModelStatus::Broken`] and the error is returned.
     pub fn attach_model(&self, choice: &ModelChoice) -> Result<()> {
+        *self
+            .vectors
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
+        self.load_model(choice)
+    }
+
+    /// Loads the model selected by [`Index::attach_selected_model_when_needed`], if it is not
+    /// loaded yet; callers that come meanwhile wait for it, as a search would.
+    pub(crate) fn load_deferred_model(&self) {
+        let mut deferred = self
+            .vectors
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(choice) = deferred.take() {
+            let _ = self.load_model(&choice);
+        }
+    }
+
+    /// Before a vector search: the deferred model loaded and the vectors current; both at
+    /// once when both are still to be read (a CLI call's search: two loads of some 60 and
+    /// 150 ms, on two cores).
+    pub(crate) fn prepare_vector_arm(&self) {
+        let refresh = || {
+            if let Err(e) = self.vectors.refresh() {
+                tracing::warn!(error = %e, "cannot refresh vectors; using those in memory");
+            }
+        };
+        let deferred = self
+            .vectors
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        if deferred {
+            std::thread::scope(|scope| {
+                scope.spawn(refresh);
+                self.load_deferred_model();
+            });
+        } else {
+            refresh();
+        }
+    }
+
+    fn load_model(&self, choice: &ModelChoice) -> Result<()> {
         let name = choice.name.clone();
         self.vectors
             .set_status(ModelStatus::Loading { name: name.clone() });
@@ -389,8 +472,32 @@ impl Index {
         self.model_status()
     }
 
+    /// Selects the model as [`Index::attach_selected_model`] does, but loads it only when
+    /// something needs it: a hybrid search, the model's status, an embedding run. A process
+    /// that only reads, greps or outlines documents (a CLI call) never pays for the model.
+    pub fn attach_selected_model_when_needed(&self, data_root: &Path) {
+        let choice = ModelManager::new(data_root).choice();
+        if !choice.is_present() {
+            self.vectors
+                .set_status(ModelStatus::Missing { name: choice.name });
+        } else {
+            self.attach_model_when_needed(choice);
+        }
+    }
+
+    /// [`Index::attach_model`], put off until something needs the model (see
+    /// [`Index::attach_selected_model_when_needed`]).
+    pub fn attach_model_when_needed(&self, choice: ModelChoice) {
+        *self
+            .vectors
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(choice);
+    }
+
     /// Facts about the stored and loaded vectors.
     pub fn vector_stats(&self) -> Result<VectorStats> {
+        self.vectors.ensure_loaded()?;
         let embedded = self.vectors.store.embedded()?;
         let states = self.store.file_states()?;
         let current = states
@@ -420,6 +527,10 @@ impl Index {
 
     /// Builds the HNSW graph now, in this thread, when one is due (benchmarks, tests).
     pub fn build_vector_graph(&self) {
+        if let Err(e) = self.vectors.ensure_loaded() {
+            tracing::warn!(error = %e, "cannot read the stored vectors");
+            return;
+        }
         let work = self
             .vectors
             .ann
@@ -481,12 +592,10 @@ impl Index {
             return Ok(0);
         }
         let removed = self.vectors.store.remove(stale)?;
-        self.vectors
-            .ann
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .ann
-            .remove(&removed);
+        let mut state = self.vectors.ann.write().unwrap_or_else(|e| e.into_inner());
+        if state.loaded {
+            state.ann.remove(&removed);
+        }
         Ok(stale.len() as u64)
     }
 
@@ -494,6 +603,7 @@ impl Index {
     /// batch committed to the vector store and searchable at once. Resumable: a run stopped
     /// anywhere leaves the documents not yet committed pending. Takes the writer lock.
     pub fn embed_pending(&self, progress: &mut dyn FnMut(&EmbedProgress)) -> Result<EmbedReport> {
+        self.load_deferred_model();
         let Some((name, embedder)) = self
             .vectors
             .model
@@ -524,6 +634,7 @@ impl Index {
     ) -> Result<EmbedReport> {
         let started = Instant::now();
         let mut report = EmbedReport::default();
+        self.vectors.ensure_loaded()?;
         if self.vectors.store.set_model(name)? {
             tracing::info!(model = name, "embedding model changed; vectors are rebuilt");
         }
