@@ -87,6 +87,25 @@ fn fixture() -> Fixture {
     }
 }
 
+/// The fixture with every document embedded with `model`.
+fn embedded_fixture(model: &ModelChoice) -> Fixture {
+    let f = fixture();
+    f.index.attach_model(model).unwrap();
+    f.index.embed_pending(&mut |_| {}).unwrap();
+    f
+}
+
+impl Fixture {
+    /// A document's id, by its file name.
+    fn id_of(&self, name: &str) -> linkly_core::DocId {
+        self.index
+            .doc_by_path(self.root.join(name).to_str().unwrap())
+            .unwrap()
+            .unwrap()
+            .id
+    }
+}
+
 fn paths(index: &Index, hits: &[linkly_index::HybridHit]) -> Vec<String> {
     hits.iter()
         .map(|h| {
@@ -192,19 +211,12 @@ fn without_a_model_search_is_keyword_only() {
 
 #[test]
 fn deleting_a_file_removes_its_vectors_and_a_restart_reloads_them() {
-    let f = fixture();
     let model = test_model();
-    f.index.attach_model(&model).unwrap();
-    f.index.embed_pending(&mut |_| {}).unwrap();
+    let f = embedded_fixture(&model);
     let before = f.index.vector_stats().unwrap();
     assert_eq!(before.embedded_docs, DOCS.len() as u64);
     assert_eq!(before.pending_docs, 0);
-    let tyre = f
-        .index
-        .doc_by_path(f.root.join("tyre.md").to_str().unwrap())
-        .unwrap()
-        .unwrap()
-        .id;
+    let tyre = f.id_of("tyre.md");
 
     fs_err::remove_file(f.root.join("tyre.md")).unwrap();
     sync(&f.index, &f.root);
@@ -260,16 +272,9 @@ fn deleting_a_file_removes_its_vectors_and_a_restart_reloads_them() {
 
 #[test]
 fn a_model_put_off_loads_at_the_first_search_over_what_the_store_holds_then() {
-    let f = fixture();
     let model = test_model();
-    f.index.attach_model(&model).unwrap();
-    f.index.embed_pending(&mut |_| {}).unwrap();
-    let tyre = f
-        .index
-        .doc_by_path(f.root.join("tyre.md").to_str().unwrap())
-        .unwrap()
-        .unwrap()
-        .id;
+    let f = embedded_fixture(&model);
+    let tyre = f.id_of("tyre.md");
     // A second process: neither its model nor its vectors are read at open.
     let later = Index::open(&f.index_dir).unwrap();
     later.attach_model_when_needed(model);

@@ -78,18 +78,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "| bm25 nDCG@10 · Recall@100 | {ndcg:.4} · {recall:.4} |\n"
     ));
     let queries: Vec<&str> = data.queries.iter().map(|(_, q)| q.as_str()).collect();
-    let (p50, p99) = latency(&queries, |q| {
-        index.hybrid_search(
-            q,
-            10,
-            &DocFilter::default(),
-            &HybridOptions {
-                arms: Arms::Lexical,
-                ..HybridOptions::default()
-            },
-        )?;
-        Ok(())
-    })?;
+    let (p50, p99) = index_latency(&index, &queries, Arms::Lexical)?;
     report.push(&format!(
         "| keyword latency, index (limit 10) p50 · p99 | {p50:.1} ms · {p99:.1} ms |\n"
     ));
@@ -142,18 +131,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         ("keyword, index", Arms::Lexical),
         ("hybrid, index (exact scan)", Arms::Both),
     ] {
-        let (p50, p99) = latency(&queries, |q| {
-            index.hybrid_search(
-                q,
-                10,
-                &DocFilter::default(),
-                &HybridOptions {
-                    arms,
-                    ..HybridOptions::default()
-                },
-            )?;
-            Ok(())
-        })?;
+        let (p50, p99) = index_latency(&index, &queries, arms)?;
         report.push(&format!("| {label} | {p50:.1} ms · {p99:.1} ms |\n"));
     }
     let linkly = Linkly::new(index.clone(), DataDir::new(&home), Config::default());
@@ -175,10 +153,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         let (ndcg, recall) = quality(&index, &data, &stems, arms, 60.0)?;
         report.push(&format!("| {label} quality | {ndcg:.4} · {recall:.4} |\n"));
     }
-    let (p50, p99) = latency(&queries, |q| {
-        index.hybrid_search(q, 10, &DocFilter::default(), &HybridOptions::default())?;
-        Ok(())
-    })?;
+    let (p50, p99) = index_latency(&index, &queries, Arms::Both)?;
     report.push(&format!(
         "| hybrid, index (HNSW) latency | {p50:.1} ms · {p99:.1} ms |\n"
     ));
@@ -229,24 +204,29 @@ fn latency_only(
         ("keyword, index", Arms::Lexical),
         ("hybrid, index", Arms::Both),
     ] {
-        let (p50, p99) = latency(&queries, |q| {
-            index.hybrid_search(
-                q,
-                10,
-                &DocFilter::default(),
-                &HybridOptions {
-                    arms,
-                    ..HybridOptions::default()
-                },
-            )?;
-            Ok(())
-        })?;
+        let (p50, p99) = index_latency(&index, &queries, arms)?;
         println!("| {label} | {p50:.1} ms · {p99:.1} ms |");
     }
     let linkly = Linkly::new(index.clone(), DataDir::new(home), Config::default());
     let (p50, p99) = tool_latency(&linkly, &queries)?;
     println!("| hybrid, `search` tool (records + snippets + JSON) | {p50:.1} ms · {p99:.1} ms |");
     Ok(())
+}
+
+/// p50 and p99 of `Index::hybrid_search` with these arms (limit 10, no filter).
+fn index_latency(index: &Index, queries: &[&str], arms: Arms) -> anyhow::Result<(f64, f64)> {
+    latency(queries, |q| {
+        index.hybrid_search(
+            q,
+            10,
+            &DocFilter::default(),
+            &HybridOptions {
+                arms,
+                ..HybridOptions::default()
+            },
+        )?;
+        Ok(())
+    })
 }
 
 /// p50 and p99 of the `search` tool in hybrid mode (JSON output) over the queries.
