@@ -7,8 +7,9 @@
 //! PyTorch (installed from PyPI into `target/bench/st-venv` on first use) and Linkly's encoder on
 //! the same abstracts, one sequence each cut at the model's window, in one run, alternated
 //! R times (default 2): the ratio is measured, not remembered. Linkly runs three times: its
-//! default (int16 linear layers where that is faster, else f32), f32 (`LINKLY_EMBED_ENGINE=f32`)
-//! and int8 (`LINKLY_EMBED_ENGINE=int8`, AVX-512 VNNI). Each engine runs in its
+//! default (bf16 on AMX tiles, else int16 linear layers where that is faster, else f32), f32
+//! (`LINKLY_EMBED_ENGINE=f32`), int8 (`LINKLY_EMBED_ENGINE=int8`, AVX-512 VNNI) and bf16
+//! (`LINKLY_EMBED_ENGINE=bf16`, AMX). Each engine runs in its
 //! own process (its own peak RSS); every vector is compared with PyTorch's (cosine per
 //! abstract).
 //!
@@ -54,6 +55,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         (
             "Linkly encoder, int8 (`LINKLY_EMBED_ENGINE=int8`), chunks",
             "int8",
+            "--child",
+        ),
+        (
+            "Linkly encoder, bf16 on AMX (`LINKLY_EMBED_ENGINE=bf16`), chunks",
+            "bf16",
             "--child",
         ),
         (
@@ -213,7 +219,7 @@ fn vs_pytorch(subset: &Path, model: &ModelChoice, rounds: usize) -> anyhow::Resu
     // Linkly's engines: label, `LINKLY_EMBED_ENGINE`, the runs, the least cosine to PyTorch.
     let mut ours: Vec<(&str, &str, Vec<serde_json::Value>, f64)> = vec![
         (
-            "Linkly's encoder, the default (int16 on AVX2 without AVX-512, else f32)",
+            "Linkly's encoder, the default (bf16 on AMX, int16 on AVX2 without AVX-512, else f32)",
             "",
             Vec::new(),
             1.0,
@@ -227,6 +233,12 @@ fn vs_pytorch(subset: &Path, model: &ModelChoice, rounds: usize) -> anyhow::Resu
         (
             "Linkly's encoder, int8 (`LINKLY_EMBED_ENGINE=int8`; f32 without AVX-512 VNNI)",
             "int8",
+            Vec::new(),
+            1.0,
+        ),
+        (
+            "Linkly's encoder, bf16 on AMX tiles (`LINKLY_EMBED_ENGINE=bf16`; f32 without AMX)",
+            "bf16",
             Vec::new(),
             1.0,
         ),

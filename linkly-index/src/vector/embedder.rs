@@ -21,8 +21,9 @@ use crate::{Error, ModelError, Result};
 /// Which forward pass runs the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Engine {
-    /// [`FastEncoder`]: fused, vectorised, multi-threaded; its linear layers in int16 where
-    /// that is faster than f32 on this CPU (AVX2 without AVX-512), else f32 (the default).
+    /// [`FastEncoder`]: fused, vectorised, multi-threaded; its linear layers in bf16 on AMX
+    /// tiles where the CPU has them, in int16 where that is faster than f32 on this CPU (AVX2
+    /// without AVX-512), else f32 (the default).
     Fast,
     /// [`FastEncoder`] in f32 whatever the CPU (`LINKLY_EMBED_ENGINE=f32`).
     FastF32,
@@ -34,6 +35,9 @@ pub(crate) enum Engine {
     /// about 0.996 of the f32 ones on all-MiniLM-L6-v2, so not the default (see
     /// docs/benchmarks.md).
     FastInt8,
+    /// [`FastEncoder`] with bf16 linear layers on AMX tiles where the CPU has them
+    /// (`LINKLY_EMBED_ENGINE=bf16`; the default there).
+    FastBf16,
     /// candle-transformers' `bert` / `xlm_roberta` as they are
     /// (`LINKLY_EMBED_ENGINE=candle-transformers`): for comparison and as a fallback.
     Reference,
@@ -46,6 +50,7 @@ impl Engine {
         match std::env::var(linkly_core::env::LINKLY_EMBED_ENGINE).as_deref() {
             Ok("candle-transformers" | "reference") => Engine::Reference,
             Ok("int8") => Engine::FastInt8,
+            Ok("bf16") => Engine::FastBf16,
             Ok("int16") => Engine::FastInt16,
             Ok("f32") => Engine::FastF32,
             _ => Engine::Fast,
@@ -212,9 +217,11 @@ impl Embedder {
         let model_type = config["model_type"].as_str().unwrap_or("bert").to_string();
         let weights: PathBuf = dir.join("model.safetensors");
         let fast = match engine {
-            Engine::Fast | Engine::FastF32 | Engine::FastInt8 | Engine::FastInt16 => {
-                fast_config(&config, &model_type)
-            }
+            Engine::Fast
+            | Engine::FastF32
+            | Engine::FastInt8
+            | Engine::FastInt16
+            | Engine::FastBf16 => fast_config(&config, &model_type),
             Engine::Reference => None,
         };
         // An all-f32 file is read straight into the layout the fast encoder uses; anything
@@ -394,6 +401,8 @@ impl Embedder {
         let wanted = match engine {
             Engine::FastInt8 => Precision::Int8,
             Engine::FastInt16 => Precision::Int16,
+            Engine::FastBf16 => Precision::Bf16,
+            Engine::Fast if crate::vector::amx::supported() => Precision::Bf16,
             Engine::Fast if crate::vector::int16::faster_than_f32() => Precision::Int16,
             _ => Precision::F32,
         };
@@ -807,12 +816,14 @@ mod tests {
     }
 
     /// The int16 path on the real model: each vector within a cosine of 0.9999 of the f32 one
-    /// (the default's rule is 0.999), and the default engine runs it exactly where it is the
-    /// faster one.
+    /// (the default's rule is 0.999), and the default engine picks bf16 where AMX runs, int16
+    /// where it is the faster one, f32 elsewhere.
     #[test]
     fn int16_vectors_match_f32_on_the_real_model() {
         let default = Embedder::load_with(&test_model(), "all-MiniLM-L6-v2", Engine::Fast).unwrap();
-        let expected = if crate::vector::int16::faster_than_f32() {
+        let expected = if crate::vector::amx::supported() {
+            Precision::Bf16
+        } else if crate::vector::int16::faster_than_f32() {
             Precision::Int16
         } else {
             Precision::F32
@@ -822,6 +833,18 @@ mod tests {
             Engine::FastInt16,
             Precision::Int16,
             crate::vector::int16::supported(),
+            0.9999,
+        );
+    }
+
+    /// The bf16 path on AMX tiles, on the real model: each vector within a cosine of 0.9999
+    /// of the f32 one (the default's rule is 0.999; it is the default where it runs).
+    #[test]
+    fn bf16_vectors_match_f32_on_the_real_model() {
+        assert_close_to_f32(
+            Engine::FastBf16,
+            Precision::Bf16,
+            crate::vector::amx::supported(),
             0.9999,
         );
     }

@@ -21,6 +21,7 @@ use rayon::prelude::*;
 
 use pulp::{Simd, WithSimd};
 
+use crate::vector::amx::AmxLinear;
 use crate::vector::int8::QuantLinear;
 use crate::vector::int16::Int16Linear;
 use crate::vector::kernels::{self, Activation};
@@ -50,6 +51,8 @@ pub(crate) enum Precision {
     /// 16-bit integer weights and activations (about 11 bits each), exact 32-bit sums
     /// (AVX2, [`Int16Linear`]).
     Int16,
+    /// bf16 weights and activations, f32 sums (AMX tiles, [`AmxLinear`]).
+    Bf16,
 }
 
 /// A linear layer's weights (bias apart), in one precision or both.
@@ -58,6 +61,7 @@ struct Linear {
     f32: Option<Tensor>,
     int8: Option<QuantLinear>,
     int16: Option<Int16Linear>,
+    bf16: Option<AmxLinear>,
 }
 
 impl Linear {
@@ -66,14 +70,16 @@ impl Linear {
             f32: Some(w),
             int8: None,
             int16: None,
+            bf16: None,
         }
     }
 
     fn apply(&self, x: &Tensor, precision: Precision) -> CResult<Tensor> {
-        match (precision, &self.int8, &self.int16, &self.f32) {
-            (Precision::Int8, Some(q), _, _) => x.apply_op1_no_bwd(&IntMatmul::Int8(q)),
-            (Precision::Int16, _, Some(q), _) => x.apply_op1_no_bwd(&IntMatmul::Int16(q)),
-            (_, _, _, Some(w)) => x.matmul(w),
+        match (precision, &self.int8, &self.int16, &self.bf16, &self.f32) {
+            (Precision::Int8, Some(q), ..) => x.apply_op1_no_bwd(&IntMatmul::Int8(q)),
+            (Precision::Int16, _, Some(q), ..) => x.apply_op1_no_bwd(&IntMatmul::Int16(q)),
+            (Precision::Bf16, _, _, Some(q), _) => x.apply_op1_no_bwd(&IntMatmul::Bf16(q)),
+            (.., Some(w)) => x.matmul(w),
             _ => Err(err(
                 "the linear layer's weights of this precision were dropped",
             )),
@@ -83,12 +89,7 @@ impl Linear {
     /// Adds the weights of `precision` beside the f32 ones; false when this CPU cannot run
     /// that precision's kernels.
     fn quantize(&mut self, precision: Precision) -> CResult<bool> {
-        let ready = match precision {
-            Precision::F32 => self.f32.is_some(),
-            Precision::Int8 => self.int8.is_some(),
-            Precision::Int16 => self.int16.is_some(),
-        };
-        if ready {
+        if self.has(precision) {
             return Ok(true);
         }
         let Some(w) = &self.f32 else {
@@ -106,17 +107,26 @@ impl Linear {
                 self.int16 = Int16Linear::new(&values, k, n);
                 self.int16.is_some()
             }
+            Precision::Bf16 => {
+                self.bf16 = AmxLinear::new(&values, k, n);
+                self.bf16.is_some()
+            }
         })
+    }
+
+    /// Whether the weights of `precision` are there.
+    fn has(&self, precision: Precision) -> bool {
+        match precision {
+            Precision::F32 => self.f32.is_some(),
+            Precision::Int8 => self.int8.is_some(),
+            Precision::Int16 => self.int16.is_some(),
+            Precision::Bf16 => self.bf16.is_some(),
+        }
     }
 
     /// Frees the weights of the precisions not in use.
     fn keep(&mut self, precision: Precision) {
-        let have = match precision {
-            Precision::F32 => self.f32.is_some(),
-            Precision::Int8 => self.int8.is_some(),
-            Precision::Int16 => self.int16.is_some(),
-        };
-        if !have {
+        if !self.has(precision) {
             return;
         }
         if precision != Precision::F32 {
@@ -128,13 +138,17 @@ impl Linear {
         if precision != Precision::Int16 {
             self.int16 = None;
         }
+        if precision != Precision::Bf16 {
+            self.bf16 = None;
+        }
     }
 }
 
-/// `x · w` through the int8 or the int16 kernels.
+/// `x · w` through the int8, int16 or bf16 kernels.
 enum IntMatmul<'a> {
     Int8(&'a QuantLinear),
     Int16(&'a Int16Linear),
+    Bf16(&'a AmxLinear),
 }
 
 impl CustomOp1 for IntMatmul<'_> {
@@ -142,6 +156,7 @@ impl CustomOp1 for IntMatmul<'_> {
         match self {
             IntMatmul::Int8(_) => "linkly-int8-matmul",
             IntMatmul::Int16(_) => "linkly-int16-matmul",
+            IntMatmul::Bf16(_) => "linkly-bf16-matmul",
         }
     }
 
@@ -150,6 +165,7 @@ impl CustomOp1 for IntMatmul<'_> {
         let (k, n) = match self {
             IntMatmul::Int8(q) => (q.inputs(), q.outputs()),
             IntMatmul::Int16(q) => (q.inputs(), q.outputs()),
+            IntMatmul::Bf16(q) => (q.inputs(), q.outputs()),
         };
         let rows = x.len() / k.max(1);
         if rows * k != x.len() {
@@ -161,6 +177,7 @@ impl CustomOp1 for IntMatmul<'_> {
         let out = match self {
             IntMatmul::Int8(q) => q.forward(x, rows),
             IntMatmul::Int16(q) => q.forward(x, rows),
+            IntMatmul::Bf16(q) => q.forward(x, rows),
         };
         Ok((CpuStorage::F32(out), Shape::from((rows, n))))
     }

@@ -16,19 +16,20 @@ mod chunker;
 mod embedder;
 mod encoder;
 mod int16;
-mod int8;
 mod kernels;
 mod model;
 mod safetensors;
 mod store;
 #[cfg(test)]
 mod test_matrices;
+mod x86;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
+use x86::{amx, int8};
 
 use linkly_core::DocId;
 

@@ -1,5 +1,4 @@
-//! int8 matrix products for the encoder's linear layers on AVX-512 VNNI: the workspace's one
-//! `unsafe` module.
+//! int8 matrix products for the encoder's linear layers on AVX-512 VNNI.
 //!
 //! A linear layer's weights are quantized once, per output column (symmetric, ±127); the
 //! activations per row at each call (symmetric, ±127, then shifted by 128 into the unsigned
@@ -10,14 +9,12 @@
 //! vectors against the f32 path when it loads and keeps f32 where they differ by more than
 //! its threshold.
 //!
-//! Why `unsafe`: the AVX-512 loads and stores take raw pointers, and the functions compiled
+//! Why `unsafe` (see [`super`]): the AVX-512 loads and stores take raw pointers, and the functions compiled
 //! for AVX-512 may only be called where the CPU has it. Both are confined here, behind
 //! [`QuantLinear`], which can only be built on a CPU that has the instructions
 //! ([`QuantLinear::new`] returns `None` elsewhere) and checks every slice length before a
 //! kernel runs. Tests compare the kernels bit for bit with the scalar reference
 //! [`QuantLinear::forward_reference`], and the quantized product with the f32 one.
-
-#![allow(unsafe_code)]
 
 use rayon::prelude::*;
 

@@ -1,0 +1,505 @@
+//! bf16 matrix products on AMX tiles (Intel Sapphire Rapids and later) for the encoder's
+//! linear layers.
+//!
+//! A layer's weights are rounded to bf16 once, at load, and packed into the 1 KiB tiles
+//! `tdpbf16ps` takes (16 pairs of inputs × 16 columns, each column's two weights side by side);
+//! the activations are rounded to bf16 at each call. One `tdpbf16ps` multiplies a 16 × 32
+//! tile of activations by a 32 × 16 tile of weights into 16 × 16 f32 sums: 8,192 multiply-adds
+//! per instruction, where an AVX-512 FMA does 16. Sums are kept in f32, so the only error is
+//! the rounding of each input to 8 significant bits: the vectors stay within a cosine of
+//! 0.9999 of the f32 ones on the real model (a test in `embedder.rs` checks it).
+//!
+//! Each kernel call computes 32 rows × 32 columns (four accumulator tiles, two tiles of
+//! activations, two of weights: the eight tile registers) over the whole input width, in one
+//! `asm!` block that loads its tile configuration, zeroes, multiplies, stores and releases the
+//! tiles, so no tile state lives outside it.
+
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+thread_local! {
+    /// A work unit's rows in bf16, tile by tile (reused: at most 256 rows of the widest input).
+    static PACKED: std::cell::RefCell<Vec<u16>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// bf16 values per tile row (64 bytes): the inputs one `tdpbf16ps` consumes.
+const TILE_K: usize = 32;
+/// Rows and columns of one kernel call: 2 × 2 tiles of 16.
+const BLOCK: usize = 32;
+/// Bytes of one packed weight tile: 16 pairs of inputs × 16 columns × 2 × 2 bytes.
+const TILE_BYTES: usize = 1024;
+
+/// A linear layer's weights `[k, n]`, rounded to bf16 and packed into tiles.
+pub(crate) struct AmxLinear {
+    k: usize,
+    n: usize,
+    /// `k` rounded up to whole tiles (zeros past `k`).
+    kp: usize,
+    /// `n` rounded up to whole blocks (zero columns past `n`).
+    np: usize,
+    /// `[column block][input tile][half (2)][pair (16)][column (16)][2]`: per block of 32
+    /// columns and tile of 32 inputs, its two weight tiles side by side (2 KiB).
+    packed: Vec<u16>,
+}
+
+impl std::fmt::Debug for AmxLinear {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AmxLinear")
+            .field("k", &self.k)
+            .field("n", &self.n)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `x` rounded to the nearest bf16, ties to even (inputs here are finite).
+fn bf16(x: f32) -> u16 {
+    let b = x.to_bits();
+    ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
+}
+
+/// The bf16 value `b` as f32.
+#[cfg(test)]
+fn f32_of(b: u16) -> f32 {
+    f32::from_bits(u32::from(b) << 16)
+}
+
+/// Whether this CPU and kernel run the kernels: AMX-TILE and AMX-BF16, and the kernel lets
+/// this process use the tile registers (asked once).
+pub(crate) fn supported() -> bool {
+    static SUPPORTED: OnceLock<bool> = OnceLock::new();
+    *SUPPORTED.get_or_init(tiles::enable)
+}
+
+impl AmxLinear {
+    /// Rounds and packs `w`, `[k, n]` row-major (input-major, as `x · w`); `None` when this
+    /// CPU cannot run the kernels or the shape is empty.
+    pub(crate) fn new(w: &[f32], k: usize, n: usize) -> Option<AmxLinear> {
+        if !supported() || k == 0 || n == 0 || w.len() != k * n {
+            return None;
+        }
+        let kp = k.div_ceil(TILE_K) * TILE_K;
+        let np = n.div_ceil(BLOCK) * BLOCK;
+        let ktiles = kp / TILE_K;
+        let mut packed = vec![0u16; np / BLOCK * ktiles * TILE_BYTES];
+        packed
+            .par_chunks_mut(ktiles * TILE_BYTES)
+            .enumerate()
+            .for_each(|(block, dst)| {
+                for (i, v) in dst.iter_mut().enumerate() {
+                    // i = ((tile · 2 + half) · 16 + pair) · 32 + column · 2 + e
+                    let (e, column) = (i % 2, (i / 2) % 16);
+                    let (pair, half, tile) = ((i / 32) % 16, (i / 512) % 2, i / 1024);
+                    let row = tile * TILE_K + pair * 2 + e;
+                    let col = block * BLOCK + half * 16 + column;
+                    if row < k && col < n {
+                        *v = bf16(w[row * n + col]);
+                    }
+                }
+            });
+        Some(AmxLinear {
+            k,
+            n,
+            kp,
+            np,
+            packed,
+        })
+    }
+
+    /// The input width.
+    pub(crate) fn inputs(&self) -> usize {
+        self.k
+    }
+
+    /// The output width.
+    pub(crate) fn outputs(&self) -> usize {
+        self.n
+    }
+
+    /// `x · w` for `x` of `rows` rows of `k` values: `[rows, n]`.
+    pub(crate) fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        assert_eq!(x.len(), rows * self.k, "x must hold rows × k values");
+        let (kp, n, np) = (self.kp, self.n, self.np);
+        let rp = rows.div_ceil(BLOCK) * BLOCK;
+        let (row_blocks, col_blocks) = (rp / BLOCK, np / BLOCK);
+        // Work units: runs of up to eight row blocks (rounded to bf16 into a buffer that stays
+        // in cache, and a column block's weights stay in cache across them), split by columns
+        // too when there are too few to keep every core busy (a query's rows).
+        let threads = rayon::current_num_threads();
+        let rows_per_unit = (row_blocks / (threads * 2)).clamp(1, 8);
+        let row_units = row_blocks.div_ceil(rows_per_unit);
+        let col_units = if row_units >= threads * 2 {
+            1
+        } else {
+            (threads * 2).div_ceil(row_units).clamp(1, col_blocks)
+        };
+        let cols_per_unit = col_blocks.div_ceil(col_units);
+        let units: Vec<(usize, usize)> = (0..row_units)
+            .flat_map(|r| (0..col_blocks.div_ceil(cols_per_unit)).map(move |c| (r, c)))
+            .collect();
+        let weights_per_block = (kp / TILE_K) * TILE_BYTES;
+        let out = tiles::Out::fill(rp * np, np, |target| {
+            units.par_iter().for_each(|&(ru, cu)| {
+                let rb = ru * rows_per_unit..((ru + 1) * rows_per_unit).min(row_blocks);
+                let cb = cu * cols_per_unit..((cu + 1) * cols_per_unit).min(col_blocks);
+                let first = rb.start * BLOCK;
+                let last = (rb.end * BLOCK).min(rows);
+                PACKED.with_borrow_mut(|a| {
+                    tiles::pack_rows(&x[first * self.k..last * self.k], self.k, kp, rb.len(), a);
+                    let w = &self.packed[cb.start * weights_per_block..cb.end * weights_per_block];
+                    for (i, r) in rb.enumerate() {
+                        let a = &a[i * BLOCK * kp..(i + 1) * BLOCK * kp];
+                        target.strip(a, kp, w, r * BLOCK, cb.start * BLOCK);
+                    }
+                });
+            });
+        });
+        if np == n {
+            let mut out = out;
+            out.truncate(rows * n);
+            out
+        } else {
+            out.chunks_exact(np)
+                .take(rows)
+                .flat_map(|row| &row[..n])
+                .copied()
+                .collect()
+        }
+    }
+
+    /// The same arithmetic in plain scalar code: each input rounded to bf16, sums in f32.
+    #[cfg(test)]
+    fn forward_reference(&self, x: &[f32], rows: usize, w: &[f32]) -> Vec<f32> {
+        let (k, n) = (self.k, self.n);
+        let mut out = vec![0.0f32; rows * n];
+        for r in 0..rows {
+            for c in 0..n {
+                let mut acc = 0.0f64;
+                for i in 0..k {
+                    acc += f64::from(f32_of(bf16(x[r * k + i])))
+                        * f64::from(f32_of(bf16(w[i * n + c])));
+                }
+                out[r * n + c] = acc as f32;
+            }
+        }
+        out
+    }
+}
+
+/// What needs `unsafe`: the tile instructions (`asm!`), the system call that grants the tiles,
+/// and the output written block by block without zeroing it first.
+mod tiles {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::{BLOCK, TILE_BYTES, TILE_K};
+
+    /// Asks the kernel for the tile registers; true when the CPU has AMX-TILE, AMX-BF16 and
+    /// AVX-512F/BW (the rounding to bf16) and the kernel granted the tiles.
+    pub(super) fn enable() -> bool {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        {
+            // CPUID leaf 7, sub-leaf 0, EDX: bit 22 AMX-BF16, bit 24 AMX-TILE.
+            let leaf = std::arch::x86_64::__cpuid_count(7, 0);
+            if leaf.edx & (1 << 22) == 0
+                || leaf.edx & (1 << 24) == 0
+                || !std::arch::is_x86_feature_detected!("avx512f")
+                || !std::arch::is_x86_feature_detected!("avx512bw")
+            {
+                return false;
+            }
+            const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+            const XFEATURE_XTILEDATA: libc::c_long = 18;
+            // SAFETY: arch_prctl with ARCH_REQ_XCOMP_PERM takes two integers and touches no
+            // memory of ours; it fails (non-zero) where the kernel does not support AMX.
+            let status = unsafe {
+                libc::syscall(
+                    libc::SYS_arch_prctl,
+                    ARCH_REQ_XCOMP_PERM,
+                    XFEATURE_XTILEDATA,
+                )
+            };
+            status == 0
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        {
+            false
+        }
+    }
+
+    /// Rounds `x` (rows of `k` values, at most `blocks` × 32 of them) to bf16 into `a` in
+    /// tile order: for each block of 32 rows and tile of 32 inputs, its two halves of 16 rows
+    /// side by side, 1 KiB each (the layout `tileloadd` reads at a stride of 64 bytes); zeros
+    /// past `k` and past the last row.
+    pub(super) fn pack_rows(x: &[f32], k: usize, kp: usize, blocks: usize, a: &mut Vec<u16>) {
+        assert!(k <= kp && kp.is_multiple_of(TILE_K) && x.len() <= blocks * BLOCK * k);
+        a.clear();
+        a.resize(blocks * BLOCK * kp, 0);
+        // SAFETY: `supported()` held (no `AmxLinear` exists otherwise), and AMX CPUs have
+        // AVX-512F and BW (checked there too).
+        unsafe { pack_rows_avx512(x, k, kp, a) }
+    }
+
+    /// [`pack_rows`]' loop, compiled for AVX-512 (the rounding vectorises 16 values wide).
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn pack_rows_avx512(x: &[f32], k: usize, kp: usize, a: &mut [u16]) {
+        let ktiles = kp / TILE_K;
+        for (i, row) in x.chunks_exact(k).enumerate() {
+            let (block, half, r) = (i / BLOCK, (i / 16) % 2, i % 16);
+            for (t, values) in row.chunks(TILE_K).enumerate() {
+                let at = (((block * ktiles + t) * 2 + half) * 16 + r) * TILE_K;
+                for (d, &v) in a[at..at + values.len()].iter_mut().zip(values) {
+                    *d = super::bf16(v);
+                }
+            }
+        }
+    }
+
+    /// The tile configuration: palette 1, all eight tiles 16 rows of 64 bytes.
+    #[repr(C, align(64))]
+    struct Config([u8; 64]);
+
+    const CONFIG: Config = {
+        let mut c = [0u8; 64];
+        c[0] = 1;
+        let mut t = 0;
+        while t < 8 {
+            c[16 + 2 * t] = 64;
+            c[48 + t] = 16;
+            t += 1;
+        }
+        Config(c)
+    };
+
+    /// The output matrix, `[rows, width]` f32, written block by block from several threads.
+    pub(super) struct Out {
+        ptr: *mut f32,
+        len: usize,
+        width: usize,
+        /// Values written so far.
+        written: AtomicUsize,
+    }
+
+    // SAFETY: `strip` writes only the blocks it is given, and the callers give each block to
+    // one thread (`forward`'s work units are disjoint).
+    unsafe impl Sync for Out {}
+
+    impl Out {
+        /// A `[len / width, width]` matrix whose every 32 × 32 block `write` computes through
+        /// [`Out::strip`], without zeroing it first (the product overwrites every value).
+        ///
+        /// # Panics
+        /// When `write` left values unwritten.
+        pub(super) fn fill(len: usize, width: usize, write: impl FnOnce(&Out)) -> Vec<f32> {
+            assert!(width.is_multiple_of(BLOCK) && len.is_multiple_of(width * BLOCK));
+            let mut v = Vec::<f32>::with_capacity(len);
+            let out = Out {
+                ptr: v.as_mut_ptr(),
+                len,
+                width,
+                written: AtomicUsize::new(0),
+            };
+            write(&out);
+            assert_eq!(out.written.into_inner(), len, "every block is written once");
+            // SAFETY: the capacity is `len`; every block was stored once by `strip` (each
+            // strip counts its blocks, the asserts in `strip` keep them inside the matrix,
+            // and `forward` gives each block to one strip), so all `len` values are set.
+            unsafe { v.set_len(len) };
+            v
+        }
+
+        /// `out[row..row + 32][col..col + 32·m] = a · w`: `a` is 32 rows of `kp` bf16 values
+        /// in tile order ([`pack_rows`]), `w` the packed tiles of `m` column blocks (each
+        /// `kp / 32` pairs of 1 KiB tiles).
+        pub(super) fn strip(&self, a: &[u16], kp: usize, w: &[u16], row: usize, col: usize) {
+            let ktiles = kp / TILE_K;
+            let per_block = ktiles * TILE_BYTES;
+            assert!(ktiles > 0 && kp.is_multiple_of(TILE_K) && a.len() == BLOCK * kp);
+            assert!(!w.is_empty() && w.len().is_multiple_of(per_block));
+            let blocks = w.len() / per_block;
+            assert!(col + blocks * BLOCK <= self.width && (row + BLOCK) * self.width <= self.len);
+            let ldc = self.width * 4;
+            self.written
+                .fetch_add(blocks * BLOCK * BLOCK, Ordering::Relaxed);
+            // SAFETY: the asserts above keep every tile inside its slice: for each of the
+            // `blocks ≥ 1` column blocks, the activation tiles read `a` from its start, 1 KiB
+            // each (`ktiles` pairs: all of `a`); the weight tiles read the next 2 KiB of `w`
+            // per input tile (`blocks` × `ktiles` × 2 KiB: all of `w`), and the stores write
+            // 16 rows of 64 bytes at stride `ldc`, inside `out`'s rows `row..row + 32`,
+            // columns `col..col + 32 · blocks`. The strip loads its own configuration and
+            // releases the tiles, so it depends on no tile state outside it; `supported()`
+            // held, so the CPU has the instructions and the kernel granted the tiles. Both
+            // loops run at least once.
+            unsafe {
+                let c = self.ptr.add(row * self.width + col);
+                std::arch::asm!(
+                    "ldtilecfg [{cfg}]",
+                    "3:",
+                    "mov {a0}, {a}",
+                    "mov {count}, {ktiles}",
+                    "tilezero tmm0",
+                    "tilezero tmm1",
+                    "tilezero tmm2",
+                    "tilezero tmm3",
+                    "2:",
+                    "tileloadd tmm4, [{a0} + {s64}*1]",
+                    "tileloadd tmm5, [{a0} + {s64}*1 + 1024]",
+                    "tileloadd tmm6, [{w} + {s64}*1]",
+                    "tileloadd tmm7, [{w} + {s64}*1 + 1024]",
+                    "tdpbf16ps tmm0, tmm4, tmm6",
+                    "tdpbf16ps tmm1, tmm4, tmm7",
+                    "tdpbf16ps tmm2, tmm5, tmm6",
+                    "tdpbf16ps tmm3, tmm5, tmm7",
+                    "add {a0}, 2048",
+                    "add {w}, 2048",
+                    "dec {count}",
+                    "jnz 2b",
+                    "tilestored [{c0} + {ldc}*1], tmm0",
+                    "tilestored [{c0} + {ldc}*1 + 64], tmm1",
+                    "tilestored [{c1} + {ldc}*1], tmm2",
+                    "tilestored [{c1} + {ldc}*1 + 64], tmm3",
+                    "add {c0}, 128",
+                    "add {c1}, 128",
+                    "dec {blocks}",
+                    "jnz 3b",
+                    "tilerelease",
+                    cfg = in(reg) CONFIG.0.as_ptr(),
+                    a = in(reg) a.as_ptr(),
+                    a0 = out(reg) _,
+                    s64 = in(reg) 64usize,
+                    w = inout(reg) w.as_ptr() => _,
+                    count = out(reg) _,
+                    ktiles = in(reg) ktiles,
+                    c0 = inout(reg) c => _,
+                    c1 = inout(reg) c.add(16 * self.width) => _,
+                    ldc = in(reg) ldc,
+                    blocks = inout(reg) blocks => _,
+                    options(nostack),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vector::test_matrices::{exact, values};
+
+    #[test]
+    fn kernels_match_the_scalar_reference_and_the_f32_product() {
+        if !supported() {
+            assert!(AmxLinear::new(&[1.0; 16], 4, 4).is_none());
+            return;
+        }
+        for &(rows, k, n) in &[
+            (1, 384, 384),
+            (13, 384, 1152),
+            (100, 1536, 384),
+            (7, 37, 70),
+            (33, 4, 16),
+            (3, 5, 1),
+            (64, 64, 64),
+        ] {
+            let w = values(k * n, (rows * k + n) as u64, false);
+            let mut x = values(rows * k, n as u64, true);
+            if rows > 2 {
+                x[k..2 * k].fill(0.0);
+            }
+            let q = AmxLinear::new(&w, k, n).unwrap();
+            assert_eq!((q.inputs(), q.outputs()), (k, n));
+            let fast = q.forward(&x, rows);
+            let reference = q.forward_reference(&x, rows, &w);
+            assert_eq!(fast.len(), rows * n);
+            let f = exact(&x, &w, rows, k, n);
+            for r in 0..rows {
+                let want = &f[r * n..(r + 1) * n];
+                let norm = want.iter().map(|v| v * v).sum::<f32>().sqrt();
+                for c in 0..n {
+                    let (a, b) = (fast[r * n + c], reference[r * n + c]);
+                    // The same products summed in another order (f32 against f64).
+                    assert!(
+                        (a - b).abs() <= 1e-5 * norm.max(1.0),
+                        "{rows}×{k}×{n}: [{r}][{c}]: kernel {a}, reference {b}"
+                    );
+                }
+                let got = &fast[r * n..(r + 1) * n];
+                let err = got
+                    .iter()
+                    .zip(want)
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum::<f32>()
+                    .sqrt();
+                // bf16 keeps 8 significant bits: about 0.4 % per input.
+                assert!(
+                    err <= 0.01 * norm,
+                    "{rows}×{k}×{n}: row {r}: error {err}, norm {norm}"
+                );
+                if r == 1 && rows > 2 {
+                    assert!(got.iter().all(|&v| v == 0.0), "a zero row is zero");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn empty_shapes_are_refused() {
+        assert!(AmxLinear::new(&[], 0, 4).is_none());
+        assert!(AmxLinear::new(&[1.0; 3], 2, 2).is_none());
+    }
+}
+
+// A timing test reports what it measured.
+#[cfg(test)]
+#[allow(clippy::print_stderr)]
+mod timing {
+    /// `cargo test --release -p linkly-index --lib amx::timing -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn products_against_gemm() {
+        if !super::supported() {
+            eprintln!("no AMX here");
+            return;
+        }
+        for &(rows, k, n) in &[
+            (4000, 384, 1152),
+            (4000, 384, 1536),
+            (4000, 1536, 384),
+            (12, 384, 1152),
+            (12, 1536, 384),
+        ] {
+            let w: Vec<f32> = (0..k * n)
+                .map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5)
+                .collect();
+            let x: Vec<f32> = (0..rows * k)
+                .map(|i| ((i * 104729) % 1000) as f32 / 1000.0 - 0.5)
+                .collect();
+            let q = super::AmxLinear::new(&w, k, n).unwrap();
+            let wt = candle_core::Tensor::from_vec(w.clone(), (k, n), &candle_core::Device::Cpu)
+                .unwrap();
+            let xt = candle_core::Tensor::from_vec(x.clone(), (rows, k), &candle_core::Device::Cpu)
+                .unwrap();
+            let reps = if rows > 100 { 20 } else { 1000 };
+            let _ = q.forward(&x, rows);
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                std::hint::black_box(q.forward(&x, rows));
+            }
+            let da = t.elapsed().as_secs_f64() / reps as f64;
+            let _ = xt.matmul(&wt).unwrap();
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                std::hint::black_box(xt.matmul(&wt).unwrap());
+            }
+            let df = t.elapsed().as_secs_f64() / reps as f64;
+            let macs = (rows * k * n) as f64;
+            eprintln!(
+                "{rows}×{k}×{n}: amx bf16 {:.3} ms ({:.0} GMAC/s), gemm f32 {:.3} ms ({:.0} GMAC/s): {:.2}×",
+                da * 1e3,
+                macs / da / 1e9,
+                df * 1e3,
+                macs / df / 1e9,
+                df / da
+            );
+        }
+    }
+}
