@@ -540,6 +540,15 @@ impl FastEncoder {
     }
 
     fn layer(&self, l: &Layer, x: &Tensor, seqs: Sequences<'_>) -> CResult<Tensor> {
+        if let (Precision::Bf16, Some(qkv), Some(out), Some(up), Some(down)) = (
+            self.precision,
+            &l.qkv.bf16,
+            &l.out.bf16,
+            &l.up.bf16,
+            &l.down.bf16,
+        ) {
+            return self.layer_bf16(l, [qkv, out, up, down], x, seqs);
+        }
         let (h, heads) = (self.cfg.hidden, self.cfg.heads);
         let d = h / heads;
         let arch = self.arch;
@@ -551,6 +560,7 @@ impl FastEncoder {
             heads,
             d,
             arch,
+            bf16: p == Precision::Bf16,
         })?;
         let attended = l.out.apply(&context, p)?;
         attended.inplace_op2(
@@ -579,6 +589,74 @@ impl FastEncoder {
             },
         )?;
         Ok(down)
+    }
+}
+
+impl FastEncoder {
+    /// [`FastEncoder::layer`] on AMX tiles, with each product's bias, activation, residual
+    /// and LayerNorm applied to its rows as soon as a strip of them is computed (still in
+    /// cache), instead of in a pass of their own over the whole batch.
+    fn layer_bf16(
+        &self,
+        l: &Layer,
+        [qkv, out, up, down]: [&AmxLinear; 4],
+        x: &Tensor,
+        seqs: Sequences<'_>,
+    ) -> CResult<Tensor> {
+        let (h, heads) = (self.cfg.hidden, self.cfg.heads);
+        let arch = self.arch;
+        let (guard, layout) = x.storage_and_layout();
+        let candle_core::Storage::Cpu(storage) = &*guard else {
+            return Err(err("hidden states are not in CPU memory"));
+        };
+        let x = contiguous_f32(storage, layout, "hidden states")?;
+        let rows = x.len() / h;
+        let attention = Attention {
+            bias: &l.qkv_bias,
+            seqs,
+            heads,
+            d: h / heads,
+            arch,
+            bf16: true,
+        };
+        let context = attention.run(&qkv.forward(x, rows))?;
+        let eps = self.cfg.eps;
+        fn add_norm<'a>(
+            op: AddNorm<'a>,
+            residual: &'a [f32],
+            h: usize,
+        ) -> impl Fn(usize, &mut [f32]) + Sync + 'a {
+            move |first, block| {
+                op.arch.dispatch(NormRows {
+                    op: &op,
+                    block,
+                    residual: &residual[first * h..],
+                });
+            }
+        }
+        let op1 = AddNorm {
+            bias: &l.out_bias,
+            norm: &l.norm1,
+            eps,
+            arch,
+        };
+        let attended = out.forward_then(&context, rows, &add_norm(op1, x, h));
+        let act = BiasActivation {
+            bias: &l.up_bias,
+            activation: self.cfg.activation,
+            arch,
+        };
+        let up = up.forward_then(&attended, rows, &|_, block: &mut [f32]| {
+            arch.dispatch(ActRows { op: &act, block });
+        });
+        let op2 = AddNorm {
+            bias: &l.down_bias,
+            norm: &l.norm2,
+            eps,
+            arch,
+        };
+        let down = down.forward_then(&up, rows, &add_norm(op2, &attended, h));
+        Tensor::from_vec(down, (rows, h), &candle_core::Device::Cpu)
     }
 }
 
@@ -670,6 +748,8 @@ struct Attention<'a> {
     heads: usize,
     d: usize,
     arch: pulp::Arch,
+    /// Both products in bf16 on AMX tiles, head by head (the linear layers run there too).
+    bf16: bool,
 }
 
 impl CustomOp1 for Attention<'_> {
@@ -679,6 +759,16 @@ impl CustomOp1 for Attention<'_> {
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> CResult<(CpuStorage, Shape)> {
         let qkv = contiguous_f32(s, l, self.name())?;
+        let h = self.heads * self.d;
+        let out = self.run(qkv)?;
+        let rows = out.len() / h;
+        Ok((CpuStorage::F32(out), Shape::from((rows, h))))
+    }
+}
+
+impl Attention<'_> {
+    /// The heads' contexts `[T, hidden]` of the projection `qkv` (`[T, 3·hidden]`).
+    fn run(&self, qkv: &[f32]) -> CResult<Vec<f32>> {
         let h = self.heads * self.d;
         let rows = qkv.len() / (3 * h);
         if rows * 3 * h != qkv.len() || self.seqs.lens.iter().sum::<usize>() != rows {
@@ -697,15 +787,16 @@ impl CustomOp1 for Attention<'_> {
             .into_par_iter()
             .enumerate()
             .try_for_each(|(seq, dst)| self.sequence(qkv, seq, dst))?;
-        Ok((CpuStorage::F32(out), Shape::from((rows, h))))
+        Ok(out)
     }
-}
 
-impl Attention<'_> {
     /// One sequence, all heads: `softmax(Q·Kᵀ/√d)·V` as two batched candle products over the
     /// heads (called from a rayon task, gemm runs them on this thread), the softmax in place
     /// between them, the heads written side by side into the sequence's rows `dst`.
     fn sequence(&self, qkv: &[f32], seq: usize, dst: &mut [f32]) -> CResult<()> {
+        if self.bf16 {
+            return self.sequence_bf16(qkv, seq, dst);
+        }
         let (heads, d) = (self.heads, self.d);
         let h = heads * d;
         let (first, len) = (self.seqs.offsets[seq], self.seqs.lens[seq]);
@@ -743,6 +834,61 @@ impl Attention<'_> {
     }
 }
 
+impl Attention<'_> {
+    /// [`Attention::sequence`] with both products on AMX tiles, one head at a time: the keys
+    /// (transposed) and the values are packed as the weights of an [`AmxLinear`], the scores
+    /// and the weights of the softmax rounded to bf16 as its inputs; sums in f32.
+    fn sequence_bf16(&self, qkv: &[f32], seq: usize, dst: &mut [f32]) -> CResult<()> {
+        let (heads, d) = (self.heads, self.d);
+        let h = heads * d;
+        let (first, len) = (self.seqs.offsets[seq], self.seqs.lens[seq]);
+        if len == 0 {
+            return Ok(());
+        }
+        let scale = 1.0 / (d as f32).sqrt();
+        let rows = &qkv[first * 3 * h..(first + len) * 3 * h];
+        let unavailable = || err("AMX tiles are not available");
+        // The keys' width, rounded up to whole blocks: the scores' rows are that wide (zeros
+        // past `len`), and so many value rows (zeros past `len`) take them.
+        let wide = len.div_ceil(32) * 32;
+        let mut q = vec![0.0f32; len * d];
+        let mut k = vec![0.0f32; len * d];
+        let mut v = vec![0.0f32; wide * d];
+        for head in 0..heads {
+            let at = head * d;
+            let bias = |part: usize| &self.bias[part * h + at..part * h + at + d];
+            let (qb, kb, vb) = (bias(0), bias(1), bias(2));
+            for (t, row) in rows.chunks_exact(3 * h).enumerate() {
+                let part = |p: usize| &row[p * h + at..p * h + at + d];
+                let out = t * d..(t + 1) * d;
+                for ((o, x), b) in q[out.clone()].iter_mut().zip(part(0)).zip(qb) {
+                    *o = (x + b) * scale;
+                }
+                for ((o, x), b) in k[out.clone()].iter_mut().zip(part(1)).zip(kb) {
+                    *o = x + b;
+                }
+                for ((o, x), b) in v[out].iter_mut().zip(part(2)).zip(vb) {
+                    *o = x + b;
+                }
+            }
+            let keys = AmxLinear::new_transposed(&k, d, len).ok_or_else(unavailable)?;
+            debug_assert_eq!(keys.padded_outputs(), wide);
+            let mut scores = keys.forward_padded(&q, len);
+            self.arch.dispatch(SoftmaxRows {
+                scores: &mut scores,
+                width: wide,
+                valid: len,
+            });
+            let values = AmxLinear::new(&v, wide, d).ok_or_else(unavailable)?;
+            let context = values.forward(&scores, len);
+            for (t, row) in context.chunks_exact(d).enumerate() {
+                dst[t * h + at..][..d].copy_from_slice(row);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Where each sequence's rows are in a packed batch.
 #[derive(Clone, Copy)]
 struct Sequences<'a> {
@@ -758,6 +904,8 @@ struct Softmax {
 struct SoftmaxRows<'a> {
     scores: &'a mut [f32],
     width: usize,
+    /// The scores of each row that count (zeros after them).
+    valid: usize,
 }
 
 impl WithSimd for SoftmaxRows<'_> {
@@ -766,7 +914,7 @@ impl WithSimd for SoftmaxRows<'_> {
     #[inline(always)]
     fn with_simd<S: Simd>(self, _: S) {
         for row in self.scores.chunks_exact_mut(self.width) {
-            kernels::masked_softmax(row, self.width);
+            kernels::masked_softmax(row, self.valid);
         }
     }
 }
@@ -779,7 +927,11 @@ impl InplaceOp1 for Softmax {
     fn cpu_fwd(&self, s: &mut CpuStorage, l: &Layout) -> CResult<()> {
         let scores = contiguous_f32_mut(s, l, self.name())?;
         let width = l.dims().last().copied().unwrap_or(1).max(1);
-        self.arch.dispatch(SoftmaxRows { scores, width });
+        self.arch.dispatch(SoftmaxRows {
+            scores,
+            width,
+            valid: width,
+        });
         Ok(())
     }
 }

@@ -30,6 +30,9 @@ const BLOCK: usize = 32;
 /// Bytes of one packed weight tile: 16 pairs of inputs × 16 columns × 2 × 2 bytes.
 const TILE_BYTES: usize = 1024;
 
+/// What [`AmxLinear::forward_then`] does to each block of output rows: `(first row, rows)`.
+pub(crate) type Then<'a> = &'a (dyn Fn(usize, &mut [f32]) + Sync);
+
 /// A linear layer's weights `[k, n]`, rounded to bf16 and packed into tiles.
 pub(crate) struct AmxLinear {
     k: usize,
@@ -75,6 +78,16 @@ impl AmxLinear {
     /// Rounds and packs `w`, `[k, n]` row-major (input-major, as `x · w`); `None` when this
     /// CPU cannot run the kernels or the shape is empty.
     pub(crate) fn new(w: &[f32], k: usize, n: usize) -> Option<AmxLinear> {
+        Self::build(w, k, n, false)
+    }
+
+    /// [`AmxLinear::new`] from the weights stored column by column: `wt` is `[n, k]`, each
+    /// output's `k` weights side by side (attention's keys, whose transpose is multiplied).
+    pub(crate) fn new_transposed(wt: &[f32], k: usize, n: usize) -> Option<AmxLinear> {
+        Self::build(wt, k, n, true)
+    }
+
+    fn build(w: &[f32], k: usize, n: usize, transposed: bool) -> Option<AmxLinear> {
         if !supported() || k == 0 || n == 0 || w.len() != k * n {
             return None;
         }
@@ -82,21 +95,26 @@ impl AmxLinear {
         let np = n.div_ceil(BLOCK) * BLOCK;
         let ktiles = kp / TILE_K;
         let mut packed = vec![0u16; np / BLOCK * ktiles * TILE_BYTES];
-        packed
-            .par_chunks_mut(ktiles * TILE_BYTES)
-            .enumerate()
-            .for_each(|(block, dst)| {
-                for (i, v) in dst.iter_mut().enumerate() {
-                    // i = ((tile · 2 + half) · 16 + pair) · 32 + column · 2 + e
-                    let (e, column) = (i % 2, (i / 2) % 16);
-                    let (pair, half, tile) = ((i / 32) % 16, (i / 512) % 2, i / 1024);
-                    let row = tile * TILE_K + pair * 2 + e;
-                    let col = block * BLOCK + half * 16 + column;
-                    if row < k && col < n {
-                        *v = bf16(w[row * n + col]);
-                    }
+        // Where weight (row r, column c) goes: its column block's tiles, the input tile and
+        // the half (16 columns) it falls in, then pair of inputs · 32 + column · 2 + r % 2.
+        let col_at: Vec<usize> = (0..n)
+            .map(|c| (c / BLOCK) * ktiles * TILE_BYTES + ((c % BLOCK) / 16) * 512 + (c % 16) * 2)
+            .collect();
+        let row_at = |r: usize| (r / TILE_K) * TILE_BYTES + ((r % TILE_K) / 2) * 32 + r % 2;
+        if transposed {
+            for (column, at) in w.chunks_exact(k).zip(&col_at) {
+                for (r, &v) in column.iter().enumerate() {
+                    packed[at + row_at(r)] = bf16(v);
                 }
-            });
+            }
+        } else {
+            for (r, row) in w.chunks_exact(n).enumerate() {
+                let base = row_at(r);
+                for (&at, &v) in col_at.iter().zip(row) {
+                    packed[base + at] = bf16(v);
+                }
+            }
+        }
         Some(AmxLinear {
             k,
             n,
@@ -116,10 +134,54 @@ impl AmxLinear {
         self.n
     }
 
+    /// The output width rounded up to whole blocks of 32: the width of
+    /// [`AmxLinear::forward_padded`]'s rows.
+    pub(crate) fn padded_outputs(&self) -> usize {
+        self.np
+    }
+
     /// `x · w` for `x` of `rows` rows of `k` values: `[rows, n]`.
     pub(crate) fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        let (n, np) = (self.n, self.np);
+        let out = self.forward_padded(x, rows);
+        if np == n {
+            out
+        } else {
+            out.chunks_exact(np)
+                .flat_map(|row| &row[..n])
+                .copied()
+                .collect()
+        }
+    }
+
+    /// [`AmxLinear::forward`] with each row [`AmxLinear::padded_outputs`] wide, zeros past
+    /// `n`: `[rows, np]`.
+    pub(crate) fn forward_padded(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        self.product(x, rows, None)
+    }
+
+    /// [`AmxLinear::forward`], then `then(first, block)` on every block of whole output rows
+    /// (`first` the index of its first row): on each 32-row strip as soon as it is computed,
+    /// while it is still in cache, when one task computes whole rows; else on the finished
+    /// product. The result is the same either way.
+    pub(crate) fn forward_then(&self, x: &[f32], rows: usize, then: Then<'_>) -> Vec<f32> {
+        if self.np != self.n {
+            let mut out = self.forward(x, rows);
+            let per = (rows / (rayon::current_num_threads() * 4)).max(1);
+            out.par_chunks_mut(per * self.n)
+                .enumerate()
+                .for_each(|(i, block)| then(i * per, block));
+            return out;
+        }
+        self.product(x, rows, Some(then))
+    }
+
+    /// The product, `[rows, np]`; with `then` (only when `np == n`), applied to whole rows as
+    /// in [`AmxLinear::forward_then`].
+    fn product(&self, x: &[f32], rows: usize, then: Option<Then<'_>>) -> Vec<f32> {
         assert_eq!(x.len(), rows * self.k, "x must hold rows × k values");
-        let (kp, n, np) = (self.kp, self.n, self.np);
+        assert!(then.is_none() || self.np == self.n);
+        let (kp, np) = (self.kp, self.np);
         let rp = rows.div_ceil(BLOCK) * BLOCK;
         let (row_blocks, col_blocks) = (rp / BLOCK, np / BLOCK);
         // Work units: runs of up to eight row blocks (rounded to bf16 into a buffer that stays
@@ -149,22 +211,26 @@ impl AmxLinear {
                     let w = &self.packed[cb.start * weights_per_block..cb.end * weights_per_block];
                     for (i, r) in rb.enumerate() {
                         let a = &a[i * BLOCK * kp..(i + 1) * BLOCK * kp];
-                        target.strip(a, kp, w, r * BLOCK, cb.start * BLOCK);
+                        let strip = target.strip(a, kp, w, r * BLOCK, cb.start * BLOCK);
+                        let count = rows.saturating_sub(r * BLOCK).min(BLOCK);
+                        if let (Some(then), Some(whole)) = (then, strip)
+                            && count > 0
+                        {
+                            then(r * BLOCK, target.whole_rows(whole, count));
+                        }
                     }
                 });
             });
         });
-        if np == n {
-            let mut out = out;
-            out.truncate(rows * n);
-            out
-        } else {
-            out.chunks_exact(np)
-                .take(rows)
-                .flat_map(|row| &row[..n])
-                .copied()
-                .collect()
+        let mut out = out;
+        out.truncate(rows * np);
+        if let Some(then) = then.filter(|_| cols_per_unit < col_blocks) {
+            let per = (rows / (threads * 4)).max(1);
+            out.par_chunks_mut(per * np)
+                .enumerate()
+                .for_each(|(i, block)| then(i * per, block));
         }
+        out
     }
 
     /// The same arithmetic in plain scalar code: each input rounded to bf16, sums in f32.
@@ -232,11 +298,29 @@ mod tiles {
     /// past `k` and past the last row.
     pub(super) fn pack_rows(x: &[f32], k: usize, kp: usize, blocks: usize, a: &mut Vec<u16>) {
         assert!(k <= kp && kp.is_multiple_of(TILE_K) && x.len() <= blocks * BLOCK * k);
-        a.clear();
-        a.resize(blocks * BLOCK * kp, 0);
+        let len = blocks * BLOCK * kp;
+        if a.len() < len {
+            a.resize(len, 0);
+        }
+        let a = &mut a[..len];
         // SAFETY: `supported()` held (no `AmxLinear` exists otherwise), and AMX CPUs have
         // AVX-512F and BW (checked there too).
         unsafe { pack_rows_avx512(x, k, kp, a) }
+        // The buffer is reused: zero what the rows did not write (past `k`, past the last row).
+        let (rows, ktiles) = (x.len() / k, kp / TILE_K);
+        for i in 0..blocks * BLOCK {
+            let (block, half, r) = (i / BLOCK, (i / 16) % 2, i % 16);
+            let first_tile = if i < rows { k / TILE_K } else { 0 };
+            for t in first_tile..ktiles {
+                let at = (((block * ktiles + t) * 2 + half) * 16 + r) * TILE_K;
+                let from = if i < rows {
+                    (k - t * TILE_K).min(TILE_K)
+                } else {
+                    0
+                };
+                a[at + from..at + TILE_K].fill(0);
+            }
+        }
     }
 
     /// [`pack_rows`]' loop, compiled for AVX-512 (the rounding vectorises 16 values wide).
@@ -269,6 +353,11 @@ mod tiles {
         }
         Config(c)
     };
+
+    /// Proof that a strip wrote 32 rows whole, starting at `row` (made only by [`Out::strip`]).
+    pub(super) struct WholeRows {
+        row: usize,
+    }
 
     /// The output matrix, `[rows, width]` f32, written block by block from several threads.
     pub(super) struct Out {
@@ -307,10 +396,35 @@ mod tiles {
             v
         }
 
+        /// The first `count` (≤ 32) rows of a strip that [`Out::strip`] wrote whole.
+        #[allow(clippy::mut_from_ref)]
+        pub(super) fn whole_rows(&self, strip: WholeRows, count: usize) -> &mut [f32] {
+            let row = strip.row;
+            assert!(count <= BLOCK && (row + BLOCK) * self.width <= self.len);
+            // SAFETY: inside the allocation (assert above; `strip` checked it too). A
+            // `WholeRows` is made only by `strip`, once, after it wrote every column of rows
+            // `row..row + 32`, and is consumed here: the values are initialised, and no other
+            // thread touches these rows (`forward` gives each row block to one task, whose
+            // next strip writes other rows) while the slice lives.
+            unsafe {
+                std::slice::from_raw_parts_mut(self.ptr.add(row * self.width), count * self.width)
+            }
+        }
+
         /// `out[row..row + 32][col..col + 32·m] = a · w`: `a` is 32 rows of `kp` bf16 values
         /// in tile order ([`pack_rows`]), `w` the packed tiles of `m` column blocks (each
         /// `kp / 32` pairs of 1 KiB tiles).
-        pub(super) fn strip(&self, a: &[u16], kp: usize, w: &[u16], row: usize, col: usize) {
+        ///
+        /// Returns a [`WholeRows`] when the strip covered every column: its rows are done.
+        #[must_use]
+        pub(super) fn strip(
+            &self,
+            a: &[u16],
+            kp: usize,
+            w: &[u16],
+            row: usize,
+            col: usize,
+        ) -> Option<WholeRows> {
             let ktiles = kp / TILE_K;
             let per_block = ktiles * TILE_BYTES;
             assert!(ktiles > 0 && kp.is_multiple_of(TILE_K) && a.len() == BLOCK * kp);
@@ -376,6 +490,7 @@ mod tiles {
                     options(nostack),
                 );
             }
+            (col == 0 && blocks * BLOCK == self.width).then_some(WholeRows { row })
         }
     }
 }
@@ -438,6 +553,66 @@ mod tests {
                     assert!(got.iter().all(|&v| v == 0.0), "a zero row is zero");
                 }
             }
+        }
+    }
+
+    /// The weights packed from their transpose multiply the same, and the padded rows hold
+    /// the same values, then zeros.
+    #[test]
+    fn transposed_weights_and_padded_rows_agree() {
+        if !supported() {
+            assert!(AmxLinear::new_transposed(&[1.0; 16], 4, 4).is_none());
+            return;
+        }
+        for &(rows, k, n) in &[(5, 32, 33), (40, 70, 64), (1, 3, 100)] {
+            let w = values(k * n, (k + n) as u64, false);
+            let x = values(rows * k, rows as u64, true);
+            let mut wt = vec![0.0; k * n];
+            for r in 0..k {
+                for c in 0..n {
+                    wt[c * k + r] = w[r * n + c];
+                }
+            }
+            let plain = AmxLinear::new(&w, k, n).unwrap();
+            let transposed = AmxLinear::new_transposed(&wt, k, n).unwrap();
+            let out = plain.forward(&x, rows);
+            assert_eq!(out, transposed.forward(&x, rows), "{rows}×{k}×{n}");
+            let np = plain.padded_outputs();
+            assert_eq!(np, n.div_ceil(32) * 32);
+            let padded = plain.forward_padded(&x, rows);
+            assert_eq!(padded.len(), rows * np);
+            for (wide, narrow) in padded.chunks_exact(np).zip(out.chunks_exact(n)) {
+                assert_eq!(&wide[..n], narrow);
+                assert!(wide[n..].iter().all(|&v| v == 0.0));
+            }
+        }
+    }
+
+    /// `forward_then` runs its step once on every row, with the row's index, on strips of a
+    /// batch as on a query's few rows and on padded widths.
+    #[test]
+    fn the_step_after_the_product_sees_every_row_once() {
+        if !supported() {
+            return;
+        }
+        for &(rows, k, n) in &[(300, 64, 96), (5, 64, 384), (70, 32, 40), (1, 8, 32)] {
+            let w = values(k * n, 7, false);
+            let x = values(rows * k, 11, true);
+            let q = AmxLinear::new(&w, k, n).unwrap();
+            let mut want = q.forward(&x, rows);
+            for (r, row) in want.chunks_exact_mut(n).enumerate() {
+                for v in row {
+                    *v = *v * 2.0 + r as f32;
+                }
+            }
+            let got = q.forward_then(&x, rows, &|first, block: &mut [f32]| {
+                for (i, row) in block.chunks_exact_mut(n).enumerate() {
+                    for v in row {
+                        *v = *v * 2.0 + (first + i) as f32;
+                    }
+                }
+            });
+            assert_eq!(got, want, "{rows}×{k}×{n}");
         }
     }
 
