@@ -77,6 +77,30 @@ pub(crate) struct Lexical {
     /// it at once.
     writer: Arc<Mutex<WriterSlot>>,
     fields: Fields,
+    /// `meta.json` as the reader last loaded it (see [`Lexical::catch_up`]).
+    seen: Mutex<Option<MetaStamp>>,
+}
+
+/// What identifies one version of `meta.json`: tantivy rewrites it (a new file renamed over
+/// the old one) at every commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MetaStamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    #[cfg(unix)]
+    inode: u64,
+}
+
+impl MetaStamp {
+    fn of(path: &Path) -> Option<MetaStamp> {
+        let m = std::fs::metadata(path).ok()?;
+        Some(MetaStamp {
+            len: m.len(),
+            modified: m.modified().ok(),
+            #[cfg(unix)]
+            inode: std::os::unix::fs::MetadataExt::ino(&m),
+        })
+    }
 }
 
 /// How long an unused writer is kept open after the last holder let go: a burst of saves (a
@@ -163,6 +187,7 @@ impl Lexical {
             reader,
             writer: Arc::new(Mutex::new(WriterSlot::default())),
             fields,
+            seen: Mutex::new(MetaStamp::of(&dir.join("meta.json"))),
         })
     }
 
@@ -262,8 +287,7 @@ impl Lexical {
             w.commit()?;
             Ok(())
         })?;
-        self.reader.reload()?;
-        Ok(())
+        self.reloaded()
     }
 
     /// Drops every document (used when rebuilding after a format change).
@@ -273,7 +297,31 @@ impl Lexical {
             w.commit()?;
             Ok(())
         })?;
+        self.reloaded()
+    }
+
+    /// Reloads the reader after this process's own commit, noting the `meta.json` it saw.
+    fn reloaded(&self) -> Result<()> {
+        let now = MetaStamp::of(&self.dir.join("meta.json"));
         self.reader.reload()?;
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = now;
+        Ok(())
+    }
+
+    /// Loads what another process committed since the reader last looked, before a search:
+    /// one `stat` of `meta.json` when nothing changed. Tantivy's own reload (a watcher polling
+    /// every half second) would leave a search made right after another process's sync on
+    /// the older documents while the store already holds the new ones. A search that finds
+    /// a reload under way goes on with the reader as it is (searches never wait on it).
+    fn catch_up(&self) -> Result<()> {
+        let Ok(mut seen) = self.seen.try_lock() else {
+            return Ok(());
+        };
+        let now = MetaStamp::of(&self.dir.join("meta.json"));
+        if now.is_some() && now != *seen {
+            self.reader.reload()?;
+            *seen = now;
+        }
         Ok(())
     }
 
@@ -289,6 +337,7 @@ impl Lexical {
         if terms.is_empty() || limit == 0 {
             return Ok((Vec::new(), 0));
         }
+        self.catch_up()?;
         let f = self.fields;
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for term in terms {

@@ -6,9 +6,9 @@
 //!   the repository.
 //! - `cargo xtask bench index|search|all`: indexing and search benchmarks on a generated
 //!   10,000-document corpus and on BEIR SciFact (release build).
-//! - `cargo xtask bench recoll [--docs N] [--rounds R] [--generated-rounds G]`: keyword
-//!   indexing against Recoll's `recollindex`, alternated in one run, on SciFact as files and
-//!   `N` generated files.
+//! - `cargo xtask bench recoll [--docs N] [--rounds R] [--generated-rounds G]
+//!   [--generated-recoll G]`: keyword indexing against Recoll's `recollindex`, alternated in one
+//!   run, on SciFact as files and `N` generated files.
 //! - `cargo xtask bench discovery [--docs N]`: explore, find_paths and list latency on a
 //!   generated 100,000-document index (release build).
 //! - `cargo xtask bench ocr`: OCR speed and character error rate, default languages vs English.
@@ -86,7 +86,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench embed          embedding throughput (--docs N)\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage types in linkly-index's API, lib.rs openings)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench embed          embedding throughput (--docs N)\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage types in linkly-index's API, lib.rs openings)"
             );
             std::process::exit(2);
         }
