@@ -794,9 +794,6 @@ impl Attention<'_> {
     /// heads (called from a rayon task, gemm runs them on this thread), the softmax in place
     /// between them, the heads written side by side into the sequence's rows `dst`.
     fn sequence(&self, qkv: &[f32], seq: usize, dst: &mut [f32]) -> CResult<()> {
-        if self.bf16 {
-            return self.sequence_bf16(qkv, seq, dst);
-        }
         let (heads, d) = (self.heads, self.d);
         let h = heads * d;
         let (first, len) = (self.seqs.offsets[seq], self.seqs.lens[seq]);
@@ -804,6 +801,9 @@ impl Attention<'_> {
             return Ok(());
         }
         let scale = 1.0 / (d as f32).sqrt();
+        if self.bf16 {
+            return self.sequence_bf16(&qkv[first * 3 * h..(first + len) * 3 * h], scale, dst);
+        }
         // `[heads, len, d]`, bias added (and the queries scaled).
         let gather = |part: usize, factor: f32| {
             let mut m = Vec::with_capacity(heads * len * d);
@@ -832,21 +832,15 @@ impl Attention<'_> {
         }
         Ok(())
     }
-}
 
-impl Attention<'_> {
     /// [`Attention::sequence`] with both products on AMX tiles, one head at a time: the keys
     /// (transposed) and the values are packed as the weights of an [`AmxLinear`], the scores
     /// and the weights of the softmax rounded to bf16 as its inputs; sums in f32.
-    fn sequence_bf16(&self, qkv: &[f32], seq: usize, dst: &mut [f32]) -> CResult<()> {
+    /// `rows` are the sequence's rows of `qkv` (`len ≥ 1` of them), `scale` the queries'.
+    fn sequence_bf16(&self, rows: &[f32], scale: f32, dst: &mut [f32]) -> CResult<()> {
         let (heads, d) = (self.heads, self.d);
         let h = heads * d;
-        let (first, len) = (self.seqs.offsets[seq], self.seqs.lens[seq]);
-        if len == 0 {
-            return Ok(());
-        }
-        let scale = 1.0 / (d as f32).sqrt();
-        let rows = &qkv[first * 3 * h..(first + len) * 3 * h];
+        let len = rows.len() / (3 * h);
         let unavailable = || err("AMX tiles are not available");
         // The keys' width, rounded up to whole blocks: the scores' rows are that wide (zeros
         // past `len`), and so many value rows (zeros past `len`) take them.

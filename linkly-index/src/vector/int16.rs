@@ -515,7 +515,7 @@ impl Tile<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vector::test_matrices::{exact, values};
+    use crate::vector::test_matrices::{assert_rows_near_exact, case};
 
     #[test]
     fn kernels_match_the_scalar_reference_and_the_f32_product() {
@@ -535,11 +535,7 @@ mod tests {
             (2, 3072, 30),
             (70, 9, 50),
         ] {
-            let w = values(k * n, (rows * k + n) as u64, false);
-            let mut x = values(rows * k, n as u64, true);
-            if rows > 2 {
-                x[k..2 * k].fill(0.0);
-            }
+            let (x, w) = case(rows, k, n);
             let q = Int16Linear::new(&w, k, n).unwrap();
             assert_eq!((q.inputs(), q.outputs()), (k, n));
             let fast = q.forward(&x, rows);
@@ -554,22 +550,7 @@ mod tests {
             // Against the exact product: each row within six quantisation steps of its norm
             // (0.25 % at k = 384, 0.7 % at k = 3,072, where the bounds are 836; int8: 3 %).
             let (wb, ab) = bounds(k);
-            let tolerance = 6.0 / wb.min(ab) as f32;
-            let f = exact(&x, &w, rows, k, n);
-            for r in 0..rows {
-                let (got, want) = (&fast[r * n..(r + 1) * n], &f[r * n..(r + 1) * n]);
-                let norm = want.iter().map(|v| v * v).sum::<f32>().sqrt();
-                let err = got
-                    .iter()
-                    .zip(want)
-                    .map(|(a, b)| (a - b) * (a - b))
-                    .sum::<f32>()
-                    .sqrt();
-                assert!(
-                    err <= tolerance * norm,
-                    "{rows}×{k}×{n}: row {r}: error {err}, norm {norm}"
-                );
-            }
+            assert_rows_near_exact(&x, &w, &fast, [rows, k, n], 6.0 / wb.min(ab) as f32);
         }
     }
 
@@ -599,66 +580,17 @@ mod tests {
     }
 }
 
-// A timing test reports what it measured.
 #[cfg(test)]
-#[allow(clippy::print_stderr)]
 mod timing {
+    use crate::vector::test_matrices::time_against_gemm;
+
     /// `cargo test --release -p linkly-index --lib int16::timing -- --ignored --nocapture`
     #[test]
     #[ignore]
     fn products_against_gemm() {
-        for &(rows, k, n) in &[
-            (4000, 384, 1152),
-            (4000, 384, 1536),
-            (4000, 1536, 384),
-            (12, 384, 1152),
-            (12, 1536, 384),
-        ] {
-            let w: Vec<f32> = (0..k * n)
-                .map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5)
-                .collect();
-            let x: Vec<f32> = (0..rows * k)
-                .map(|i| ((i * 104729) % 1000) as f32 / 1000.0 - 0.5)
-                .collect();
-            let q = super::Int16Linear::new(&w, k, n).unwrap();
-            let wt = candle_core::Tensor::from_vec(w.clone(), (k, n), &candle_core::Device::Cpu)
-                .unwrap();
-            let xt = candle_core::Tensor::from_vec(x.clone(), (rows, k), &candle_core::Device::Cpu)
-                .unwrap();
-            let reps = if rows > 100 { 5 } else { 300 };
-            let _ = q.forward(&x, rows);
-            let t = std::time::Instant::now();
-            for _ in 0..reps {
-                std::hint::black_box(q.forward(&x, rows));
-            }
-            let di = t.elapsed().as_secs_f64() / reps as f64;
-            let _ = xt.matmul(&wt).unwrap();
-            let t = std::time::Instant::now();
-            for _ in 0..reps {
-                std::hint::black_box(xt.matmul(&wt).unwrap());
-            }
-            let df = t.elapsed().as_secs_f64() / reps as f64;
-            let macs = (rows * k * n) as f64;
-            eprintln!(
-                "{rows}×{k}×{n}: int16 {:.2} ms ({:.0} GMAC/s), gemm f32 {:.2} ms ({:.0} GMAC/s): {:.2}×",
-                di * 1e3,
-                macs / di / 1e9,
-                df * 1e3,
-                macs / df / 1e9,
-                df / di
-            );
-            let one = rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .build()
-                .unwrap();
-            let t = std::time::Instant::now();
-            one.install(|| {
-                for _ in 0..reps {
-                    std::hint::black_box(q.forward(&x, rows));
-                }
-            });
-            let d1 = t.elapsed().as_secs_f64() / reps as f64;
-            eprintln!("   one thread: int16 {:.0} GMAC/s", macs / d1 / 1e9);
-        }
+        time_against_gemm("int16", |w, k, n| {
+            let q = super::Int16Linear::new(w, k, n).unwrap();
+            Box::new(move |x, rows| q.forward(x, rows))
+        });
     }
 }

@@ -498,7 +498,7 @@ mod tiles {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vector::test_matrices::{exact, values};
+    use crate::vector::test_matrices::{assert_rows_near_exact, case, values};
 
     #[test]
     fn kernels_match_the_scalar_reference_and_the_f32_product() {
@@ -515,44 +515,28 @@ mod tests {
             (3, 5, 1),
             (64, 64, 64),
         ] {
-            let w = values(k * n, (rows * k + n) as u64, false);
-            let mut x = values(rows * k, n as u64, true);
-            if rows > 2 {
-                x[k..2 * k].fill(0.0);
-            }
+            let (x, w) = case(rows, k, n);
             let q = AmxLinear::new(&w, k, n).unwrap();
             assert_eq!((q.inputs(), q.outputs()), (k, n));
             let fast = q.forward(&x, rows);
             let reference = q.forward_reference(&x, rows, &w);
             assert_eq!(fast.len(), rows * n);
-            let f = exact(&x, &w, rows, k, n);
-            for r in 0..rows {
-                let want = &f[r * n..(r + 1) * n];
+            for (r, (got, want)) in fast
+                .chunks_exact(n)
+                .zip(reference.chunks_exact(n))
+                .enumerate()
+            {
                 let norm = want.iter().map(|v| v * v).sum::<f32>().sqrt();
-                for c in 0..n {
-                    let (a, b) = (fast[r * n + c], reference[r * n + c]);
+                for (c, (a, b)) in got.iter().zip(want).enumerate() {
                     // The same products summed in another order (f32 against f64).
                     assert!(
                         (a - b).abs() <= 1e-5 * norm.max(1.0),
                         "{rows}×{k}×{n}: [{r}][{c}]: kernel {a}, reference {b}"
                     );
                 }
-                let got = &fast[r * n..(r + 1) * n];
-                let err = got
-                    .iter()
-                    .zip(want)
-                    .map(|(a, b)| (a - b) * (a - b))
-                    .sum::<f32>()
-                    .sqrt();
-                // bf16 keeps 8 significant bits: about 0.4 % per input.
-                assert!(
-                    err <= 0.01 * norm,
-                    "{rows}×{k}×{n}: row {r}: error {err}, norm {norm}"
-                );
-                if r == 1 && rows > 2 {
-                    assert!(got.iter().all(|&v| v == 0.0), "a zero row is zero");
-                }
             }
+            // bf16 keeps 8 significant bits: about 0.4 % per input.
+            assert_rows_near_exact(&x, &w, &fast, [rows, k, n], 0.01);
         }
     }
 
@@ -623,58 +607,20 @@ mod tests {
     }
 }
 
-// A timing test reports what it measured.
 #[cfg(test)]
-#[allow(clippy::print_stderr)]
 mod timing {
+    use crate::vector::test_matrices::time_against_gemm;
+
     /// `cargo test --release -p linkly-index --lib amx::timing -- --ignored --nocapture`
     #[test]
     #[ignore]
     fn products_against_gemm() {
         if !super::supported() {
-            eprintln!("no AMX here");
             return;
         }
-        for &(rows, k, n) in &[
-            (4000, 384, 1152),
-            (4000, 384, 1536),
-            (4000, 1536, 384),
-            (12, 384, 1152),
-            (12, 1536, 384),
-        ] {
-            let w: Vec<f32> = (0..k * n)
-                .map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5)
-                .collect();
-            let x: Vec<f32> = (0..rows * k)
-                .map(|i| ((i * 104729) % 1000) as f32 / 1000.0 - 0.5)
-                .collect();
-            let q = super::AmxLinear::new(&w, k, n).unwrap();
-            let wt = candle_core::Tensor::from_vec(w.clone(), (k, n), &candle_core::Device::Cpu)
-                .unwrap();
-            let xt = candle_core::Tensor::from_vec(x.clone(), (rows, k), &candle_core::Device::Cpu)
-                .unwrap();
-            let reps = if rows > 100 { 20 } else { 1000 };
-            let _ = q.forward(&x, rows);
-            let t = std::time::Instant::now();
-            for _ in 0..reps {
-                std::hint::black_box(q.forward(&x, rows));
-            }
-            let da = t.elapsed().as_secs_f64() / reps as f64;
-            let _ = xt.matmul(&wt).unwrap();
-            let t = std::time::Instant::now();
-            for _ in 0..reps {
-                std::hint::black_box(xt.matmul(&wt).unwrap());
-            }
-            let df = t.elapsed().as_secs_f64() / reps as f64;
-            let macs = (rows * k * n) as f64;
-            eprintln!(
-                "{rows}×{k}×{n}: amx bf16 {:.3} ms ({:.0} GMAC/s), gemm f32 {:.3} ms ({:.0} GMAC/s): {:.2}×",
-                da * 1e3,
-                macs / da / 1e9,
-                df * 1e3,
-                macs / df / 1e9,
-                df / da
-            );
-        }
+        time_against_gemm("amx bf16", |w, k, n| {
+            let q = super::AmxLinear::new(w, k, n).unwrap();
+            Box::new(move |x, rows| q.forward(x, rows))
+        });
     }
 }

@@ -366,7 +366,7 @@ mod avx512 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vector::test_matrices::{exact, values};
+    use crate::vector::test_matrices::{assert_rows_near_exact, case};
 
     #[test]
     fn kernels_match_the_scalar_reference_and_the_f32_product() {
@@ -385,11 +385,7 @@ mod tests {
             (6, 4, 16),
             (3, 5, 1),
         ] {
-            let w = values(k * n, (rows * k + n) as u64, false);
-            let mut x = values(rows * k, n as u64, true);
-            if rows > 2 {
-                x[k..2 * k].fill(0.0);
-            }
+            let (x, w) = case(rows, k, n);
             let q = QuantLinear::new(&w, k, n).unwrap();
             assert_eq!((q.inputs(), q.outputs()), (k, n));
             let fast = q.forward(&x, rows);
@@ -404,21 +400,7 @@ mod tests {
             }
             // Against the exact f32 product: each row within the error of 8-bit quantization
             // (about 3 % of its norm with these outliers); a zero row exactly zero.
-            let f = exact(&x, &w, rows, k, n);
-            for r in 0..rows {
-                let (got, want) = (&fast[r * n..(r + 1) * n], &f[r * n..(r + 1) * n]);
-                let norm = want.iter().map(|v| v * v).sum::<f32>().sqrt();
-                let err = got
-                    .iter()
-                    .zip(want)
-                    .map(|(a, b)| (a - b) * (a - b))
-                    .sum::<f32>()
-                    .sqrt();
-                assert!(
-                    err <= 0.06 * norm,
-                    "{rows}×{k}×{n}: row {r}: error {err}, norm {norm}"
-                );
-            }
+            assert_rows_near_exact(&x, &w, &fast, [rows, k, n], 0.06);
         }
     }
 
