@@ -580,7 +580,9 @@ mod tests {
     }
 }
 
+// A timing test reports what it measured.
 #[cfg(test)]
+#[allow(clippy::print_stderr)]
 mod timing {
     use crate::vector::test_matrices::time_against_gemm;
 
@@ -588,9 +590,12 @@ mod timing {
     #[test]
     #[ignore]
     fn products_against_gemm() {
-        time_against_gemm("int16", |w, k, n| {
+        let lines = time_against_gemm("int16", |w, k, n| {
             let q = super::Int16Linear::new(w, k, n).unwrap();
             Box::new(move |x, rows| q.forward(x, rows))
         });
+        for line in lines {
+            eprintln!("{line}");
+        }
     }
 }

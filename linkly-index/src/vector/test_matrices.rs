@@ -80,11 +80,14 @@ pub(crate) fn assert_rows_near_exact(
 pub(crate) type Product = Box<dyn Fn(&[f32], usize) -> Vec<f32> + Send + Sync>;
 
 /// Times `prepare`'s product against gemm's f32 one on all-MiniLM-L6-v2's shapes (a batch's
-/// 4,000 rows, a query's 12), on all cores and on one, and prints what it measured (the
-/// timing tests: `cargo test --release -p linkly-index --lib NAME::timing -- --ignored
+/// 4,000 rows, a query's 12), on all cores and on one: a line per shape, for the timing tests
+/// to print (`cargo test --release -p linkly-index --lib NAME::timing -- --ignored
 /// --nocapture`).
-#[allow(clippy::print_stderr)]
-pub(crate) fn time_against_gemm(name: &str, prepare: impl Fn(&[f32], usize, usize) -> Product) {
+pub(crate) fn time_against_gemm(
+    name: &str,
+    prepare: impl Fn(&[f32], usize, usize) -> Product,
+) -> Vec<String> {
+    let mut lines = Vec::new();
     for &(rows, k, n) in &[
         (4000, 384, 1152),
         (4000, 384, 1536),
@@ -127,7 +130,7 @@ pub(crate) fn time_against_gemm(name: &str, prepare: impl Fn(&[f32], usize, usiz
                 })
             });
         let macs = (rows * k * n) as f64;
-        eprintln!(
+        lines.push(format!(
             "{rows}×{k}×{n}: {name} {:.3} ms ({:.0} GMAC/s; one thread {:.0}), gemm f32 {:.3} ms ({:.0} GMAC/s): {:.2}×",
             ours * 1e3,
             macs / ours / 1e9,
@@ -135,6 +138,7 @@ pub(crate) fn time_against_gemm(name: &str, prepare: impl Fn(&[f32], usize, usiz
             gemm * 1e3,
             macs / gemm / 1e9,
             gemm / ours
-        );
+        ));
     }
+    lines
 }

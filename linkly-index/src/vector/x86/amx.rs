@@ -607,7 +607,9 @@ mod tests {
     }
 }
 
+// A timing test reports what it measured.
 #[cfg(test)]
+#[allow(clippy::print_stderr)]
 mod timing {
     use crate::vector::test_matrices::time_against_gemm;
 
@@ -618,9 +620,12 @@ mod timing {
         if !super::supported() {
             return;
         }
-        time_against_gemm("amx bf16", |w, k, n| {
+        let lines = time_against_gemm("amx bf16", |w, k, n| {
             let q = super::AmxLinear::new(w, k, n).unwrap();
             Box::new(move |x, rows| q.forward(x, rows))
         });
+        for line in lines {
+            eprintln!("{line}");
+        }
     }
 }
