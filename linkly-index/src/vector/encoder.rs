@@ -75,11 +75,10 @@ impl Linear {
     }
 
     fn apply(&self, x: &Tensor, precision: Precision) -> CResult<Tensor> {
-        match (precision, &self.int8, &self.int16, &self.bf16, &self.f32) {
-            (Precision::Int8, Some(q), ..) => x.apply_op1_no_bwd(&IntMatmul::Int8(q)),
-            (Precision::Int16, _, Some(q), ..) => x.apply_op1_no_bwd(&IntMatmul::Int16(q)),
-            (Precision::Bf16, _, _, Some(q), _) => x.apply_op1_no_bwd(&IntMatmul::Bf16(q)),
-            (.., Some(w)) => x.matmul(w),
+        match (precision, &self.int8, &self.int16, &self.f32) {
+            (Precision::Int8, Some(q), _, _) => x.apply_op1_no_bwd(&IntMatmul::Int8(q)),
+            (Precision::Int16, _, Some(q), _) => x.apply_op1_no_bwd(&IntMatmul::Int16(q)),
+            (_, _, _, Some(w)) => x.matmul(w),
             _ => Err(err(
                 "the linear layer's weights of this precision were dropped",
             )),
@@ -144,11 +143,10 @@ impl Linear {
     }
 }
 
-/// `x · w` through the int8, int16 or bf16 kernels.
+/// `x · w` through the int8 or the int16 kernels (bf16 runs in [`FastEncoder::layer_bf16`]).
 enum IntMatmul<'a> {
     Int8(&'a QuantLinear),
     Int16(&'a Int16Linear),
-    Bf16(&'a AmxLinear),
 }
 
 impl CustomOp1 for IntMatmul<'_> {
@@ -156,7 +154,6 @@ impl CustomOp1 for IntMatmul<'_> {
         match self {
             IntMatmul::Int8(_) => "linkly-int8-matmul",
             IntMatmul::Int16(_) => "linkly-int16-matmul",
-            IntMatmul::Bf16(_) => "linkly-bf16-matmul",
         }
     }
 
@@ -165,7 +162,6 @@ impl CustomOp1 for IntMatmul<'_> {
         let (k, n) = match self {
             IntMatmul::Int8(q) => (q.inputs(), q.outputs()),
             IntMatmul::Int16(q) => (q.inputs(), q.outputs()),
-            IntMatmul::Bf16(q) => (q.inputs(), q.outputs()),
         };
         let rows = x.len() / k.max(1);
         if rows * k != x.len() {
@@ -177,7 +173,6 @@ impl CustomOp1 for IntMatmul<'_> {
         let out = match self {
             IntMatmul::Int8(q) => q.forward(x, rows),
             IntMatmul::Int16(q) => q.forward(x, rows),
-            IntMatmul::Bf16(q) => q.forward(x, rows),
         };
         Ok((CpuStorage::F32(out), Shape::from((rows, n))))
     }
@@ -560,7 +555,7 @@ impl FastEncoder {
             heads,
             d,
             arch,
-            bf16: p == Precision::Bf16,
+            bf16: false,
         })?;
         let attended = l.out.apply(&context, p)?;
         attended.inplace_op2(

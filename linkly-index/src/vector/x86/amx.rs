@@ -95,25 +95,38 @@ impl AmxLinear {
         let np = n.div_ceil(BLOCK) * BLOCK;
         let ktiles = kp / TILE_K;
         let mut packed = vec![0u16; np / BLOCK * ktiles * TILE_BYTES];
-        // Where weight (row r, column c) goes: its column block's tiles, the input tile and
-        // the half (16 columns) it falls in, then pair of inputs · 32 + column · 2 + r % 2.
-        let col_at: Vec<usize> = (0..n)
-            .map(|c| (c / BLOCK) * ktiles * TILE_BYTES + ((c % BLOCK) / 16) * 512 + (c % 16) * 2)
-            .collect();
+        // Within a column block's tiles, weight (row r, column c) goes to its input tile and
+        // half (16 columns), then pair of inputs · 32 + column · 2 + r % 2.
         let row_at = |r: usize| (r / TILE_K) * TILE_BYTES + ((r % TILE_K) / 2) * 32 + r % 2;
-        if transposed {
-            for (column, at) in w.chunks_exact(k).zip(&col_at) {
-                for (r, &v) in column.iter().enumerate() {
-                    packed[at + row_at(r)] = bf16(v);
+        let col_at = |c: usize| ((c % BLOCK) / 16) * 512 + (c % 16) * 2;
+        let pack = |block: usize, dst: &mut [u16]| {
+            let cols = block * BLOCK..((block + 1) * BLOCK).min(n);
+            if transposed {
+                for c in cols {
+                    let at = col_at(c);
+                    for (r, &v) in w[c * k..(c + 1) * k].iter().enumerate() {
+                        dst[row_at(r) + at] = bf16(v);
+                    }
+                }
+            } else {
+                for r in 0..k {
+                    let at = row_at(r);
+                    for (c, &v) in cols.clone().zip(&w[r * n + cols.start..r * n + cols.end]) {
+                        dst[at + col_at(c)] = bf16(v);
+                    }
                 }
             }
+        };
+        // A layer's weights (at load) on all cores; attention's small matrices on this thread.
+        let blocks = packed.chunks_mut(ktiles * TILE_BYTES);
+        if k * n >= 1 << 16 {
+            blocks
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .enumerate()
+                .for_each(|(b, dst)| pack(b, dst));
         } else {
-            for (r, row) in w.chunks_exact(n).enumerate() {
-                let base = row_at(r);
-                for (&at, &v) in col_at.iter().zip(row) {
-                    packed[base + at] = bf16(v);
-                }
-            }
+            blocks.enumerate().for_each(|(b, dst)| pack(b, dst));
         }
         Some(AmxLinear {
             k,
@@ -125,11 +138,13 @@ impl AmxLinear {
     }
 
     /// The input width.
+    #[cfg(test)]
     pub(crate) fn inputs(&self) -> usize {
         self.k
     }
 
     /// The output width.
+    #[cfg(test)]
     pub(crate) fn outputs(&self) -> usize {
         self.n
     }
