@@ -199,9 +199,10 @@ impl AmxLinear {
         let (kp, np) = (self.kp, self.np);
         let rp = rows.div_ceil(BLOCK) * BLOCK;
         let (row_blocks, col_blocks) = (rp / BLOCK, np / BLOCK);
-        // Work units: runs of up to eight row blocks (rounded to bf16 into a buffer that stays
-        // in cache, and a column block's weights stay in cache across them), split by columns
-        // too when there are too few to keep every core busy (a query's rows).
+        // Work units: runs of up to eight row blocks, rounded to bf16 into a buffer that stays
+        // in cache, then one strip per row block across the unit's columns (the weights stream
+        // from L2 once per strip), split by columns too when there are too few to keep every
+        // core busy (a query's rows).
         let threads = rayon::current_num_threads();
         let rows_per_unit = (row_blocks / (threads * 2)).clamp(1, 8);
         let row_units = row_blocks.div_ceil(rows_per_unit);
