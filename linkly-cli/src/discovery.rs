@@ -104,7 +104,9 @@ pub(crate) fn library(
 /// `linkly list-libraries`: `--json` wraps the Markdown as `content` (the tool has no JSON).
 pub(crate) fn list_libraries(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCode> {
     let linkly = backend::open(data)?;
-    Ok(printer.exit(call_once(&linkly, printer, &ListLibrariesParams {})))
+    let outcome = call_once(&linkly, printer, &ListLibrariesParams {});
+    linkly.leave();
+    Ok(printer.exit(outcome))
 }
 
 /// `linkly explore`.
@@ -118,7 +120,9 @@ pub(crate) fn explore(
         ..Default::default()
     };
     let linkly = backend::open(data)?;
-    Ok(printer.exit(call_once(&linkly, printer, &params)))
+    let outcome = call_once(&linkly, printer, &params);
+    linkly.leave();
+    Ok(printer.exit(outcome))
 }
 
 /// `linkly find-paths`.
@@ -134,7 +138,9 @@ pub(crate) fn find_paths(
         ..Default::default()
     };
     let linkly = backend::open(data)?;
-    Ok(printer.exit(call_once(&linkly, printer, &params)))
+    let outcome = call_once(&linkly, printer, &params);
+    linkly.leave();
+    Ok(printer.exit(outcome))
 }
 
 /// `linkly list`.
@@ -159,5 +165,7 @@ pub(crate) fn list(data: &DataDir, a: ListArgs, printer: Printer) -> anyhow::Res
         ..Default::default()
     };
     let linkly = backend::open(data)?;
-    Ok(printer.exit(call_once(&linkly, printer, &params)))
+    let outcome = call_once(&linkly, printer, &params);
+    linkly.leave();
+    Ok(printer.exit(outcome))
 }

@@ -27,7 +27,9 @@ pub(crate) fn search(data: &DataDir, a: SearchArgs, printer: Printer) -> anyhow:
         ..Default::default()
     };
     let linkly = backend::open(data)?;
-    Ok(printer.exit(call_once(&linkly, printer, &params)))
+    let outcome = call_once(&linkly, printer, &params);
+    linkly.leave();
+    Ok(printer.exit(outcome))
 }
 
 /// `linkly outline`.
@@ -42,7 +44,9 @@ pub(crate) fn outline(
         ..Default::default()
     };
     let linkly = backend::open(data)?;
-    Ok(printer.exit(call_once(&linkly, printer, &params)))
+    let outcome = call_once(&linkly, printer, &params);
+    linkly.leave();
+    Ok(printer.exit(outcome))
 }
 
 /// `linkly grep`: one call per document.
@@ -62,6 +66,7 @@ pub(crate) fn grep(data: &DataDir, a: GrepArgs, printer: Printer) -> anyhow::Res
         fuzzy_whitespace: a.fuzzy_whitespace,
         ..Default::default()
     });
+    linkly.leave();
     Ok(printer.exit(outcome))
 }
 
@@ -76,5 +81,6 @@ pub(crate) fn read(data: &DataDir, a: ReadArgs, printer: Printer) -> anyhow::Res
         image_text: a.image_text.map(token),
         ..Default::default()
     });
+    linkly.leave();
     Ok(printer.exit(outcome))
 }

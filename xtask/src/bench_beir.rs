@@ -210,6 +210,35 @@ fn latency_only(
     let linkly = Linkly::new(index.clone(), DataDir::new(home), Config::default());
     let (p50, p99) = tool_latency(&linkly, &queries)?;
     println!("| hybrid, `search` tool (records + snippets + JSON) | {p50:.1} ms · {p99:.1} ms |");
+    drop((linkly, index));
+    // What an agent calling the CLI from a shell pays with no server running: a process that
+    // opens the index, loads the model and the stored vectors, searches, prints and exits.
+    let bin = crate::bench::build_cli()?;
+    let cli: Vec<&str> = queries.iter().copied().take(60).collect();
+    let (p50, p99) = latency(&cli, |q| {
+        let out = std::process::Command::new(&bin)
+            .env("LINKLY_MODEL_DIR", &choice.dir)
+            .arg("--json")
+            .arg("--home")
+            .arg(home)
+            .args(["search", q, "--limit", "10"])
+            .output()?;
+        if !out.status.success() {
+            bail!(
+                "linkly search {q:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let answer: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        if answer["mode"] != "hybrid" {
+            bail!("linkly search {q:?} answered in {} mode", answer["mode"]);
+        }
+        Ok(())
+    })?;
+    println!(
+        "| hybrid, `linkly --json search` per CLI call, no server ({} calls after 10 to warm the page cache) | {p50:.1} ms · {p99:.1} ms |",
+        cli.len()
+    );
     Ok(())
 }
 

@@ -15,7 +15,7 @@ use hnsw_rs::prelude::{Distance, Hnsw};
 use rayon::prelude::*;
 
 use crate::vector::kernels;
-use crate::vector::store::StoredChunk;
+use crate::vector::store::{ChunkRows, StoredChunk};
 
 /// Live chunks from which a graph is built (below, a scan is fast and exact). Measured on two
 /// cores, 384 dimensions, the 300 nearest chunks a hybrid query asks for: the scan takes
@@ -176,6 +176,67 @@ impl Ann {
                 live: true,
             });
             self.data.extend_from_slice(&v);
+        }
+    }
+
+    /// [`Ann::add`] for chunks read in bulk.
+    pub(crate) fn add_rows(&mut self, rows: ChunkRows) {
+        if self.dim == 0 && self.slots.is_empty() {
+            self.dim = rows.dim;
+        }
+        if rows.dim != self.dim || rows.meta.is_empty() {
+            return;
+        }
+        if self.slots.is_empty() {
+            // The first load: the vectors are taken as read, normalised where they are.
+            let ChunkRows {
+                meta,
+                mut data,
+                dim,
+            } = rows;
+            data.par_chunks_exact_mut(dim).for_each(normalise);
+            self.by_chunk.reserve(meta.len());
+            self.slots = meta
+                .iter()
+                .enumerate()
+                .map(|(i, &(chunk_id, doc_id, start_line, end_line))| {
+                    self.by_chunk.insert(chunk_id, i);
+                    Slot {
+                        chunk_id,
+                        doc_id,
+                        start_line,
+                        end_line,
+                        live: true,
+                    }
+                })
+                .collect();
+            self.max_chunk_id = meta
+                .last()
+                .map_or(self.max_chunk_id, |m| m.0.max(self.max_chunk_id));
+            self.data = data;
+            return;
+        }
+        self.slots.reserve(rows.meta.len());
+        self.data.reserve(rows.data.len());
+        self.by_chunk.reserve(rows.meta.len());
+        for (&(id, doc_id, start_line, end_line), v) in
+            rows.meta.iter().zip(rows.data.chunks_exact(rows.dim))
+        {
+            self.max_chunk_id = self.max_chunk_id.max(id);
+            if self.by_chunk.contains_key(&id) {
+                continue;
+            }
+            self.by_chunk.insert(id, self.slots.len());
+            self.slots.push(Slot {
+                chunk_id: id,
+                doc_id,
+                start_line,
+                end_line,
+                live: true,
+            });
+            let at = self.data.len();
+            self.data.extend_from_slice(v);
+            normalise(&mut self.data[at..]);
         }
     }
 

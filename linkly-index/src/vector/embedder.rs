@@ -13,8 +13,9 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::{bert, xlm_roberta};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-use crate::vector::encoder::{EncoderConfig, FastEncoder, Precision};
+use crate::vector::encoder::{EncoderConfig, FastEncoder, Precision, PreparedLinears};
 use crate::vector::kernels::Activation;
+use crate::vector::prepared::Cache;
 use crate::vector::safetensors::Placement;
 use crate::{Error, ModelError, Result};
 
@@ -95,6 +96,26 @@ fn fast_placement(name: &str) -> Placement {
     }
 }
 
+/// [`fast_placement`] when the linear layers come prepared: their f32 weights are not read.
+fn prepared_placement(name: &str) -> Placement {
+    match fast_placement(name) {
+        Placement::Transposed => Placement::Skip,
+        other => other,
+    }
+}
+
+/// The precision `engine` asks the fast encoder's linear layers for on this CPU.
+fn wanted_precision(engine: Engine) -> Precision {
+    match engine {
+        Engine::FastInt8 => Precision::Int8,
+        Engine::FastInt16 => Precision::Int16,
+        Engine::FastBf16 => Precision::Bf16,
+        Engine::Fast if crate::vector::amx::supported() => Precision::Bf16,
+        Engine::Fast if crate::vector::int16::faster_than_f32() => Precision::Int16,
+        _ => Precision::F32,
+    }
+}
+
 /// The files a model folder must hold.
 pub(crate) const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 
@@ -131,6 +152,8 @@ pub(crate) struct Embedder {
     passage_prefix: String,
     dim: usize,
     device: Device,
+    /// Whether the linear layers came prepared from the model folder ([`Cache`]).
+    prepared: bool,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -156,7 +179,7 @@ fn model_error(dir: &Path, what: impl std::fmt::Display) -> Error {
 
 /// The model's `tokenizer.json`, as is (padding and truncation are set by `finish`).
 fn load_tokenizer(dir: &Path) -> Result<Tokenizer> {
-    Tokenizer::from_file(dir.join("tokenizer.json"))
+    crate::vector::tokenizer_file::read(&dir.join("tokenizer.json"))
         .map_err(|e| model_error(dir, format!("tokenizer.json: {e}")))
 }
 
@@ -224,10 +247,29 @@ impl Embedder {
             | Engine::FastBf16 => fast_config(&config, &model_type),
             Engine::Reference => None,
         };
+        // The linear layers already rounded and packed for this precision, when an earlier
+        // load left them beside the model (`prepared.rs`): nothing to read twice or compute.
+        let started = std::time::Instant::now();
+        let wanted = wanted_precision(engine);
+        let cache = match fast {
+            Some(_) if wanted != Precision::F32 => Cache::new(dir, &weights, wanted.name()),
+            _ => None,
+        };
+        let prepared = match (&cache, &fast) {
+            (Some(c), Some(cfg)) => c
+                .load(|r| PreparedLinears::read(r, wanted, cfg.layers))
+                .flatten(),
+            _ => None,
+        };
+        let place = if prepared.is_some() {
+            prepared_placement
+        } else {
+            fast_placement
+        };
         // An all-f32 file is read straight into the layout the fast encoder uses; anything
         // else through candle, which reads the file whole and converts the types.
         let direct = match fast {
-            Some(_) => crate::vector::safetensors::load_f32(&weights, fast_placement)
+            Some(_) => crate::vector::safetensors::load_f32(&weights, place)
                 .map_err(|e| model_error(dir, format!("model.safetensors: {e}")))?,
             None => None,
         };
@@ -246,7 +288,8 @@ impl Embedder {
                 .as_u64()
                 .map_or(512, |v| v as usize)
                 .saturating_sub(cfg.position_offset);
-            let encoder = FastEncoder::new(tensors, on_disk, transposed, cfg)
+            let from_cache = prepared.is_some();
+            let encoder = FastEncoder::new(tensors, on_disk, transposed, cfg, prepared)
                 .map_err(|e| model_error(dir, format!("loading weights: {e}")))?;
             let mut embedder = Self::finish(
                 dir,
@@ -260,6 +303,19 @@ impl Embedder {
             embedder
                 .choose_precision(engine)
                 .map_err(|e| model_error(dir, format!("quantizing weights: {e}")))?;
+            embedder.prepared = from_cache;
+            tracing::debug!(
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                precision = wanted.name(),
+                prepared = from_cache,
+                "model loaded"
+            );
+            if let (Some(cache), false, Encoder::Fast(fast)) =
+                (&cache, from_cache, &embedder.encoder)
+                && fast.precision() == wanted
+            {
+                cache.save(|w| fast.save_prepared(w));
+            }
             return Ok(embedder);
         }
         let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
@@ -389,6 +445,7 @@ impl Embedder {
             passage_prefix,
             dim,
             device,
+            prepared: false,
         })
     }
 
@@ -398,14 +455,7 @@ impl Embedder {
         let Encoder::Fast(fast) = &mut self.encoder else {
             return Ok(());
         };
-        let wanted = match engine {
-            Engine::FastInt8 => Precision::Int8,
-            Engine::FastInt16 => Precision::Int16,
-            Engine::FastBf16 => Precision::Bf16,
-            Engine::Fast if crate::vector::amx::supported() => Precision::Bf16,
-            Engine::Fast if crate::vector::int16::faster_than_f32() => Precision::Int16,
-            _ => Precision::F32,
-        };
+        let wanted = wanted_precision(engine);
         if wanted != Precision::F32 {
             if fast.add_precision(wanted)? {
                 fast.set_precision(wanted);
@@ -520,7 +570,7 @@ impl Embedder {
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::vector) mod tests {
     //! The multilingual loading paths, proved on tiny random-weight models of the same
     //! architectures as the real ones (the real ones cannot be downloaded here): BERT with an
     //! XLM-R SentencePiece (Unigram) vocabulary, as multilingual-e5-small and
@@ -533,7 +583,7 @@ mod tests {
 
     /// A Unigram `tokenizer.json` shaped like XLM-R's: Metaspace pre-tokenizer, `<s> … </s>`
     /// template, pieces for French, Spanish, Chinese and Japanese.
-    fn unigram_tokenizer() -> (serde_json::Value, usize) {
+    pub(in crate::vector) fn unigram_tokenizer() -> (serde_json::Value, usize) {
         let mut vocab = vec![
             json!(["<s>", 0.0]),
             json!(["<pad>", 0.0]),
@@ -742,7 +792,7 @@ mod tests {
     }
 
     /// The real test model (all-MiniLM-L6-v2), from `cargo xtask test-model`.
-    fn test_model() -> PathBuf {
+    pub(in crate::vector) fn test_model() -> PathBuf {
         std::env::var_os("LINKLY_TEST_MODEL_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model"))
@@ -820,6 +870,98 @@ mod tests {
         }
     }
 
+    /// The linear layers prepared at the first load (int16, int8 or bf16, as this CPU runs
+    /// them) are read back by the next one: the same vectors, bit for bit. A cache file cut
+    /// short, or one made from other weights, is not used, and is written again.
+    #[test]
+    fn prepared_linear_layers_are_read_back_and_a_bad_file_is_made_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("model");
+        fs_err::create_dir_all(&dir).unwrap();
+        copy_dir(&test_model(), &dir);
+        let texts = precision_texts();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let mut tried = 0;
+        for (engine, precision, runs) in [
+            (
+                Engine::FastInt16,
+                Precision::Int16,
+                crate::vector::int16::supported(),
+            ),
+            (
+                Engine::FastInt8,
+                Precision::Int8,
+                crate::vector::int8::supported(),
+            ),
+            (
+                Engine::FastBf16,
+                Precision::Bf16,
+                crate::vector::amx::supported(),
+            ),
+        ] {
+            if !runs {
+                continue;
+            }
+            tried += 1;
+            let file = dir
+                .join(".linkly")
+                .join(format!("prepared-{}.bin", precision.name()));
+            let first = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine).unwrap();
+            assert!(!first.prepared);
+            assert_eq!(first.precision(), Some(precision));
+            let full = fs_err::metadata(&file).unwrap().len();
+            let expected = first.embed(&texts, TextKind::Passage).unwrap();
+
+            let second = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine).unwrap();
+            assert!(
+                second.prepared,
+                "{precision:?}: the prepared file was not read"
+            );
+            assert_eq!(second.precision(), Some(precision));
+            assert_eq!(second.embed(&texts, TextKind::Passage).unwrap(), expected);
+
+            // Cut short: ignored, the weights prepared again, the file whole again.
+            let bytes = fs_err::read(&file).unwrap();
+            fs_err::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+            let third = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine).unwrap();
+            assert!(!third.prepared);
+            assert_eq!(third.embed(&texts, TextKind::Passage).unwrap(), expected);
+            assert_eq!(fs_err::metadata(&file).unwrap().len(), full);
+
+            // Made from other weights (the model file's size differs): ignored.
+            let mut other = bytes.clone();
+            let key_at = 8 + 8 + 8;
+            other[key_at + precision.name().len() + 1] ^= 1;
+            fs_err::write(&file, &other).unwrap();
+            let fourth = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine).unwrap();
+            assert!(!fourth.prepared);
+            assert_eq!(fourth.embed(&texts, TextKind::Passage).unwrap(), expected);
+        }
+        assert!(
+            tried > 0 || !cfg!(target_arch = "x86_64"),
+            "no precision to prepare here"
+        );
+        // f32 prepares nothing.
+        let f32_model = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::FastF32).unwrap();
+        assert!(!f32_model.prepared);
+        assert!(!dir.join(".linkly/prepared-f32.bin").exists());
+    }
+
+    fn copy_dir(from: &Path, to: &Path) {
+        for entry in fs_err::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                if entry.file_name() != ".linkly" {
+                    fs_err::create_dir_all(&target).unwrap();
+                    copy_dir(&entry.path(), &target);
+                }
+            } else {
+                fs_err::copy(entry.path(), &target).unwrap();
+            }
+        }
+    }
+
     /// The int8 path on the real model: each vector within a cosine of 0.99 of the f32 one
     /// (measured: 0.995 to 0.998; 0.999 is not reached, which is why int8 is not the default).
     #[test]
@@ -885,10 +1027,11 @@ mod tests {
             loaded.on_disk,
             loaded.transposed,
             cfg.clone(),
+            None,
         )
         .unwrap();
         let stored = candle_core::safetensors::load(&weights, &Device::Cpu).unwrap();
-        let plain = FastEncoder::new(stored, HashMap::new(), HashSet::new(), cfg).unwrap();
+        let plain = FastEncoder::new(stored, HashMap::new(), HashSet::new(), cfg, None).unwrap();
         let (ids, mask) = (
             [101u32, 7592, 2088, 102, 101, 2047, 102, 0],
             [1u32, 1, 1, 1, 1, 1, 1, 0],

@@ -25,6 +25,7 @@ use crate::vector::amx::AmxLinear;
 use crate::vector::int8::QuantLinear;
 use crate::vector::int16::Int16Linear;
 use crate::vector::kernels::{self, Activation};
+use crate::vector::prepared::{Reader, Writer};
 use crate::vector::safetensors::{OnDisk, transpose};
 
 type CResult<T> = candle_core::Result<T>;
@@ -53,6 +54,18 @@ pub(crate) enum Precision {
     Int16,
     /// bf16 weights and activations, f32 sums (AMX tiles, [`AmxLinear`]).
     Bf16,
+}
+
+impl Precision {
+    /// Its name in file names and logs.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Int8 => "int8",
+            Precision::Int16 => "int16",
+            Precision::Bf16 => "bf16",
+        }
+    }
 }
 
 /// A linear layer's weights (bias apart), in one precision or both.
@@ -111,6 +124,45 @@ impl Linear {
                 self.bf16.is_some()
             }
         })
+    }
+
+    /// `(inputs, outputs)` of whichever weights are there.
+    fn dims(&self) -> CResult<(usize, usize)> {
+        match (&self.f32, &self.int8, &self.int16, &self.bf16) {
+            (Some(w), ..) => w.dims2(),
+            (_, Some(q), ..) => Ok((q.inputs(), q.outputs())),
+            (_, _, Some(q), _) => Ok((q.inputs(), q.outputs())),
+            (.., Some(q)) => Ok((q.inputs(), q.outputs())),
+            _ => Err(err("a linear layer without weights")),
+        }
+    }
+
+    /// Writes the weights of `precision` ([`crate::vector::prepared`]).
+    fn save(&self, precision: Precision, w: &mut Writer) -> std::io::Result<()> {
+        let missing = || std::io::Error::other("the weights of this precision are not there");
+        match precision {
+            Precision::Int8 => self.int8.as_ref().ok_or_else(missing)?.save(w),
+            Precision::Int16 => self.int16.as_ref().ok_or_else(missing)?.save(w),
+            Precision::Bf16 => self.bf16.as_ref().ok_or_else(missing)?.save(w),
+            Precision::F32 => Err(missing()),
+        }
+    }
+
+    /// Reads what [`Linear::save`] wrote; `None` when this CPU cannot run the kernels.
+    fn load(precision: Precision, r: &mut Reader) -> std::io::Result<Option<Linear>> {
+        let mut l = Linear {
+            f32: None,
+            int8: None,
+            int16: None,
+            bf16: None,
+        };
+        match precision {
+            Precision::Int8 => l.int8 = QuantLinear::load(r)?,
+            Precision::Int16 => l.int16 = Int16Linear::load(r)?,
+            Precision::Bf16 => l.bf16 = AmxLinear::load(r)?,
+            Precision::F32 => return Ok(None),
+        }
+        Ok(l.has(precision).then_some(l))
     }
 
     /// Whether the weights of `precision` are there.
@@ -195,6 +247,35 @@ struct Layer {
 impl Layer {
     fn linears(&mut self) -> [&mut Linear; 4] {
         [&mut self.qkv, &mut self.out, &mut self.up, &mut self.down]
+    }
+}
+
+/// The linear layers' weights in one precision other than f32, as a file of
+/// [`crate::vector::prepared`] held them: four per layer (attention's query, key and value
+/// side by side, its output, the feed-forward's two).
+pub(crate) struct PreparedLinears {
+    precision: Precision,
+    linears: Vec<Linear>,
+}
+
+impl PreparedLinears {
+    /// Reads the linear layers of a `layers`-layer encoder in `precision`; `None` when this
+    /// CPU cannot run its kernels.
+    pub(crate) fn read(
+        r: &mut Reader,
+        precision: Precision,
+        layers: usize,
+    ) -> std::io::Result<Option<PreparedLinears>> {
+        let count = r.usize()?;
+        crate::vector::prepared::check(count == layers * 4, "layer count")?;
+        let mut linears = Vec::with_capacity(count);
+        for _ in 0..count {
+            match Linear::load(precision, r)? {
+                Some(l) => linears.push(l),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(PreparedLinears { precision, linears }))
     }
 }
 
@@ -293,12 +374,6 @@ impl Weights {
         }
     }
 
-    /// A linear layer's weight as `[in, out]`, contiguous (stored `[out, in]`). gemm would take
-    /// the transposed view as it is, but then a query's embedding takes twice as long.
-    fn linear(&self, name: &str, input: usize, output: usize) -> CResult<Tensor> {
-        self.linears(&[name], input, output)
-    }
-
     /// The weights of the linear layers `names` (each stored `[output, input]`) as `[input,
     /// output]`, set side by side: `[input, names.len() · output]`, contiguous. Weights the
     /// loader read transposed are used as they are; others (a file candle loaded) are
@@ -341,12 +416,14 @@ impl Weights {
 impl FastEncoder {
     /// Lays out the weights of a BERT or (XLM-)RoBERTa checkpoint.
     /// `on_disk` may hold the word embeddings left in the model file; `transposed` names the
-    /// linear weights read as `[in, out]`.
+    /// linear weights read as `[in, out]`; `prepared`, when given, holds the linear layers
+    /// (their f32 weights need not have been read), and the encoder runs in its precision.
     pub(crate) fn new(
         tensors: HashMap<String, Tensor>,
         on_disk: HashMap<String, OnDisk>,
         transposed: HashSet<String>,
         cfg: EncoderConfig,
+        prepared: Option<PreparedLinears>,
     ) -> CResult<Self> {
         let mut w = Weights::new(tensors, on_disk, transposed)?;
         let h = cfg.hidden;
@@ -371,31 +448,57 @@ impl FastEncoder {
             .get(0)?
             .to_vec1::<f32>()?;
         let norm = w.norm("embeddings.LayerNorm", h)?;
+        let precision = prepared.as_ref().map_or(Precision::F32, |p| p.precision);
+        let mut ready = prepared.map(|p| p.linears.into_iter());
         let mut layers = Vec::with_capacity(cfg.layers);
         for i in 0..cfg.layers {
             let p = format!("encoder.layer.{i}");
-            let qkv = w.linears(
+            let inter = w.get(&format!("{p}.intermediate.dense.bias"))?.dims1()?;
+            // The prepared layer, or the f32 weights read from the checkpoint.
+            let mut linear = |names: &[&str], input: usize, output: usize| -> CResult<Linear> {
+                let l = match ready.as_mut() {
+                    Some(it) => it.next().ok_or_else(|| err("too few prepared layers"))?,
+                    None => {
+                        let names: Vec<String> = names.iter().map(|n| format!("{p}.{n}")).collect();
+                        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                        // Side by side: each of `names` gives its share of the outputs.
+                        Linear::new(w.linears(&names, input, output / names.len())?)
+                    }
+                };
+                if l.dims()? != (input, output) {
+                    return Err(err(format!(
+                        "{p}.{}: weights of shape {:?}, expected {:?}",
+                        names[0],
+                        l.dims()?,
+                        (input, output)
+                    )));
+                }
+                Ok(l)
+            };
+            let qkv = linear(
                 &[
-                    &format!("{p}.attention.self.query"),
-                    &format!("{p}.attention.self.key"),
-                    &format!("{p}.attention.self.value"),
+                    "attention.self.query",
+                    "attention.self.key",
+                    "attention.self.value",
                 ],
                 h,
-                h,
+                3 * h,
             )?;
+            let out = linear(&["attention.output.dense"], h, h)?;
+            let up = linear(&["intermediate.dense"], h, inter)?;
+            let down = linear(&["output.dense"], inter, h)?;
             let mut qkv_bias = w.vec(&format!("{p}.attention.self.query.bias"), h)?;
             qkv_bias.extend(w.vec(&format!("{p}.attention.self.key.bias"), h)?);
             qkv_bias.extend(w.vec(&format!("{p}.attention.self.value.bias"), h)?);
-            let inter = w.get(&format!("{p}.intermediate.dense.bias"))?.dims1()?;
             layers.push(Layer {
-                qkv: Linear::new(qkv),
+                qkv,
                 qkv_bias,
-                out: Linear::new(w.linear(&format!("{p}.attention.output.dense"), h, h)?),
+                out,
                 out_bias: w.vec(&format!("{p}.attention.output.dense.bias"), h)?,
                 norm1: w.norm(&format!("{p}.attention.output.LayerNorm"), h)?,
-                up: Linear::new(w.linear(&format!("{p}.intermediate.dense"), h, inter)?),
+                up,
                 up_bias: w.vec(&format!("{p}.intermediate.dense.bias"), inter)?,
-                down: Linear::new(w.linear(&format!("{p}.output.dense"), inter, h)?),
+                down,
                 down_bias: w.vec(&format!("{p}.output.dense.bias"), h)?,
                 norm2: w.norm(&format!("{p}.output.LayerNorm"), h)?,
             });
@@ -408,7 +511,7 @@ impl FastEncoder {
             token_type,
             norm,
             layers,
-            precision: Precision::F32,
+            precision,
             arch: pulp::Arch::new(),
             cfg,
         })
@@ -434,9 +537,20 @@ impl FastEncoder {
     }
 
     /// The precision the linear layers run in.
-    #[cfg(test)]
     pub(crate) fn precision(&self) -> Precision {
         self.precision
+    }
+
+    /// Writes the linear layers in the precision they run in ([`PreparedLinears::read`]
+    /// reads them back); `Err` in f32.
+    pub(crate) fn save_prepared(&self, w: &mut Writer) -> std::io::Result<()> {
+        w.u64(self.layers.len() as u64 * 4)?;
+        for layer in &self.layers {
+            for linear in [&layer.qkv, &layer.out, &layer.up, &layer.down] {
+                linear.save(self.precision, w)?;
+            }
+        }
+        Ok(())
     }
 
     /// Frees the weights of the precision not in use.

@@ -17,6 +17,8 @@
 //! register's eight columns).
 
 use pulp::x86::V3;
+
+use crate::vector::prepared::{Reader, Writer, check};
 use pulp::{f32x8, i16x16, i32x8};
 use rayon::prelude::*;
 
@@ -124,6 +126,38 @@ impl Int16Linear {
             a_max: a_max as f32,
             simd,
         })
+    }
+
+    /// Writes the quantized weights ([`crate::vector::prepared`]).
+    pub(crate) fn save(&self, w: &mut Writer) -> std::io::Result<()> {
+        w.u64(self.k as u64)?;
+        w.u64(self.n as u64)?;
+        w.slice(&self.scale)?;
+        w.slice(&self.packed)
+    }
+
+    /// Reads what [`Int16Linear::save`] wrote; `None` when the CPU lacks AVX2.
+    pub(crate) fn load(r: &mut Reader) -> std::io::Result<Option<Int16Linear>> {
+        let (k, n) = (r.usize()?, r.usize()?);
+        let scale: Vec<f32> = r.vec()?;
+        let packed: Vec<i16x16> = r.vec()?;
+        let (pairs, panels) = (k.div_ceil(2), n.div_ceil(NR));
+        check(
+            k > 0 && n > 0 && scale.len() == panels * NR && packed.len() == panels * pairs * 3,
+            "int16 weights",
+        )?;
+        let Some(simd) = V3::try_new() else {
+            return Ok(None);
+        };
+        Ok(Some(Int16Linear {
+            k,
+            n,
+            pairs,
+            packed,
+            scale,
+            a_max: bounds(k).1 as f32,
+            simd,
+        }))
     }
 
     /// The input width.

@@ -18,10 +18,12 @@ mod encoder;
 mod int16;
 mod kernels;
 mod model;
+mod prepared;
 mod safetensors;
 mod store;
 #[cfg(test)]
 mod test_matrices;
+mod tokenizer_file;
 mod x86;
 
 use std::collections::{HashMap, HashSet};
@@ -262,7 +264,13 @@ impl VectorSide {
         *seen = self.store.data_version()?;
         state.model = self.store.model()?;
         state.ann = Ann::new(0);
-        state.ann.add(self.store.load_after(0)?);
+        let started = std::time::Instant::now();
+        state.ann.add_rows(self.store.load_rows_after(0)?);
+        tracing::debug!(
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            chunks = state.ann.live(),
+            "stored vectors loaded"
+        );
         state.loaded = true;
         drop((state, seen));
         self.spawn_graph_build();
@@ -300,7 +308,7 @@ impl VectorSide {
             state.model = model;
         }
         let after = state.ann.max_chunk_id;
-        state.ann.add(self.store.load_after(after)?);
+        state.ann.add_rows(self.store.load_rows_after(after)?);
         if self.store.chunk_count()? != state.ann.live() as u64 {
             let ids: HashSet<u64> = self.store.chunk_ids()?.into_iter().collect();
             state.ann.retain(&ids);

@@ -78,6 +78,8 @@ pub(crate) enum Placement {
     Transposed,
     /// Left in the file ([`OnDisk`]).
     Disk,
+    /// Not read at all: the caller has it in another form (the prepared linear layers).
+    Skip,
 }
 
 /// What [`load_f32`] read: the tensors in memory, and the matrices left on disk.
@@ -171,6 +173,9 @@ pub(crate) fn load_f32(
                 Tensor::from_vec(values, (cols, rows), &Device::Cpu).map_err(|e| e.to_string())?;
             tensors.insert(name.clone(), t);
             transposed.insert(name);
+            continue;
+        }
+        if placement == Placement::Skip {
             continue;
         }
         if placement == Placement::Disk {

@@ -36,6 +36,17 @@ pub(crate) struct StoredChunk {
     pub(crate) vector: Vec<f32>,
 }
 
+/// Stored chunks read in bulk ([`VectorStore::load_rows_after`]): where each came from, and
+/// their vectors side by side (no allocation per chunk).
+#[derive(Debug, Default)]
+pub(crate) struct ChunkRows {
+    /// (chunk id, document id, first line, last line), in id order.
+    pub(crate) meta: Vec<(u64, u64, u32, u32)>,
+    /// `meta.len() × dim` values.
+    pub(crate) data: Vec<f32>,
+    pub(crate) dim: usize,
+}
+
 /// The chunks of one document to write.
 pub(crate) struct DocVectors {
     pub(crate) doc_id: u64,
@@ -51,10 +62,14 @@ fn to_blob(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn from_blob(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+/// How many chunks have an id above `after` (a reservation's size; 0 when unknown).
+fn self_count_hint(conn: &Connection, after: u64) -> usize {
+    conn.query_row(
+        "SELECT COUNT(*) FROM chunks WHERE id > ?1",
+        [after as i64],
+        |r| r.get::<_, i64>(0),
+    )
+    .map_or(0, |n| n.max(0) as usize)
 }
 
 impl VectorStore {
@@ -63,6 +78,9 @@ impl VectorStore {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // Reading the vectors at a process's first vector search is most of what a CLI
+        // search without a server does after loading the model: pages mapped, not copied.
+        conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
         conn.execute_batch(SCHEMA)?;
         Ok(VectorStore {
             conn: Mutex::new(conn),
@@ -186,24 +204,40 @@ impl VectorStore {
         Ok(removed)
     }
 
-    /// Chunks with an id above `after`, in id order.
-    pub(crate) fn load_after(&self, after: u64) -> Result<Vec<StoredChunk>> {
+    /// The chunks with an id above `after`, in id order, the vectors decoded straight into
+    /// one array.
+    /// Chunks whose vector has another width than the first one's are left out.
+    pub(crate) fn load_rows_after(&self, after: u64) -> Result<ChunkRows> {
         let conn = self.conn();
         let mut stmt = conn.prepare(
             "SELECT id, doc_id, start_line, end_line, vector FROM chunks WHERE id > ?1 ORDER BY id",
         )?;
-        let rows = stmt.query_map([after as i64], |r| {
-            Ok(StoredChunk {
-                id: r.get::<_, i64>(0)? as u64,
-                doc_id: r.get::<_, i64>(1)? as u64,
-                start_line: r.get::<_, i64>(2)? as u32,
-                end_line: r.get::<_, i64>(3)? as u32,
-                vector: from_blob(&r.get::<_, Vec<u8>>(4)?),
-            })
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            out.push(row?);
+        let mut rows = stmt.query([after as i64])?;
+        let mut out = ChunkRows::default();
+        while let Some(r) = rows.next()? {
+            let blob = r.get_ref(4)?.as_blob().map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(4, rusqlite::types::Type::Blob, e.into())
+            })?;
+            let dim = blob.len() / 4;
+            if out.meta.is_empty() {
+                out.dim = dim;
+                let hint = self_count_hint(&conn, after);
+                out.meta.reserve(hint);
+                out.data.reserve(hint * dim);
+            }
+            if dim != out.dim || blob.len() % 4 != 0 {
+                continue;
+            }
+            out.meta.push((
+                r.get::<_, i64>(0)? as u64,
+                r.get::<_, i64>(1)? as u64,
+                r.get::<_, i64>(2)? as u32,
+                r.get::<_, i64>(3)? as u32,
+            ));
+            out.data.extend(
+                blob.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            );
         }
         Ok(out)
     }

@@ -18,6 +18,8 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
+use crate::vector::prepared::{Reader, Writer, check};
+
 thread_local! {
     /// A work unit's rows in bf16, tile by tile (reused: at most 256 rows of the widest input).
     static PACKED: std::cell::RefCell<Vec<u16>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -137,14 +139,43 @@ impl AmxLinear {
         })
     }
 
+    /// Writes the packed weights ([`crate::vector::prepared`]).
+    pub(crate) fn save(&self, w: &mut Writer) -> std::io::Result<()> {
+        w.u64(self.k as u64)?;
+        w.u64(self.n as u64)?;
+        w.slice(&self.packed)
+    }
+
+    /// Reads what [`AmxLinear::save`] wrote; `None` when this CPU cannot run the kernels.
+    /// The kernels' pointer arithmetic relies on `packed`'s length: it is checked here
+    /// against the one [`AmxLinear::new`] makes for the same shape.
+    pub(crate) fn load(r: &mut Reader) -> std::io::Result<Option<AmxLinear>> {
+        let (k, n) = (r.usize()?, r.usize()?);
+        let packed: Vec<u16> = r.vec()?;
+        let kp = k.div_ceil(TILE_K) * TILE_K;
+        let np = n.div_ceil(BLOCK) * BLOCK;
+        check(
+            k > 0 && n > 0 && packed.len() == np / BLOCK * (kp / TILE_K) * TILE_BYTES,
+            "bf16 weights",
+        )?;
+        if !supported() {
+            return Ok(None);
+        }
+        Ok(Some(AmxLinear {
+            k,
+            n,
+            kp,
+            np,
+            packed,
+        }))
+    }
+
     /// The input width.
-    #[cfg(test)]
     pub(crate) fn inputs(&self) -> usize {
         self.k
     }
 
     /// The output width.
-    #[cfg(test)]
     pub(crate) fn outputs(&self) -> usize {
         self.n
     }

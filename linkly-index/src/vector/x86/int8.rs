@@ -18,6 +18,8 @@
 
 use rayon::prelude::*;
 
+use crate::vector::prepared::{Reader, Writer, check};
+
 /// Columns per panel: four AVX-512 registers of 16 `i32` sums.
 const PANEL: usize = 64;
 /// Rows per kernel call: 6 rows × 4 registers = 24 accumulators of the 32 registers.
@@ -107,6 +109,46 @@ impl QuantLinear {
             scale,
             shift,
         }
+    }
+
+    /// Writes the quantized weights ([`crate::vector::prepared`]).
+    pub(crate) fn save(&self, w: &mut Writer) -> std::io::Result<()> {
+        w.u64(self.k as u64)?;
+        w.u64(self.n as u64)?;
+        w.slice(&self.packed)?;
+        w.slice(&self.scale)?;
+        w.slice(&self.shift)
+    }
+
+    /// Reads what [`QuantLinear::save`] wrote; `None` when the CPU lacks AVX-512 VNNI. The
+    /// kernels' pointer arithmetic relies on the arrays' lengths: they are checked here
+    /// against the ones [`QuantLinear::new`] makes for the same shape.
+    pub(crate) fn load(r: &mut Reader) -> std::io::Result<Option<QuantLinear>> {
+        let (k, n) = (r.usize()?, r.usize()?);
+        let packed: Vec<i8> = r.vec()?;
+        let scale: Vec<f32> = r.vec()?;
+        let shift: Vec<i32> = r.vec()?;
+        let kp = k.div_ceil(4) * 4;
+        let panels = n.div_ceil(PANEL);
+        check(
+            k > 0
+                && n > 0
+                && packed.len() == panels * (kp / 4) * PANEL * 4
+                && scale.len() == panels * PANEL
+                && shift.len() == panels * PANEL,
+            "int8 weights",
+        )?;
+        if !supported() {
+            return Ok(None);
+        }
+        Ok(Some(QuantLinear {
+            k,
+            n,
+            kp,
+            packed,
+            scale,
+            shift,
+        }))
     }
 
     /// The input width.
