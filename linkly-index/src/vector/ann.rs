@@ -184,7 +184,7 @@ impl Ann {
         if self.dim == 0 && self.slots.is_empty() {
             self.dim = rows.dim;
         }
-        if rows.dim != self.dim || rows.meta.is_empty() {
+        if rows.dim != self.dim || rows.dim == 0 || rows.meta.is_empty() {
             return;
         }
         if self.slots.is_empty() {

@@ -62,14 +62,14 @@ fn to_blob(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-/// How many chunks have an id above `after` (a reservation's size; 0 when unknown).
+/// How many chunks a read of those above `after` will find, when that is cheap to know: all
+/// of them (SQLite counts a table through its smallest index); 0 otherwise.
 fn self_count_hint(conn: &Connection, after: u64) -> usize {
-    conn.query_row(
-        "SELECT COUNT(*) FROM chunks WHERE id > ?1",
-        [after as i64],
-        |r| r.get::<_, i64>(0),
-    )
-    .map_or(0, |n| n.max(0) as usize)
+    if after != 0 {
+        return 0;
+    }
+    conn.query_row("SELECT COUNT(*) FROM chunks", [], |r| r.get::<_, i64>(0))
+        .map_or(0, |n| n.max(0) as usize)
 }
 
 impl VectorStore {
@@ -218,6 +218,9 @@ impl VectorStore {
             let blob = r.get_ref(4)?.as_blob().map_err(|e| {
                 rusqlite::Error::FromSqlConversionFailure(4, rusqlite::types::Type::Blob, e.into())
             })?;
+            if blob.is_empty() || blob.len() % 4 != 0 {
+                continue;
+            }
             let dim = blob.len() / 4;
             if out.meta.is_empty() {
                 out.dim = dim;
@@ -225,7 +228,7 @@ impl VectorStore {
                 out.meta.reserve(hint);
                 out.data.reserve(hint * dim);
             }
-            if dim != out.dim || blob.len() % 4 != 0 {
+            if dim != out.dim {
                 continue;
             }
             out.meta.push((
