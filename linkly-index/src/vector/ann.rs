@@ -157,29 +157,25 @@ impl Ann {
 
     /// Adds chunks (their vectors are normalised here). Chunks of another dimension are ignored.
     pub(crate) fn add(&mut self, chunks: Vec<StoredChunk>) {
+        let dim = match chunks.first() {
+            Some(c) if self.dim == 0 && self.slots.is_empty() => c.vector.len(),
+            _ => self.dim,
+        };
+        let mut rows = ChunkRows {
+            dim,
+            ..ChunkRows::default()
+        };
         for c in chunks {
             self.max_chunk_id = self.max_chunk_id.max(c.id);
-            if self.dim == 0 && self.slots.is_empty() {
-                self.dim = c.vector.len();
+            if c.vector.len() == dim {
+                rows.meta.push((c.id, c.doc_id, c.start_line, c.end_line));
+                rows.data.extend_from_slice(&c.vector);
             }
-            if c.vector.len() != self.dim || self.by_chunk.contains_key(&c.id) {
-                continue;
-            }
-            let mut v = c.vector;
-            normalise(&mut v);
-            self.by_chunk.insert(c.id, self.slots.len());
-            self.slots.push(Slot {
-                chunk_id: c.id,
-                doc_id: c.doc_id,
-                start_line: c.start_line,
-                end_line: c.end_line,
-                live: true,
-            });
-            self.data.extend_from_slice(&v);
         }
+        self.add_rows(rows);
     }
 
-    /// [`Ann::add`] for chunks read in bulk.
+    /// Adds chunks read in bulk (normalised here); none when their dimension is not this one's.
     pub(crate) fn add_rows(&mut self, rows: ChunkRows) {
         if self.dim == 0 && self.slots.is_empty() {
             self.dim = rows.dim;

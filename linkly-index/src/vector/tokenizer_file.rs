@@ -54,23 +54,15 @@ fn fast(text: &str) -> Result<Tokenizer, String> {
     let mut tokenizer: Tokenizer =
         serde_json::from_value(serde_json::Value::Object(rest)).map_err(|e| e.to_string())?;
     tokenizer.with_model(model);
-    tokenizer
-        .add_tokens(added.into_iter().map(|t| AddedToken {
-            content: t.content,
-            single_word: t.single_word,
-            lstrip: t.lstrip,
-            rstrip: t.rstrip,
-            normalized: t.normalized,
-            special: t.special,
-        }))
-        .map_err(|e| e.to_string())?;
+    tokenizer.add_tokens(added).map_err(|e| e.to_string())?;
     Ok(tokenizer)
 }
 
 /// The file: the model read here, the rest kept as JSON for `tokenizers`.
 struct File {
     model: Option<Model>,
-    added_tokens: Vec<Added>,
+    /// Its entries' `id`s are the model's, looked up again when they are added.
+    added_tokens: Vec<AddedToken>,
     rest: serde_json::Map<String, serde_json::Value>,
 }
 
@@ -103,22 +95,6 @@ impl<'de> Deserialize<'de> for File {
         }
         d.deserialize_map(V)
     }
-}
-
-/// An entry of `added_tokens` (its `id` is the model's, looked up again when it is added).
-#[derive(Deserialize)]
-struct Added {
-    content: String,
-    #[serde(default)]
-    single_word: bool,
-    #[serde(default)]
-    lstrip: bool,
-    #[serde(default)]
-    rstrip: bool,
-    #[serde(default)]
-    normalized: bool,
-    #[serde(default)]
-    special: bool,
 }
 
 /// The fields of the two model types read here.
