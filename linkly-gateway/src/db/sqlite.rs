@@ -69,18 +69,50 @@ CREATE INDEX IF NOT EXISTS documents_seq ON documents (library_id, seq);
 ";
 
 /// Opens (creating when missing) a database file and its schema.
+///
+/// Several processes (or threads) may open a new file at the same moment. Switching it to WAL
+/// and creating the schema take the write lock, and SQLite answers `SQLITE_BUSY` without calling
+/// the busy handler in some of those races (a lock upgrade, a WAL being set up by another
+/// opener), so the setup is retried, with a growing pause, for as long as the busy timeout.
 pub(super) fn open(path: &Path) -> Result<Connection> {
     if let Some(parent) = path.parent()
         && !parent.as_os_str().is_empty()
     {
         fs_err::create_dir_all(parent)?;
     }
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match setup(path) {
+            Err(e) if is_busy(&e) && started.elapsed() < BUSY_TIMEOUT => {
+                tracing::debug!(path = %path.display(), error = %e, "database busy while opening; retrying");
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            done => return Ok(done?),
+        }
+    }
+}
+
+/// How long a connection waits on another's lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One attempt at opening the file, switching it to WAL and creating the schema.
+fn setup(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
-    conn.busy_timeout(Duration::from_secs(30))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.execute_batch(SCHEMA)?;
     Ok(conn)
+}
+
+/// Whether an error is another connection's lock (worth waiting out), not a fault.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Idle read connections kept at most.
@@ -115,7 +147,7 @@ impl Pool {
             return Ok(c);
         }
         let conn = Connection::open(&self.path)?;
-        conn.busy_timeout(Duration::from_secs(30))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         Ok(conn)
     }
 
