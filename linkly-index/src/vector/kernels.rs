@@ -121,6 +121,17 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
+/// `a · b` for 8-bit codes and a 16-bit query, exact in 32 bits while `a.len() · 127 ·
+/// max|b| < 2^31` (integer sums may be reordered, so the compiler vectorises it: on AVX2, a
+/// sign extension and `vpmaddwd` per 16 values).
+#[inline(always)]
+pub(crate) fn dot_i8_i16(a: &[i8], b: &[i16]) -> i32 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| i32::from(x) * i32::from(y))
+        .fold(0i32, i32::wrapping_add)
+}
+
 #[inline(always)]
 fn sum(xs: &[f32]) -> f32 {
     let mut acc = [0.0f32; LANES];

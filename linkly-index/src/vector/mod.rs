@@ -28,7 +28,7 @@ mod x86;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 use x86::{amx, int8};
@@ -218,6 +218,8 @@ pub(crate) struct VectorSide {
     model: RwLock<Option<Loaded>>,
     status: Mutex<ModelStatus>,
     building: Arc<AtomicBool>,
+    /// Searches served: the second one makes the vectors' 8-bit copies ([`Ann::build_codes`]).
+    searches: AtomicUsize,
     seen_version: Mutex<i64>,
     /// A model selected but not loaded yet ([`Index::attach_selected_model_when_needed`]):
     /// loaded by the first search, status or embedding run that needs it.
@@ -243,6 +245,7 @@ impl VectorSide {
                 name: DEFAULT_MODEL.to_string(),
             }),
             building: Arc::new(AtomicBool::new(false)),
+            searches: AtomicUsize::new(0),
             seen_version: Mutex::new(seen),
             deferred: Mutex::new(None),
         })
@@ -334,7 +337,7 @@ impl VectorSide {
             .unwrap_or_default();
         ann::normalise(&mut q);
         let state = self.ann.read().unwrap_or_else(|e| e.into_inner());
-        Ok(state
+        let hits = state
             .ann
             .search(&q, k, allowed)
             .into_iter()
@@ -342,7 +345,22 @@ impl VectorSide {
                 let s = state.ann.slot(slot);
                 (s.doc_id, score, s.start_line, s.end_line)
             })
-            .collect())
+            .collect();
+        // A process that searches more than once (a server, an embedding program) scans the
+        // 8-bit copies from then on; a one-shot CLI search does not make them.
+        let coded = state.ann.coded();
+        drop(state);
+        if !coded && self.searches.fetch_add(1, Ordering::Relaxed) >= 1 {
+            let started = Instant::now();
+            let mut state = self.ann.write().unwrap_or_else(|e| e.into_inner());
+            state.ann.build_codes();
+            tracing::debug!(
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                chunks = state.ann.live(),
+                "made the vectors' 8-bit copies"
+            );
+        }
+        Ok(hits)
     }
 
     fn spawn_graph_build(&self) {
