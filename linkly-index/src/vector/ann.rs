@@ -115,11 +115,66 @@ fn quantize_query(q: &[f32]) -> (Vec<i16>, f32) {
     (codes, max / levels)
 }
 
-/// Scores a block of slots against the query: the dot product, or −∞ for a dead slot or one
-/// the filter leaves out.
+/// What a scan reads: the f32 vectors, or their 8-bit copies against a 16-bit query.
+#[derive(Clone, Copy)]
+enum Scan<'a> {
+    F32 {
+        query: &'a [f32],
+        data: &'a [f32],
+    },
+    Codes {
+        query: &'a [i16],
+        query_scale: f32,
+        codes: &'a [i8],
+        scales: &'a [f32],
+    },
+}
+
+impl<'a> Scan<'a> {
+    /// The same, for slots `from..from + n` only.
+    fn slots(self, dim: usize, from: usize, n: usize) -> Scan<'a> {
+        match self {
+            Scan::F32 { query, data } => Scan::F32 {
+                query,
+                data: &data[from * dim..(from + n) * dim],
+            },
+            Scan::Codes {
+                query,
+                query_scale,
+                codes,
+                scales,
+            } => Scan::Codes {
+                query,
+                query_scale,
+                codes: &codes[from * dim..(from + n) * dim],
+                scales: &scales[from..from + n],
+            },
+        }
+    }
+
+    /// The `i`-th vector's score: the dot product, or about it from the copies.
+    #[inline(always)]
+    fn score(&self, dim: usize, i: usize) -> f32 {
+        match *self {
+            Scan::F32 { query, data } => kernels::dot(query, &data[i * dim..(i + 1) * dim]),
+            Scan::Codes {
+                query,
+                query_scale,
+                codes,
+                scales,
+            } => {
+                kernels::dot_i8_i16(&codes[i * dim..(i + 1) * dim], query) as f32
+                    * (scales[i] * query_scale)
+            }
+        }
+    }
+}
+
+/// Scores a block of slots against the query, or −∞ for a dead slot or one the filter leaves
+/// out.
 struct ScanBlock<'a> {
-    query: &'a [f32],
-    data: &'a [f32],
+    scan: Scan<'a>,
+    dim: usize,
     slots: &'a [Slot],
     allowed: Option<&'a HashSet<u64>>,
     scores: &'a mut [f32],
@@ -130,47 +185,9 @@ impl pulp::WithSimd for ScanBlock<'_> {
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _: S) {
-        let dim = self.query.len();
-        for ((score, slot), v) in self
-            .scores
-            .iter_mut()
-            .zip(self.slots)
-            .zip(self.data.chunks_exact(dim))
-        {
+        for (i, (score, slot)) in self.scores.iter_mut().zip(self.slots).enumerate() {
             if slot.live && self.allowed.is_none_or(|a| a.contains(&slot.doc_id)) {
-                *score = kernels::dot(self.query, v);
-            }
-        }
-    }
-}
-
-/// Scores a block of slots against the query by their 8-bit copies: about the dot product, or
-/// −∞ for a dead slot or one the filter leaves out.
-struct ScanCodes<'a> {
-    query: &'a [i16],
-    query_scale: f32,
-    codes: &'a [i8],
-    scales: &'a [f32],
-    slots: &'a [Slot],
-    allowed: Option<&'a HashSet<u64>>,
-    scores: &'a mut [f32],
-}
-
-impl pulp::WithSimd for ScanCodes<'_> {
-    type Output = ();
-
-    #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _: S) {
-        let dim = self.query.len();
-        for (((score, slot), v), &scale) in self
-            .scores
-            .iter_mut()
-            .zip(self.slots)
-            .zip(self.codes.chunks_exact(dim))
-            .zip(self.scales)
-        {
-            if slot.live && self.allowed.is_none_or(|a| a.contains(&slot.doc_id)) {
-                *score = kernels::dot_i8_i16(v, self.query) as f32 * (scale * self.query_scale);
+                *score = self.scan.score(self.dim, i);
             }
         }
     }
@@ -483,67 +500,57 @@ impl Ann {
             }
             _ => 0,
         };
-        // The scanned part: blocks of slots scored by their 8-bit copies in parallel, each
-        // block compiled for the widest SIMD the CPU has; then the best of them ranked by
-        // their f32 vectors.
+        // The scanned part: blocks of slots scored in parallel (by their 8-bit copies once
+        // there are some), each block compiled for the widest SIMD the CPU has.
         let dim = self.dim;
         let arch = arch();
         let slots = &self.slots[scan_from.min(self.slots.len())..];
         let by_score = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        let mut scores = vec![f32::NEG_INFINITY; slots.len()];
-        let scored = |scores: &[f32]| -> Vec<(usize, f32)> {
-            scores
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.is_finite())
-                .map(|(i, &s)| (scan_from + i, s))
-                .collect()
+        let query_codes = self.coded.then(|| quantize_query(query));
+        let scan = match &query_codes {
+            Some((codes, scale)) => Scan::Codes {
+                query: codes,
+                query_scale: *scale,
+                codes: &self.codes,
+                scales: &self.scales,
+            },
+            None => Scan::F32 {
+                query,
+                data: &self.data,
+            },
         };
-        if self.coded {
-            let (query_codes, query_scale) = quantize_query(query);
-            scores
-                .par_chunks_mut(SCAN_BLOCK)
-                .zip(slots.par_chunks(SCAN_BLOCK))
-                .enumerate()
-                .for_each(|(b, (scores, slots))| {
-                    let first = scan_from + b * SCAN_BLOCK;
-                    arch.dispatch(ScanCodes {
-                        query: &query_codes,
-                        query_scale,
-                        codes: &self.codes[first * dim..(first + slots.len()) * dim],
-                        scales: &self.scales[first..first + slots.len()],
-                        slots,
-                        allowed,
-                        scores,
-                    });
+        let mut scores = vec![f32::NEG_INFINITY; slots.len()];
+        scores
+            .par_chunks_mut(SCAN_BLOCK)
+            .zip(slots.par_chunks(SCAN_BLOCK))
+            .enumerate()
+            .for_each(|(b, (scores, slots))| {
+                arch.dispatch(ScanBlock {
+                    scan: scan.slots(dim, scan_from + b * SCAN_BLOCK, slots.len()),
+                    dim,
+                    slots,
+                    allowed,
+                    scores,
                 });
-            let mut near = scored(&scores);
+            });
+        let mut near: Vec<(usize, f32)> = scores
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.is_finite())
+            .map(|(i, &s)| (scan_from + i, s))
+            .collect();
+        if self.coded {
+            // The best by their copies, scored again by their f32 vectors.
             let wide = rescored(k);
             if near.len() > wide {
                 near.select_nth_unstable_by(wide - 1, by_score);
                 near.truncate(wide);
             }
-            out.extend(
-                near.into_iter()
-                    .map(|(slot, _)| (slot, simd_dot(query, self.vector(slot)))),
-            );
-        } else {
-            scores
-                .par_chunks_mut(SCAN_BLOCK)
-                .zip(slots.par_chunks(SCAN_BLOCK))
-                .enumerate()
-                .for_each(|(b, (scores, slots))| {
-                    let first = scan_from + b * SCAN_BLOCK;
-                    arch.dispatch(ScanBlock {
-                        query,
-                        data: &self.data[first * dim..(first + slots.len()) * dim],
-                        slots,
-                        allowed,
-                        scores,
-                    });
-                });
-            out.extend(scored(&scores));
+            for (slot, score) in &mut near {
+                *score = simd_dot(query, self.vector(*slot));
+            }
         }
+        out.extend(near);
         // The best `k`, best first, without sorting the rest.
         if out.len() > k {
             out.select_nth_unstable_by(k - 1, by_score);
