@@ -304,10 +304,14 @@ impl Ann {
     /// Makes the vectors' 8-bit copies, which the scan reads from then on (and which chunks
     /// added later get at once).
     pub(crate) fn build_codes(&mut self) {
-        if self.coded || self.dim == 0 {
+        if self.coded {
             return;
         }
+        self.coded = true;
         let dim = self.dim;
+        if dim == 0 {
+            return;
+        }
         let arch = arch();
         let mut codes = vec![0i8; self.data.len()];
         let mut scales = vec![0.0f32; self.slots.len()];
@@ -324,7 +328,6 @@ impl Ann {
             });
         self.codes = codes;
         self.scales = scales;
-        self.coded = true;
     }
 
     /// Adds chunks (their vectors are normalised here). Chunks of another dimension are ignored.
@@ -382,6 +385,12 @@ impl Ann {
                 .last()
                 .map_or(self.max_chunk_id, |m| m.0.max(self.max_chunk_id));
             self.data = data;
+            if self.coded {
+                // Copies were asked for when there were no vectors (or after a compaction
+                // emptied the arrays): these get theirs now.
+                self.coded = false;
+                self.build_codes();
+            }
             return;
         }
         self.slots.reserve(rows.meta.len());
@@ -782,6 +791,33 @@ mod tests {
                 assert!(got.iter().zip(&want).all(|(g, w)| g.1 == w.1));
             }
         }
+    }
+
+    /// Copies asked for while empty, and kept through a compaction that empties the arrays:
+    /// the vectors loaded next get theirs.
+    #[test]
+    fn copies_follow_an_emptied_collection() {
+        let vectors = random_vectors(200, 8);
+        let chunks = |from: u64| -> Vec<StoredChunk> {
+            vectors
+                .iter()
+                .enumerate()
+                .map(|(i, v)| chunk(from + i as u64, i as u64, v.clone()))
+                .collect()
+        };
+        let mut ann = Ann::new(0);
+        ann.build_codes();
+        ann.add(chunks(1));
+        let ids: Vec<u64> = (1..=200).collect();
+        ann.remove(&ids);
+        assert_eq!((ann.live(), ann.dead), (0, 0), "compacted to nothing");
+        ann.add(chunks(1000));
+        assert!(ann.coded());
+        assert_eq!(ann.codes.len(), ann.data.len());
+        let mut q = vectors[3].clone();
+        normalise(&mut q);
+        let hit = ann.search(&q, 1, None);
+        assert_eq!(ann.slot(hit[0].0).chunk_id, 1003);
     }
 
     #[test]
