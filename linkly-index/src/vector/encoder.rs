@@ -1,15 +1,16 @@
 //! A BERT / XLM-RoBERTa encoder forward pass tuned for CPUs, on candle tensors.
 //!
-//! The matrix products are candle's (`Tensor::matmul`, i.e. `gemm`, with its AVX-512 kernels
-//! turned on); everything between them is fused into a few in-place passes (bias + activation,
-//! bias + residual + LayerNorm, softmax), vectorised for the CPU at hand and spread over the
-//! cores with rayon. The batch is packed: the layers see only real tokens, one sequence after
-//! another, so padding costs nothing, and attention runs one sequence per task (two batched
-//! products over its heads). Compared with candle-transformers' `bert` (padding computed, one
-//! allocation and one scalar pass per operation, `erf` and `exp` from libm, attention as two
-//! tiny two-thread gemm calls per head) this makes embedding several times faster on a CPU;
-//! the result is the same to within float rounding, which a test checks against
-//! candle-transformers on the real model.
+//! The f32 matrix products are `gemm`'s (with its AVX-512 kernels turned on), called through
+//! [`matmul::product`] rather than candle's `Tensor::matmul`, which reads `/proc/cpuinfo` at
+//! each call; the int16, int8 and bf16 ones have kernels of their own. Everything between
+//! them is fused into a few in-place passes (bias + activation, bias + residual + LayerNorm,
+//! softmax), vectorised for the CPU at hand and spread over the cores with rayon. The batch is
+//! packed: the layers see only real tokens, one sequence after another, so padding costs
+//! nothing, and attention runs one sequence per task (two products per head). Compared with
+//! candle-transformers' `bert` (padding computed, one allocation and one scalar pass per
+//! operation, `erf` and `exp` from libm, attention as two tiny two-thread gemm calls per head)
+//! this makes embedding several times faster on a CPU; the result is the same to within float
+//! rounding, which a test checks against candle-transformers on the real model.
 //!
 //! Shapes: a batch comes as `n` sequences padded on the right to `len` tokens and goes back
 //! out that way; inside, `T` packed rows of `hidden` values; `H` heads of `d = hidden / H`.
@@ -25,6 +26,7 @@ use crate::vector::amx::AmxLinear;
 use crate::vector::int8::QuantLinear;
 use crate::vector::int16::Int16Linear;
 use crate::vector::kernels::{self, Activation};
+use crate::vector::matmul;
 use crate::vector::prepared::{Reader, Writer};
 use crate::vector::safetensors::{OnDisk, transpose};
 
@@ -89,9 +91,9 @@ impl Linear {
 
     fn apply(&self, x: &Tensor, precision: Precision) -> CResult<Tensor> {
         match (precision, &self.int8, &self.int16, &self.f32) {
-            (Precision::Int8, Some(q), _, _) => x.apply_op1_no_bwd(&IntMatmul::Int8(q)),
-            (Precision::Int16, _, Some(q), _) => x.apply_op1_no_bwd(&IntMatmul::Int16(q)),
-            (_, _, _, Some(w)) => x.matmul(w),
+            (Precision::Int8, Some(q), _, _) => x.apply_op1_no_bwd(&LinearProduct::Int8(q)),
+            (Precision::Int16, _, Some(q), _) => x.apply_op1_no_bwd(&LinearProduct::Int16(q)),
+            (_, _, _, Some(w)) => x.apply_op1_no_bwd(&LinearProduct::F32(w)),
             _ => Err(err(
                 "the linear layer's weights of this precision were dropped",
             )),
@@ -195,25 +197,30 @@ impl Linear {
     }
 }
 
-/// `x · w` through the int8 or the int16 kernels (bf16 runs in [`FastEncoder::layer_bf16`]).
-enum IntMatmul<'a> {
+/// `x · w` through the int8, int16 or f32 (`gemm`) kernels (bf16 runs in
+/// [`FastEncoder::layer_bf16`]).
+enum LinearProduct<'a> {
     Int8(&'a QuantLinear),
     Int16(&'a Int16Linear),
+    /// `[in, out]`, contiguous.
+    F32(&'a Tensor),
 }
 
-impl CustomOp1 for IntMatmul<'_> {
+impl CustomOp1 for LinearProduct<'_> {
     fn name(&self) -> &'static str {
         match self {
-            IntMatmul::Int8(_) => "linkly-int8-matmul",
-            IntMatmul::Int16(_) => "linkly-int16-matmul",
+            LinearProduct::Int8(_) => "linkly-int8-matmul",
+            LinearProduct::Int16(_) => "linkly-int16-matmul",
+            LinearProduct::F32(_) => "linkly-f32-matmul",
         }
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> CResult<(CpuStorage, Shape)> {
         let x = contiguous_f32(s, l, self.name())?;
         let (k, n) = match self {
-            IntMatmul::Int8(q) => (q.inputs(), q.outputs()),
-            IntMatmul::Int16(q) => (q.inputs(), q.outputs()),
+            LinearProduct::Int8(q) => (q.inputs(), q.outputs()),
+            LinearProduct::Int16(q) => (q.inputs(), q.outputs()),
+            LinearProduct::F32(w) => w.dims2()?,
         };
         let rows = x.len() / k.max(1);
         if rows * k != x.len() {
@@ -223,8 +230,23 @@ impl CustomOp1 for IntMatmul<'_> {
             )));
         }
         let out = match self {
-            IntMatmul::Int8(q) => q.forward(x, rows),
-            IntMatmul::Int16(q) => q.forward(x, rows),
+            LinearProduct::Int8(q) => q.forward(x, rows),
+            LinearProduct::Int16(q) => q.forward(x, rows),
+            LinearProduct::F32(w) => {
+                let guard = w.storage_and_layout();
+                let candle_core::Storage::Cpu(storage) = &*guard.0 else {
+                    return Err(err("f32 weights are not in CPU memory"));
+                };
+                let w = contiguous_f32(storage, guard.1, self.name())?;
+                let mut out = vec![0.0f32; rows * n];
+                matmul::product(
+                    matmul::View::rows(x, rows, k),
+                    matmul::View::rows(w, k, n),
+                    &mut out,
+                )
+                .map_err(|_| err(format!("{}: unexpected weights' shape", self.name())))?;
+                out
+            }
         };
         Ok((CpuStorage::F32(out), Shape::from((rows, n))))
     }
@@ -899,9 +921,9 @@ impl Attention<'_> {
         Ok(out)
     }
 
-    /// One sequence, all heads: `softmax(Q·Kᵀ/√d)·V` as two batched candle products over the
-    /// heads (called from a rayon task, gemm runs them on this thread), the softmax in place
-    /// between them, the heads written side by side into the sequence's rows `dst`.
+    /// One sequence, all heads: `softmax(Q·Kᵀ/√d)·V` as two `gemm` products per head (called
+    /// from a rayon task), the softmax in place between them, the heads written side by side
+    /// into the sequence's rows `dst`.
     fn sequence(&self, qkv: &[f32], seq: usize, dst: &mut [f32]) -> CResult<()> {
         let (heads, d) = (self.heads, self.d);
         let h = heads * d;
@@ -928,14 +950,27 @@ impl Attention<'_> {
                     );
                 }
             }
-            Tensor::from_vec(m, (heads, len, d), &candle_core::Device::Cpu)
+            m
         };
-        let (q, k, v) = (gather(0, scale)?, gather(1, 1.0)?, gather(2, 1.0)?);
-        let scores = q.matmul(&k.t()?)?;
-        scores.inplace_op1(&Softmax { arch: self.arch })?;
-        let context = scores.matmul(&v)?.flatten_all()?.to_vec1::<f32>()?;
-        for (head, block) in context.chunks_exact(len * d).enumerate() {
-            for (t, row) in block.chunks_exact(d).enumerate() {
+        let (q, k, v) = (gather(0, scale), gather(1, 1.0), gather(2, 1.0));
+        let shape = |_| err("linkly-attention: unexpected product shape");
+        let mut scores = vec![0.0f32; heads * len * len];
+        for (head, s) in scores.chunks_exact_mut(len * len).enumerate() {
+            let rows = head * len * d..(head + 1) * len * d;
+            let q = matmul::View::rows(&q[rows.clone()], len, d);
+            let k = matmul::View::rows(&k[rows], len, d).t();
+            matmul::product(q, k, s).map_err(shape)?;
+        }
+        self.arch.dispatch(SoftmaxRows {
+            scores: &mut scores,
+            width: len,
+            valid: len,
+        });
+        let mut context = vec![0.0f32; len * d];
+        for (head, s) in scores.chunks_exact(len * len).enumerate() {
+            let v = matmul::View::rows(&v[head * len * d..(head + 1) * len * d], len, d);
+            matmul::product(matmul::View::rows(s, len, len), v, &mut context).map_err(shape)?;
+            for (t, row) in context.chunks_exact(d).enumerate() {
                 dst[t * h + head * d..][..d].copy_from_slice(row);
             }
         }
@@ -999,11 +1034,7 @@ struct Sequences<'a> {
     lens: &'a [usize],
 }
 
-/// Softmax over each row of a square `[valid, valid]` score matrix.
-struct Softmax {
-    arch: pulp::Arch,
-}
-
+/// Softmax over each row of `width` scores, of which the first `valid` count.
 struct SoftmaxRows<'a> {
     scores: &'a mut [f32],
     width: usize,
@@ -1019,23 +1050,6 @@ impl WithSimd for SoftmaxRows<'_> {
         for row in self.scores.chunks_exact_mut(self.width) {
             kernels::masked_softmax(row, self.valid);
         }
-    }
-}
-
-impl InplaceOp1 for Softmax {
-    fn name(&self) -> &'static str {
-        "linkly-softmax"
-    }
-
-    fn cpu_fwd(&self, s: &mut CpuStorage, l: &Layout) -> CResult<()> {
-        let scores = contiguous_f32_mut(s, l, self.name())?;
-        let width = l.dims().last().copied().unwrap_or(1).max(1);
-        self.arch.dispatch(SoftmaxRows {
-            scores,
-            width,
-            valid: width,
-        });
-        Ok(())
     }
 }
 

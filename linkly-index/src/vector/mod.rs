@@ -31,7 +31,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
-use x86::{amx, int8};
+use x86::{amx, int8, matmul};
 
 use linkly_core::DocId;
 

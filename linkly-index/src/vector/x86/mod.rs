@@ -1,12 +1,16 @@
-//! Matrix kernels for x86-64 CPUs that need `unsafe`: the workspace's one module allowed it.
+//! Matrix kernels that need `unsafe` (x86-64 instruction sets, and one checked call into the
+//! `gemm` crate): the workspace's one module allowed it.
 //!
 //! - [`int8`]: int8 products on AVX-512 VNNI (`vpdpbusd`), opt-in (`LINKLY_EMBED_ENGINE=int8`).
 //! - [`amx`]: bf16 products on AMX tiles (`tdpbf16ps`), the default where the CPU has them.
+//! - [`matmul`]: f32 products through the `gemm` crate called directly (raw pointers), on every
+//!   architecture, since candle's matmul reads `/proc/cpuinfo` at each call.
 //!
 //! Why `unsafe`: the AVX-512 loads and stores take raw pointers, the AMX instructions have no
 //! stable intrinsics (they are written with `asm!`) and need the kernel's permission (a system
 //! call), and functions compiled for those instruction sets may only be called where the CPU
-//! has them. Each kernel's type ([`int8::QuantLinear`], [`amx::AmxLinear`]) can only be built
+//! has them; `gemm`'s own entry point takes raw pointers and strides, which [`matmul::product`]
+//! checks against its slices before the call. Each kernel's type ([`int8::QuantLinear`], [`amx::AmxLinear`]) can only be built
 //! where its instructions run (`None` elsewhere), and checks every slice length its pointer
 //! arithmetic relies on before a kernel runs; each `unsafe` block says why it is sound. Tests
 //! hold each kernel to a scalar reference of the same arithmetic and to the exact f32 product,
@@ -16,3 +20,4 @@
 
 pub(crate) mod amx;
 pub(crate) mod int8;
+pub(crate) mod matmul;
