@@ -190,6 +190,12 @@ impl Index {
             .collect()
     }
 
+    /// [`Index::term_spans`] without collecting them: `f(start, end, term)` for each term in
+    /// order, with no allocation per term (snippets look at every word of their lines).
+    pub fn for_each_term_span(text: &str, f: impl FnMut(usize, usize, &str)) {
+        tokenizer::for_each_term_span(text, f)
+    }
+
     /// One document's record, if the id resolves.
     pub fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
         self.store.get(id)

@@ -369,18 +369,30 @@ pub(crate) fn index_terms(text: &str) -> Vec<String> {
 /// The indexed terms of a text (stemmed) with the byte range of the word or bigram each comes
 /// from, in order.
 pub(crate) fn term_spans(text: &str) -> Vec<(usize, usize, String)> {
+    let mut out = Vec::new();
+    for_each_term_span(text, |start, end, term| {
+        out.push((start, end, term.to_string()))
+    });
+    out
+}
+
+/// [`term_spans`], one term at a time, none of them copied.
+pub(crate) fn for_each_term_span(text: &str, mut f: impl FnMut(usize, usize, &str)) {
     thread_local! {
         // Built once per thread: callers split many short lines.
         static ANALYZER: std::cell::RefCell<TextAnalyzer> = std::cell::RefCell::new(analyzer());
     }
-    ANALYZER.with_borrow_mut(|analyzer| {
+    let mut run = |analyzer: &mut TextAnalyzer| {
         let mut stream = analyzer.token_stream(text);
-        let mut out = Vec::new();
         while stream.advance() {
             let t = stream.token();
-            out.push((t.offset_from, t.offset_to, t.text.clone()));
+            f(t.offset_from, t.offset_to, &t.text);
         }
-        out
+    };
+    ANALYZER.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut analyzer) => run(&mut analyzer),
+        // `f` itself asked for term spans: a fresh analyzer for this inner call.
+        Err(_) => run(&mut analyzer()),
     })
 }
 
@@ -574,6 +586,17 @@ mod tests {
         assert_eq!(terms("abc東京def"), ["abc", "東京", "def"]);
         assert_eq!(index_terms("Sleeping cats"), ["sleep", "cat"]);
         assert_eq!(index_terms("機械学習"), ["機械", "械学", "学習"]);
+    }
+
+    #[test]
+    fn term_spans_may_be_asked_for_inside_term_spans() {
+        let mut inner = Vec::new();
+        for_each_term_span("Cafés quantified", |_, _, term| {
+            inner.push((term.to_string(), index_terms(term)));
+            for_each_term_span(term, |_, _, again| assert_eq!(again, term));
+        });
+        assert_eq!(inner.len(), 2);
+        assert_eq!(inner[0].0, "cafe");
     }
 
     #[test]

@@ -118,13 +118,13 @@ impl QueryTerms {
         if !self.may_match(line) {
             return Vec::new();
         }
-        Index::term_spans(line)
-            .into_iter()
-            .filter_map(|s| {
-                let k = self.terms.iter().position(|t| *t == s.term)?;
-                Some((s.start, s.end, k))
-            })
-            .collect()
+        let mut hits = Vec::new();
+        Index::for_each_term_span(line, |start, end, term| {
+            if let Some(k) = self.terms.iter().position(|t| t == term) {
+                hits.push((start, end, k));
+            }
+        });
+        hits
     }
 }
 

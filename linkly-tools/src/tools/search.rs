@@ -4,6 +4,7 @@
 
 use linkly_core::{DocType, format_rfc3339, parse_time};
 use linkly_index::DocFilter;
+use rayon::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -289,21 +290,27 @@ impl Linkly {
             .first()
             .map_or(1.0, |h| h.score.max(f32::EPSILON)) as f64;
         let terms = QueryTerms::new(query);
-        let mut results = Vec::with_capacity(records.len());
-        for hit in &outcome.hits {
-            let Some(rec) = records.iter().find(|r| r.id == hit.id) else {
-                continue;
-            };
-            let (kind, passage) = if rec.skip_reason.is_some() {
-                (SnippetKind::None, None)
-            } else {
-                let text = self.index().content(rec.id)?.unwrap_or_default();
-                snippet_of(
-                    &text,
-                    &terms,
-                    hit.vector.map(|v| (v.start_line, v.end_line)),
-                )
-            };
+        let found: Vec<_> = outcome
+            .hits
+            .iter()
+            .filter_map(|hit| Some((hit, records.iter().find(|r| r.id == hit.id)?)))
+            .collect();
+        // Each result's text read and its best passage found on rayon's threads: on two cores
+        // that halves the snippets' part of a search (a few tenths of a millisecond per
+        // result), which the calling thread would otherwise do alone after the search.
+        let snippets: Vec<(SnippetKind, Option<Passage>)> = found
+            .par_iter()
+            .map_with(terms, |terms, (hit, rec)| {
+                Ok(if rec.skip_reason.is_some() {
+                    (SnippetKind::None, None)
+                } else {
+                    let text = self.index().content(rec.id)?.unwrap_or_default();
+                    snippet_of(&text, terms, hit.vector.map(|v| (v.start_line, v.end_line)))
+                })
+            })
+            .collect::<Result<_>>()?;
+        let mut results = Vec::with_capacity(found.len());
+        for ((hit, rec), (kind, passage)) in found.into_iter().zip(snippets) {
             results.push(SearchHit {
                 doc_id: self.doc_address(rec.id),
                 title: rec.display_title(),
