@@ -1,4 +1,4 @@
-//! Matrices for the tests of the quantized kernels (`x86/int8.rs`, `x86/amx.rs`, `int16.rs`): made-up values
+//! Matrices for the tests of the kernels (`x86/int8.rs`, `x86/amx.rs`, `x86/matmul.rs`, `int16.rs`): made-up values
 //! with outliers, and the exact product to hold the kernels to.
 
 /// Deterministic values in about [-1, 1]; with `outliers`, every 97th is eight times larger,

@@ -136,16 +136,8 @@ mod tests {
         out
     }
 
-    fn values(n: usize, seed: u32) -> Vec<f32> {
-        let mut x = seed.wrapping_mul(2_654_435_761).max(1);
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                (x % 2001) as f32 / 1000.0 - 1.0
-            })
-            .collect()
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        crate::vector::test_matrices::values(n, seed, false)
     }
 
     #[test]
