@@ -120,21 +120,7 @@ pub(crate) fn product(a: View<'_>, b: View<'_>, dst: &mut [f32]) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn naive(a: View<'_>, b: View<'_>) -> Vec<f32> {
-        let mut out = vec![0.0f32; a.rows * b.cols];
-        for i in 0..a.rows {
-            for j in 0..b.cols {
-                let mut s = 0.0f64;
-                for p in 0..a.cols {
-                    s += f64::from(a.data[i * a.row_stride + p * a.col_stride])
-                        * f64::from(b.data[p * b.row_stride + j * b.col_stride]);
-                }
-                out[i * b.cols + j] = s as f32;
-            }
-        }
-        out
-    }
+    use crate::vector::test_matrices::exact;
 
     fn values(n: usize, seed: u64) -> Vec<f32> {
         crate::vector::test_matrices::values(n, seed, false)
@@ -155,7 +141,7 @@ mod tests {
             let bt = values(n * k, 3);
             let mut dst = vec![f32::NAN; m * n];
             product(View::rows(&a, m, k), View::rows(&b, k, n), &mut dst).unwrap();
-            let want = naive(View::rows(&a, m, k), View::rows(&b, k, n));
+            let want = exact(&a, &b, m, k, n);
             for (x, y) in dst.iter().zip(&want) {
                 assert!(
                     (x - y).abs() <= 1e-4 * (k as f32),
@@ -164,7 +150,9 @@ mod tests {
             }
             // `a · btᵀ`, the scores' product.
             product(View::rows(&a, m, k), View::rows(&bt, n, k).t(), &mut dst).unwrap();
-            let want = naive(View::rows(&a, m, k), View::rows(&bt, n, k).t());
+            // The plain product of `a` and `bt` transposed into a row-major copy.
+            let b_of_bt: Vec<f32> = (0..k * n).map(|i| bt[(i % n) * k + i / n]).collect();
+            let want = exact(&a, &b_of_bt, m, k, n);
             for (x, y) in dst.iter().zip(&want) {
                 assert!(
                     (x - y).abs() <= 1e-4 * (k as f32),
