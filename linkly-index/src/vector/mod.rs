@@ -433,7 +433,8 @@ impl Index {
 
     /// Before a vector search: the deferred model loaded and the vectors current; both at
     /// once when both are still to be read (a CLI call's search: two loads of some 60 and
-    /// 150 ms, on two cores).
+    /// 150 ms, on two cores). Without a model, loaded or to load, the vectors are of no use
+    /// to the search and are not read (a keyword-only CLI search).
     pub(crate) fn prepare_vector_arm(&self) {
         let refresh = || {
             if let Err(e) = self.vectors.refresh() {
@@ -446,6 +447,15 @@ impl Index {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_some();
+        let loaded = self
+            .vectors
+            .model
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        if !deferred && !loaded {
+            return;
+        }
         if deferred {
             std::thread::scope(|scope| {
                 scope.spawn(refresh);
@@ -749,5 +759,63 @@ impl Index {
         self.vectors.spawn_graph_build();
         report.elapsed_ms = started.elapsed().as_millis() as u64;
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DocFilter, HybridOptions, SearchMode, SyncOptions};
+
+    fn read(index: &Index) -> bool {
+        index
+            .vectors
+            .ann
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .loaded
+    }
+
+    #[test]
+    fn a_search_without_a_model_leaves_the_stored_vectors_unread() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("docs");
+        fs_err::create_dir_all(&root).unwrap();
+        fs_err::write(root.join("cat.md"), "The cat sleeps on the windowsill.\n").unwrap();
+        let sync = |index: &Index| {
+            let roots = vec![root.clone()];
+            let opts = SyncOptions {
+                roots,
+                ..SyncOptions::default()
+            };
+            index.sync(&opts, &mut |_| {}).unwrap();
+        };
+        let model = ModelChoice {
+            name: "sentence-transformers/all-MiniLM-L6-v2".into(),
+            dir: embedder::tests::test_model(),
+            from_env: false,
+        };
+        let dir = tmp.path().join("index");
+        let index = Index::open(&dir).unwrap();
+        sync(&index);
+        index.attach_model(&model).unwrap();
+        index.embed_pending(&mut |_| {}).unwrap();
+        drop(index);
+
+        // Another process with no model: a keyword answer, and the vectors stay on disk.
+        let search = |index: &Index| {
+            let (filter, opts) = (DocFilter::default(), HybridOptions::default());
+            index
+                .hybrid_search("windowsill", 5, &filter, &opts)
+                .unwrap()
+        };
+        let index = Index::open(&dir).unwrap();
+        index.attach_selected_model_when_needed(&tmp.path().join("no-model-here"));
+        assert_eq!(search(&index).mode, SearchMode::Keyword);
+        assert!(!read(&index));
+        // The model arrives: the next search reads them and is hybrid.
+        index.attach_model_when_needed(model);
+        assert_eq!(search(&index).mode, SearchMode::Hybrid);
+        assert!(read(&index));
     }
 }
