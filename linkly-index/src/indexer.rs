@@ -578,8 +578,13 @@ impl Index {
         let started = Instant::now();
         let mut report = SyncReport::default();
 
-        // Scan. Files that waited for OCR are redone once it can run.
-        let ocr_ready = linkly_extract::ocr::ready(&opts.sandbox.options.ocr).is_ok();
+        // Scan. Files that waited for OCR are redone once it can run. Asking whether it can
+        // runs the OCR programs (some 40 ms each where Tesseract is installed), so only a sync
+        // that meets such a file asks.
+        let ocr_ready = std::cell::OnceCell::new();
+        let ocr_ready = || {
+            *ocr_ready.get_or_init(|| linkly_extract::ocr::ready(&opts.sandbox.options.ocr).is_ok())
+        };
         let mut candidates = Vec::new();
         // Paths already considered (roots may nest, named paths overlap), by a 128-bit digest
         // of the key: a sixth of the memory of the keys themselves, on 100,000 files.
@@ -600,7 +605,7 @@ impl Index {
                     && !prev.dirty
                     && prev.size == size
                     && prev.modified_at == modified_at
-                    && !(ocr_ready && prev.hash.ends_with(OCR_PENDING))
+                    && !(prev.hash.ends_with(OCR_PENDING) && ocr_ready())
                 {
                     report.unchanged += 1;
                     return;
