@@ -95,6 +95,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             fs_err::create_dir_all(&scratch)?;
             let home = scratch.join("linkly");
             let mut cmd = Command::new(&linkly);
+            // Keyword indexing: no test model to embed with.
+            cmd.env_remove("LINKLY_MODEL_DIR");
             cmd.args(["--json", "--home"])
                 .arg(&home)
                 .arg("index")

@@ -16,6 +16,15 @@ use serde_json::{Value, json};
 use crate::bench::{build_cli, percentiles};
 use crate::corpus;
 
+/// A `linkly` command that sees no test model: the daemon's figures are those of keyword search
+/// over the generated corpus, whatever `LINKLY_MODEL_DIR` the bench was started with (with a
+/// model, the daemon would embed the whole corpus while it is measured).
+fn keyword_only(bin: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.env_remove("LINKLY_MODEL_DIR");
+    cmd
+}
+
 struct Daemon(Child);
 
 impl Drop for Daemon {
@@ -26,7 +35,7 @@ impl Drop for Daemon {
 }
 
 fn status(bin: &Path, home: &Path) -> Value {
-    Command::new(bin)
+    keyword_only(bin)
         .args(["--json", "--home"])
         .arg(home)
         .arg("status")
@@ -115,7 +124,7 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
     ));
 
     // A document id for read.
-    let out = Command::new(&bin)
+    let out = keyword_only(&bin)
         .args(["--json", "--home"])
         .arg(&home)
         .args(["search", "section", "--limit", "1"])
@@ -173,7 +182,7 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
             format!("# Live\n\n{word}\n"),
         )?;
         loop {
-            let out = Command::new(&bin)
+            let out = keyword_only(&bin)
                 .args(["--json", "--home"])
                 .arg(&home)
                 .args(["search", &word])
@@ -213,7 +222,7 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
     // A lost full-text index, rebuilt from the store (no file extracted again).
     fs_err::remove_dir_all(home.join("index/lexical-2"))?;
     let t = Instant::now();
-    let out = Command::new(&bin)
+    let out = keyword_only(&bin)
         .arg("--home")
         .arg(&home)
         .args(["index", "--rebuild"])
@@ -240,7 +249,7 @@ fn start(
     folders: &[&Path],
 ) -> anyhow::Result<(Daemon, Duration)> {
     let started = Instant::now();
-    let child = Command::new(bin)
+    let child = keyword_only(bin)
         .arg("--home")
         .arg(home)
         .args(["serve", "--no-model-download", "--port", &port.to_string()])
