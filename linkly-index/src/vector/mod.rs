@@ -447,13 +447,14 @@ impl Index {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_some();
-        let loaded = self
-            .vectors
-            .model
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some();
-        if !deferred && !loaded {
+        if !deferred
+            && self
+                .vectors
+                .model
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_none()
+        {
             return;
         }
         if deferred {
@@ -802,7 +803,7 @@ mod tests {
         index.embed_pending(&mut |_| {}).unwrap();
         drop(index);
 
-        // Another process with no model: a keyword answer, and the vectors stay on disk.
+        // Opened again with no model to load: a keyword answer, and the vectors stay on disk.
         let search = |index: &Index| {
             let (filter, opts) = (DocFilter::default(), HybridOptions::default());
             index
