@@ -8,7 +8,8 @@
 //! arrays are compacted and the graph is rebuilt.
 //!
 //! From a collection's second search on ([`Ann::build_codes`]; a one-shot CLI search does not
-//! pay for it), the scan reads each vector's 8-bit copy: a quarter of the bytes. At ten
+//! pay for it), or from the first when the collection was mapped from a snapshot
+//! ([`Ann::load_snapshot`], which holds the copies), the scan reads each vector's 8-bit copy: a quarter of the bytes. At ten
 //! thousand chunks the f32 vectors are 17 MB, and reading them all pushed the embedding
 //! model's weights out of the CPU's cache before the next query's embedding. The best
 //! [`rescored`] chunks by their copies are then ranked with the f32 vectors, so the answers are
@@ -23,6 +24,7 @@ use hnsw_rs::prelude::{Distance, Hnsw};
 use rayon::prelude::*;
 
 use crate::vector::kernels;
+use crate::vector::prepared::{Array, Reader, Writer, check};
 use crate::vector::store::{ChunkRows, StoredChunk};
 
 /// Live chunks from which a graph is built (below, a scan is fast and exact). Measured on two
@@ -233,6 +235,12 @@ pub(crate) fn normalise(v: &mut [f32]) {
     }
 }
 
+/// The key of a snapshot of `count` chunks of `model`, the highest id `max`, the ids summing to
+/// `sum` (wrapping).
+pub(crate) fn snapshot_key(model: &str, count: u64, max: u64, sum: u64) -> String {
+    format!("{count} {max} {sum} {model}")
+}
+
 /// Where a chunk came from.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Slot {
@@ -252,11 +260,13 @@ pub(crate) struct Graph {
 pub(crate) struct Ann {
     dim: usize,
     slots: Vec<Slot>,
-    data: Vec<f32>,
+    /// Read from the store, or a view into a snapshot file ([`Ann::load_snapshot`]), copied
+    /// into the process at the first change.
+    data: Array<f32>,
     /// Per slot, once [`Ann::build_codes`] ran (`coded`): its vector's 8-bit copy (`dim`
     /// codes) and scale ([`quantize_codes`]).
-    codes: Vec<i8>,
-    scales: Vec<f32>,
+    codes: Array<i8>,
+    scales: Array<f32>,
     coded: bool,
     by_chunk: HashMap<u64, usize>,
     dead: usize,
@@ -274,9 +284,9 @@ impl Ann {
         Ann {
             dim,
             slots: Vec::new(),
-            data: Vec::new(),
-            codes: Vec::new(),
-            scales: Vec::new(),
+            data: Array::default(),
+            codes: Array::default(),
+            scales: Array::default(),
             coded: false,
             by_chunk: HashMap::new(),
             dead: 0,
@@ -294,6 +304,12 @@ impl Ann {
     /// Whether a graph exists (for tests and status).
     pub(crate) fn has_graph(&self) -> bool {
         self.graph.is_some()
+    }
+
+    /// Whether the vectors lie in a mapped snapshot.
+    #[cfg(test)]
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.data.is_mapped()
     }
 
     /// Whether the scan reads the vectors' 8-bit copies.
@@ -326,8 +342,8 @@ impl Ann {
                     scales,
                 })
             });
-        self.codes = codes;
-        self.scales = scales;
+        self.codes = codes.into();
+        self.scales = scales.into();
     }
 
     /// Adds chunks (their vectors are normalised here). Chunks of another dimension are ignored.
@@ -384,7 +400,7 @@ impl Ann {
             self.max_chunk_id = meta
                 .last()
                 .map_or(self.max_chunk_id, |m| m.0.max(self.max_chunk_id));
-            self.data = data;
+            self.data = data.into();
             if self.coded {
                 // Copies were asked for when there were no vectors (or after a compaction
                 // emptied the arrays): these get theirs now.
@@ -394,7 +410,7 @@ impl Ann {
             return;
         }
         self.slots.reserve(rows.meta.len());
-        self.data.reserve(rows.data.len());
+        self.data.to_mut().reserve(rows.data.len());
         self.by_chunk.reserve(rows.meta.len());
         for (&(id, doc_id, start_line, end_line), v) in
             rows.meta.iter().zip(rows.data.chunks_exact(rows.dim))
@@ -412,12 +428,14 @@ impl Ann {
                 live: true,
             });
             let at = self.data.len();
-            self.data.extend_from_slice(v);
-            normalise(&mut self.data[at..]);
+            let data = self.data.to_mut();
+            data.extend_from_slice(v);
+            normalise(&mut data[at..]);
             if self.coded {
-                self.codes.resize(at + self.dim, 0);
-                let scale = quantize_codes(&self.data[at..], &mut self.codes[at..]);
-                self.scales.push(scale);
+                let codes = self.codes.to_mut();
+                codes.resize(at + self.dim, 0);
+                let scale = quantize_codes(&data[at..], &mut codes[at..]);
+                self.scales.to_mut().push(scale);
             }
         }
     }
@@ -467,9 +485,9 @@ impl Ann {
             .map(|(i, s)| (s.chunk_id, i))
             .collect();
         self.slots = slots;
-        self.data = data;
-        self.codes = codes;
-        self.scales = scales;
+        self.data = data.into();
+        self.codes = codes.into();
+        self.scales = scales.into();
         self.dead = 0;
         self.graph = None;
         self.generation += 1;
@@ -569,6 +587,80 @@ impl Ann {
         out
     }
 
+    /// What a snapshot of this collection is made from: the model the vectors belong to and
+    /// the set of chunks (their count, highest id and id sum; chunk ids only grow, so another
+    /// set with the same three is all but impossible). [`crate::vector::store::VectorStore::
+    /// snapshot_key`] computes the same from the store.
+    pub(crate) fn snapshot_key(&self, model: &str) -> String {
+        let live = self.slots.iter().filter(|s| s.live);
+        let sum = live.clone().fold(0u64, |a, s| a.wrapping_add(s.chunk_id));
+        let max = live.clone().map(|s| s.chunk_id).max().unwrap_or(0);
+        snapshot_key(model, live.count() as u64, max, sum)
+    }
+
+    /// Writes the collection for [`Ann::load_snapshot`]: the slots, the unit vectors and their
+    /// 8-bit copies (made first if need be). `Err` while dead slots remain (a snapshot is taken
+    /// right after a load, when there are none).
+    pub(crate) fn save_snapshot(&mut self, w: &mut Writer) -> std::io::Result<()> {
+        if self.dead != 0 || self.dim == 0 {
+            return Err(std::io::Error::other("only a compact collection is saved"));
+        }
+        self.build_codes();
+        let column = |f: fn(&Slot) -> u64| self.slots.iter().map(f).collect::<Vec<u64>>();
+        w.u64(self.dim as u64)?;
+        w.slice(&column(|s| s.chunk_id))?;
+        w.slice(&column(|s| s.doc_id))?;
+        w.slice(&column(|s| {
+            u64::from(s.start_line) << 32 | u64::from(s.end_line)
+        }))?;
+        w.slice(&self.data)?;
+        w.slice(&self.codes)?;
+        w.slice(&self.scales)
+    }
+
+    /// Reads what [`Ann::save_snapshot`] wrote: the vectors and their copies stay in the
+    /// mapped file, and are scanned there.
+    pub(crate) fn load_snapshot(r: &mut Reader) -> std::io::Result<Ann> {
+        let dim = r.usize()?;
+        let chunk_ids: Array<u64> = r.array()?;
+        let doc_ids: Array<u64> = r.array()?;
+        let lines: Array<u64> = r.array()?;
+        let data: Array<f32> = r.array()?;
+        let codes: Array<i8> = r.array()?;
+        let scales: Array<f32> = r.array()?;
+        let n = chunk_ids.len();
+        check(
+            dim > 0
+                && doc_ids.len() == n
+                && lines.len() == n
+                && scales.len() == n
+                && Some(data.len()) == n.checked_mul(dim)
+                && codes.len() == data.len(),
+            "vector snapshot",
+        )?;
+        let mut ann = Ann::new(dim);
+        ann.by_chunk.reserve(n);
+        ann.slots = (0..n)
+            .map(|i| {
+                ann.by_chunk.insert(chunk_ids[i], i);
+                Slot {
+                    chunk_id: chunk_ids[i],
+                    doc_id: doc_ids[i],
+                    start_line: (lines[i] >> 32) as u32,
+                    end_line: lines[i] as u32,
+                    live: true,
+                }
+            })
+            .collect();
+        check(ann.by_chunk.len() == n, "vector snapshot chunk ids")?;
+        ann.max_chunk_id = chunk_ids.iter().copied().max().unwrap_or(0);
+        ann.data = data;
+        ann.codes = codes;
+        ann.scales = scales;
+        ann.coded = true;
+        Ok(ann)
+    }
+
     /// What a graph build needs, when one is due: no graph yet, or the chunks added since the
     /// last build (which are scanned) outnumber a quarter of those it covers.
     pub(crate) fn graph_work(&self) -> Option<GraphWork> {
@@ -638,6 +730,7 @@ impl GraphWork {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vector::prepared::Cache;
 
     fn chunk(id: u64, doc: u64, v: Vec<f32>) -> StoredChunk {
         StoredChunk {
@@ -663,6 +756,83 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    /// A snapshot reads back as the collection it was taken of: the same slots, vectors and
+    /// copies, left in the mapped file, and the same answers; the mapped collection then takes
+    /// changes like any other (copied out at the first one), and a file cut short is refused.
+    #[test]
+    fn a_snapshot_maps_back_the_collection_and_takes_changes() {
+        let dim = 48;
+        let vectors = random_vectors(700, dim);
+        let mut ann = Ann::new(0);
+        ann.add(
+            vectors
+                .iter()
+                .enumerate()
+                .map(|(i, v)| StoredChunk {
+                    id: 3 * i as u64 + 1,
+                    doc_id: i as u64 / 4,
+                    start_line: i as u32,
+                    end_line: i as u32 + 7,
+                    vector: v.clone(),
+                })
+                .collect(),
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("vectors.snapshot");
+        let key = ann.snapshot_key("m");
+        Cache::at(path.clone(), key.clone()).save(|w| ann.save_snapshot(w));
+        assert!(ann.coded(), "saving makes the 8-bit copies");
+
+        let mut mapped = Cache::at(path.clone(), key.clone())
+            .load(Ann::load_snapshot)
+            .expect("the snapshot reads back");
+        assert!(mapped.data.is_mapped() && mapped.codes.is_mapped() && mapped.coded());
+        assert_eq!(mapped.dim, dim);
+        assert_eq!(mapped.snapshot_key("m"), key);
+        assert_eq!(mapped.max_chunk_id, ann.max_chunk_id);
+        assert_eq!(*mapped.data, *ann.data);
+        assert_eq!(*mapped.codes, *ann.codes);
+        assert_eq!(*mapped.scales, *ann.scales);
+        for (a, b) in mapped.slots.iter().zip(&ann.slots) {
+            assert_eq!(
+                (a.chunk_id, a.doc_id, a.start_line, a.end_line, a.live),
+                (b.chunk_id, b.doc_id, b.start_line, b.end_line, b.live)
+            );
+        }
+        for q in random_vectors(5, dim).iter_mut() {
+            normalise(q);
+            assert_eq!(mapped.search(q, 10, None), ann.search(q, 10, None));
+        }
+
+        // Changes: a chunk added (the arrays are copied out of the file), some removed.
+        let extra = random_vectors(701, dim).pop().unwrap();
+        mapped.add(vec![chunk(5000, 99, extra.clone())]);
+        assert!(!mapped.data.is_mapped());
+        let mut q = extra;
+        normalise(&mut q);
+        let hits = mapped.search(&q, 1, None);
+        assert_eq!(mapped.slot(hits[0].0).chunk_id, 5000);
+        mapped.remove(&(0..300).map(|i| 3 * i + 1).collect::<Vec<u64>>());
+        assert_eq!(mapped.live(), 401);
+        assert_ne!(mapped.snapshot_key("m"), key);
+
+        // Another set of chunks, or another model: another key, the file not used.
+        assert!(
+            Cache::at(path.clone(), mapped.snapshot_key("m"))
+                .load(Ann::load_snapshot)
+                .is_none()
+        );
+        assert!(
+            Cache::at(path.clone(), ann.snapshot_key("other"))
+                .load(Ann::load_snapshot)
+                .is_none()
+        );
+        // Cut short: refused.
+        let bytes = fs_err::read(&path).unwrap();
+        fs_err::write(&path, &bytes[..bytes.len() - 4]).unwrap();
+        assert!(Cache::at(path, key).load(Ann::load_snapshot).is_none());
     }
 
     #[test]

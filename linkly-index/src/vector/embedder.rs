@@ -930,7 +930,9 @@ pub(in crate::vector) mod tests {
 
             // Made from other weights (the model file's size differs): ignored.
             let mut other = bytes.clone();
-            let key_at = 8 + 8 + 8;
+            // The key's bytes start after the magic, the version and the key's length, at the
+            // next multiple of 64.
+            let key_at = 64;
             other[key_at + precision.name().len() + 1] ^= 1;
             fs_err::write(&file, &other).unwrap();
             let fourth = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine).unwrap();

@@ -18,7 +18,7 @@
 
 use pulp::x86::V3;
 
-use crate::vector::prepared::{Reader, Writer, check};
+use crate::vector::prepared::{Array, Reader, Writer, check};
 use pulp::{f32x8, i16x16, i32x8};
 use rayon::prelude::*;
 
@@ -36,9 +36,9 @@ pub(crate) struct Int16Linear {
     /// Pairs of inputs (`k` rounded up to even, halved).
     pairs: usize,
     /// `[panel][pair][register (3)]`: each register the pair's weights of eight columns.
-    packed: Vec<i16x16>,
+    packed: Array<i16x16>,
     /// Per column (padded to whole panels): the weight scale.
-    scale: Vec<f32>,
+    scale: Array<f32>,
     /// The largest quantized activation.
     a_max: f32,
     simd: V3,
@@ -121,8 +121,8 @@ impl Int16Linear {
             k,
             n,
             pairs,
-            packed,
-            scale,
+            packed: packed.into(),
+            scale: scale.into(),
             a_max: a_max as f32,
             simd,
         })
@@ -139,8 +139,8 @@ impl Int16Linear {
     /// Reads what [`Int16Linear::save`] wrote; `None` when the CPU lacks AVX2.
     pub(crate) fn load(r: &mut Reader) -> std::io::Result<Option<Int16Linear>> {
         let (k, n) = (r.usize()?, r.usize()?);
-        let scale: Vec<f32> = r.vec()?;
-        let packed: Vec<i16x16> = r.vec()?;
+        let scale: Array<f32> = r.array()?;
+        let packed: Array<i16x16> = r.array()?;
         let (pairs, panels) = (k.div_ceil(2), n.div_ceil(NR));
         check(
             k > 0 && n > 0 && scale.len() == panels * NR && packed.len() == panels * pairs * 3,

@@ -27,7 +27,7 @@ mod tokenizer_file;
 mod x86;
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
@@ -41,6 +41,7 @@ pub use crate::vector::model::{
 
 use crate::vector::ann::Ann;
 use crate::vector::embedder::{Embedder, TextKind};
+use crate::vector::prepared::Cache;
 use crate::vector::store::{DocVectors, VectorStore};
 use crate::{Index, ModelError, Result};
 
@@ -224,7 +225,15 @@ pub(crate) struct VectorSide {
     /// A model selected but not loaded yet ([`Index::attach_selected_model_when_needed`]):
     /// loaded by the first search, status or embedding run that needs it.
     deferred: Mutex<Option<ModelChoice>>,
+    /// The snapshot of the stored vectors ([`VectorSide::ensure_loaded`]).
+    snapshot: PathBuf,
+    /// Chunks from which a load that found no snapshot writes one.
+    snapshot_min: AtomicUsize,
 }
+
+/// Chunks from which a snapshot of the vectors is kept: below, reading them from the store
+/// takes a millisecond or two.
+const SNAPSHOT_MIN: usize = 2048;
 
 impl VectorSide {
     /// Opens `vectors.sqlite` in `dir`; its vectors are read at the first search that needs
@@ -248,11 +257,20 @@ impl VectorSide {
             searches: AtomicUsize::new(0),
             seen_version: Mutex::new(seen),
             deferred: Mutex::new(None),
+            snapshot: dir.join("vectors.snapshot"),
+            snapshot_min: AtomicUsize::new(SNAPSHOT_MIN),
         })
     }
 
     /// Reads the stored vectors into memory, once. Until then writers leave the in-memory set
     /// alone (the store is the truth; this read sees what they wrote).
+    ///
+    /// When `vectors.snapshot` holds exactly the stored set (its key: the model, and the
+    /// chunks' count, highest id and id sum), the vectors and their 8-bit copies are mapped
+    /// from it instead, and the scan reads them where they lie in the page cache: a cold
+    /// `linkly search` no longer copies 17 MB (ten thousand chunks) out of SQLite into fresh
+    /// memory, 15–20 ms on two cores. A load that found no such snapshot writes one; so the
+    /// first cold search after the vectors change pays for it, and the next ones do not.
     fn ensure_loaded(&self) -> Result<()> {
         if self.ann.read().unwrap_or_else(|e| e.into_inner()).loaded {
             return Ok(());
@@ -266,14 +284,33 @@ impl VectorSide {
         // The version first: what is committed after it is loaded by the next refresh.
         *seen = self.store.data_version()?;
         state.model = self.store.model()?;
-        state.ann = Ann::new(0);
         let started = std::time::Instant::now();
-        state.ann.add_rows(self.store.load_rows_after(0)?);
+        let snapshot = |key: String| Cache::at(self.snapshot.clone(), key);
+        let mapped = state.model.as_deref().and_then(|model| {
+            let key = self.store.snapshot_key(model).ok()?;
+            snapshot(key).load(Ann::load_snapshot)
+        });
+        let from_snapshot = mapped.is_some();
+        match mapped {
+            Some(ann) => state.ann = ann,
+            None => {
+                state.ann = Ann::new(0);
+                state.ann.add_rows(self.store.load_rows_after(0)?);
+            }
+        }
         tracing::debug!(
             ms = started.elapsed().as_secs_f64() * 1e3,
             chunks = state.ann.live(),
+            from_snapshot,
             "stored vectors loaded"
         );
+        if let Some(model) = &state.model
+            && !from_snapshot
+            && state.ann.live() >= self.snapshot_min.load(Ordering::Relaxed)
+        {
+            let cache = snapshot(state.ann.snapshot_key(model));
+            cache.save(|w| state.ann.save_snapshot(w));
+        }
         state.loaded = true;
         drop((state, seen));
         self.spawn_graph_build();
@@ -563,6 +600,12 @@ impl Index {
             .graph_min = chunks;
     }
 
+    /// Sets the number of chunks from which a load of the stored vectors that found no
+    /// snapshot of them writes one (tests).
+    pub fn set_vector_snapshot_min(&self, chunks: usize) {
+        self.vectors.snapshot_min.store(chunks, Ordering::Relaxed);
+    }
+
     /// Builds the HNSW graph now, in this thread, when one is due (benchmarks, tests).
     pub fn build_vector_graph(&self) {
         if let Err(e) = self.vectors.ensure_loaded() {
@@ -818,5 +861,79 @@ mod tests {
         index.attach_model_when_needed(model);
         assert_eq!(search(&index).mode, SearchMode::Hybrid);
         assert!(read(&index));
+    }
+
+    fn mapped(index: &Index) -> bool {
+        index
+            .vectors
+            .ann
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .ann
+            .is_mapped()
+    }
+
+    /// A cold load writes a snapshot of the vectors, the next one maps it and answers the
+    /// same; once the vectors change the snapshot no longer matches, is not used, and is
+    /// written again.
+    #[test]
+    fn a_snapshot_of_the_vectors_serves_cold_loads_until_they_change() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("docs");
+        fs_err::create_dir_all(&root).unwrap();
+        fs_err::write(root.join("cat.md"), "The cat sleeps on the windowsill.\n").unwrap();
+        fs_err::write(root.join("tea.md"), "Green tea is brewed at 80 degrees.\n").unwrap();
+        let model = ModelChoice {
+            name: "sentence-transformers/all-MiniLM-L6-v2".into(),
+            dir: embedder::tests::test_model(),
+            from_env: false,
+        };
+        let dir = tmp.path().join("index");
+        let snapshot = dir.join("vectors.snapshot");
+        let open = || {
+            let index = Index::open(&dir).unwrap();
+            index.set_vector_snapshot_min(1);
+            index.attach_model(&model).unwrap();
+            index
+        };
+        let update = |index: &Index| {
+            let opts = SyncOptions {
+                roots: vec![root.clone()],
+                ..SyncOptions::default()
+            };
+            index.sync(&opts, &mut |_| {}).unwrap();
+            index.embed_pending(&mut |_| {}).unwrap();
+        };
+        let search = |index: &Index, q: &str| {
+            let (filter, opts) = (DocFilter::default(), HybridOptions::default());
+            let r = index.hybrid_search(q, 5, &filter, &opts).unwrap();
+            assert_eq!(r.mode, SearchMode::Hybrid);
+            r.hits
+        };
+        update(&open());
+        assert!(!snapshot.exists(), "embedding writes no snapshot");
+
+        let index = open();
+        let first = search(&index, "a sleeping kitten");
+        assert!(!mapped(&index));
+        assert!(snapshot.exists(), "a load from the store writes one");
+        drop(index);
+        let index = open();
+        assert_eq!(search(&index, "a sleeping kitten"), first);
+        assert!(mapped(&index), "the next load maps it");
+        drop(index);
+
+        // The vectors change: the snapshot is stale, the store is read, the new chunk found.
+        fs_err::write(root.join("dog.md"), "A puppy naps by the fireplace.\n").unwrap();
+        update(&open());
+        let index = open();
+        let hits = search(&index, "a puppy naps");
+        assert!(!mapped(&index), "a stale snapshot is not used");
+        let best = index.doc(hits[0].id).unwrap().unwrap();
+        assert!(best.path.ends_with("dog.md"), "{best:?}");
+        drop(index);
+        let index = open();
+        assert_eq!(search(&index, "a puppy naps"), hits);
+        assert!(mapped(&index), "and it was written again");
     }
 }

@@ -1,33 +1,110 @@
-//! The encoder's linear layers as their kernels want them (int16, int8 or bf16, packed), kept
-//! on disk beside the model: `<model>/.linkly/prepared-<precision>.bin`.
+//! Files of arrays kept beside what they were computed from, read back by mapping them into
+//! memory: the encoder's linear layers as their kernels want them (int16, int8 or bf16,
+//! packed), `<model>/.linkly/prepared-<precision>.bin`, and the index's vectors as the scan
+//! reads them ([`crate::vector::snapshot`]).
 //!
 //! A process that loads the model (every `linkly search` run without a server) would otherwise
 //! read the 42 MB of f32 weights and round and pack them again: most of a cold search. With
-//! the file, it reads the packed weights (half the bytes, one copy each) and nothing is
-//! computed. The file names the model file it was made from (size and modification time),
-//! the precision and this format's version; one that does not match, or does not read
-//! whole, is ignored and written again. Written to a temporary name and renamed, so readers
-//! see a whole file or none.
+//! the file, the packed weights are used where they lie in the page cache: the file is mapped
+//! (through tantivy's `MmapDirectory`, the crate's one way to map a file, so no `unsafe`
+//! here), and each array is a view into the mapping. Reading the 21 MB into the process
+//! instead cost 15–25 ms on a 2-core VM, nearly all of it the kernel handing out fresh pages;
+//! mapping and touching them costs about 1 ms.
+//!
+//! A file names what it was made from (for the weights: the model file's size and
+//! modification time, and the precision) and this format's version; one that does not match,
+//! or does not read whole, is ignored and written again. Files are written to a temporary
+//! name and renamed, never changed in place, so a mapping always sees one whole file (a
+//! mapped file cut short under a reader would fault it).
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use bytemuck::{Pod, Zeroable};
+use tantivy::directory::{Directory, MmapDirectory, OwnedBytes};
 
-/// Bumped whenever a packing changes.
-const VERSION: u32 = 1;
+/// Bumped whenever a packing or this layout changes.
+const VERSION: u32 = 2;
 const MAGIC: &[u8; 8] = b"LNKPREP\0";
+/// Every array starts at a multiple of this in the file (and so in the page-aligned mapping):
+/// the widest SIMD load.
+const ALIGN: usize = 64;
 
-/// Where a model's packed weights of one precision live, and what they must have been made
-/// from.
+/// A read-only array of `T`: computed in this process, or a view into a mapped file.
+pub(crate) enum Array<T> {
+    Owned(Vec<T>),
+    Mapped {
+        bytes: OwnedBytes,
+        _type: std::marker::PhantomData<T>,
+    },
+}
+
+impl<T: Pod> Array<T> {
+    /// The array as a `Vec` to change, copied out of the file the first time.
+    pub(crate) fn to_mut(&mut self) -> &mut Vec<T> {
+        if let Array::Mapped { bytes, .. } = self {
+            *self = Array::Owned(bytemuck::cast_slice::<u8, T>(bytes).to_vec());
+        }
+        match self {
+            Array::Owned(v) => v,
+            Array::Mapped { .. } => unreachable!("made owned above"),
+        }
+    }
+
+    /// Whether the values lie in a mapped file.
+    pub(crate) fn is_mapped(&self) -> bool {
+        matches!(self, Array::Mapped { .. })
+    }
+}
+
+impl<T: Pod> std::ops::Deref for Array<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        match self {
+            Array::Owned(v) => v,
+            // Length and alignment were checked when the view was made (`Reader::array`).
+            Array::Mapped { bytes, .. } => bytemuck::cast_slice(bytes),
+        }
+    }
+}
+
+impl<T> From<Vec<T>> for Array<T> {
+    fn from(v: Vec<T>) -> Array<T> {
+        Array::Owned(v)
+    }
+}
+
+impl<T> Default for Array<T> {
+    fn default() -> Array<T> {
+        Array::Owned(Vec::new())
+    }
+}
+
+impl<T: Pod + std::fmt::Debug> std::fmt::Debug for Array<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Array({} values", self.len())?;
+        if self.is_mapped() {
+            write!(f, ", mapped")?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// Where a file of arrays lives, and what it must have been made from.
 pub(crate) struct Cache {
     path: PathBuf,
     key: String,
 }
 
 impl Cache {
-    /// The cache of `precision` for the model in `dir` whose weights are `weights`; `None` when
-    /// the weights file cannot be looked at.
+    /// The file at `path`, valid when it was made from `key`.
+    pub(crate) fn at(path: PathBuf, key: String) -> Cache {
+        Cache { path, key }
+    }
+
+    /// The packed weights of `precision` for the model in `dir` whose weights are `weights`;
+    /// `None` when the weights file cannot be looked at.
     pub(crate) fn new(dir: &Path, weights: &Path, precision: &str) -> Option<Cache> {
         let meta = std::fs::metadata(weights).ok()?;
         let modified = meta
@@ -35,35 +112,36 @@ impl Cache {
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos());
-        Some(Cache {
-            path: dir
-                .join(".linkly")
+        Some(Cache::at(
+            dir.join(".linkly")
                 .join(format!("prepared-{precision}.bin")),
-            key: format!("{precision} {} {modified}", meta.len()),
-        })
+            format!("{precision} {} {modified}", meta.len()),
+        ))
     }
 
-    /// Reads the file with `read`, which takes the layers in order; `None` when there is no
-    /// file, it was made from other weights, or it does not read whole (`read`'s error).
+    /// Reads the file with `read`, which takes the arrays in order; `None` when there is no
+    /// file, it was made from something else, or it does not read whole (`read`'s error).
     pub(crate) fn load<T>(&self, read: impl FnOnce(&mut Reader) -> io::Result<T>) -> Option<T> {
-        let file = std::fs::File::open(&self.path).ok()?;
-        let len = file.metadata().ok()?.len();
-        let mut r = Reader {
-            inner: io::BufReader::with_capacity(1 << 16, file),
-            left: len,
+        let bytes = match map(&self.path) {
+            Ok(b) => b,
+            Err(e) => {
+                if e.kind() != io::ErrorKind::NotFound {
+                    tracing::debug!(path = %self.path.display(), error = %e, "prepared file not mapped");
+                }
+                return None;
+            }
         };
+        let mut r = Reader { bytes, at: 0 };
         let result = (|| {
-            let mut magic = [0u8; 8];
-            r.bytes(&mut magic)?;
-            if &magic != MAGIC || r.u64()? != u64::from(VERSION) {
+            if r.take(MAGIC.len())?.as_slice() != MAGIC || r.u64()? != u64::from(VERSION) {
                 return Err(io::Error::other("another format"));
             }
-            let key: Vec<u8> = r.vec()?;
-            if key != self.key.as_bytes() {
-                return Err(io::Error::other("made from other weights"));
+            let key: Array<u8> = r.array()?;
+            if *key != *self.key.as_bytes() {
+                return Err(io::Error::other("made from something else"));
             }
             let value = read(&mut r)?;
-            if r.left != 0 {
+            if r.at != r.bytes.len() {
                 return Err(io::Error::other("bytes past the end"));
             }
             Ok(value)
@@ -71,14 +149,14 @@ impl Cache {
         match result {
             Ok(v) => Some(v),
             Err(e) => {
-                tracing::debug!(path = %self.path.display(), error = %e, "prepared weights not used");
+                tracing::debug!(path = %self.path.display(), error = %e, "prepared file not used");
                 None
             }
         }
     }
 
-    /// Writes the file with `write`; failures (a read-only model folder) are logged and
-    /// otherwise ignored: the next load prepares the weights again.
+    /// Writes the file with `write`; failures (a read-only folder) are logged and
+    /// otherwise ignored: the next load computes the arrays again.
     pub(crate) fn save(&self, write: impl FnOnce(&mut Writer) -> io::Result<()>) {
         let result = (|| {
             let folder = self.path.parent().unwrap_or(Path::new("."));
@@ -93,6 +171,7 @@ impl Cache {
             let written = (|| {
                 let mut w = Writer {
                     inner: io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?),
+                    at: 0,
                 };
                 w.bytes(MAGIC)?;
                 w.u64(u64::from(VERSION))?;
@@ -110,22 +189,26 @@ impl Cache {
             written
         })();
         match result {
-            Ok(()) => tracing::debug!(path = %self.path.display(), "prepared weights saved"),
+            Ok(()) => tracing::debug!(path = %self.path.display(), "prepared file saved"),
             Err(e) => {
-                tracing::debug!(path = %self.path.display(), error = %e, "prepared weights not saved")
+                tracing::debug!(path = %self.path.display(), error = %e, "prepared file not saved")
             }
         }
     }
 }
 
-/// Writes numbers and arrays, little-endian, each array after its length.
+/// Writes numbers and arrays, little-endian, each array after its length and from a multiple
+/// of [`ALIGN`].
 pub(crate) struct Writer {
     inner: io::BufWriter<std::fs::File>,
+    at: usize,
 }
 
 impl Writer {
     fn bytes(&mut self, b: &[u8]) -> io::Result<()> {
-        self.inner.write_all(b)
+        self.inner.write_all(b)?;
+        self.at += b.len();
+        Ok(())
     }
 
     pub(crate) fn u64(&mut self, v: u64) -> io::Result<()> {
@@ -134,30 +217,33 @@ impl Writer {
 
     pub(crate) fn slice<T: Pod>(&mut self, s: &[T]) -> io::Result<()> {
         self.u64(s.len() as u64)?;
+        let pad = self.at.next_multiple_of(ALIGN) - self.at;
+        self.bytes(&[0u8; ALIGN][..pad])?;
         self.bytes(bytemuck::cast_slice(s))
     }
 }
 
-/// Reads what [`Writer`] wrote; never allocates more than the file holds.
+/// Reads what [`Writer`] wrote, out of the mapped file; arrays are views into it.
 pub(crate) struct Reader {
-    inner: io::BufReader<std::fs::File>,
-    left: u64,
+    bytes: OwnedBytes,
+    at: usize,
 }
 
 impl Reader {
-    fn bytes(&mut self, b: &mut [u8]) -> io::Result<()> {
-        if b.len() as u64 > self.left {
+    fn take(&mut self, n: usize) -> io::Result<OwnedBytes> {
+        if n > self.bytes.len() - self.at {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
-        self.inner.read_exact(b)?;
-        self.left -= b.len() as u64;
-        Ok(())
+        let b = self.bytes.slice(self.at..self.at + n);
+        self.at += n;
+        Ok(b)
     }
 
     pub(crate) fn u64(&mut self) -> io::Result<u64> {
-        let mut b = [0u8; 8];
-        self.bytes(&mut b)?;
-        Ok(u64::from_le_bytes(b))
+        let b = self.take(8)?;
+        Ok(u64::from_le_bytes(
+            b.as_slice().try_into().expect("eight bytes taken"),
+        ))
     }
 
     /// A count or size: a `u64` that fits `usize`.
@@ -165,18 +251,44 @@ impl Reader {
         usize::try_from(self.u64()?).map_err(io::Error::other)
     }
 
-    /// An array; its memory comes zeroed from the allocator (fresh pages for a large one)
-    /// and is filled by one read.
-    pub(crate) fn vec<T: Pod + Zeroable>(&mut self) -> io::Result<Vec<T>> {
-        let len = self.u64()?;
-        let size = std::mem::size_of::<T>() as u64;
-        if len.saturating_mul(size) > self.left {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        let mut v = vec![T::zeroed(); len as usize];
-        self.bytes(bytemuck::cast_slice_mut(&mut v))?;
-        Ok(v)
+    /// An array, left where it lies in the mapping.
+    pub(crate) fn array<T: Pod + Zeroable>(&mut self) -> io::Result<Array<T>> {
+        let len = self.usize()?;
+        let pad = self.at.next_multiple_of(ALIGN) - self.at;
+        self.take(pad)?;
+        let size = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| io::Error::other("array size overflows"))?;
+        let bytes = self.take(size)?;
+        // A mapping starts on a page, and arrays on a multiple of `ALIGN` in the file, so this
+        // holds for every `T` up to 64-byte alignment; checked, not assumed.
+        bytemuck::try_cast_slice::<u8, T>(&bytes)
+            .map_err(|e| io::Error::other(format!("array not aligned: {e}")))?;
+        Ok(Array::Mapped {
+            bytes,
+            _type: std::marker::PhantomData,
+        })
     }
+}
+
+/// The file's bytes, mapped read-only; an empty file gives no bytes.
+fn map(path: &Path) -> io::Result<OwnedBytes> {
+    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::other("not a file path"));
+    };
+    let dir = MmapDirectory::open(folder).map_err(|e| match e {
+        tantivy::directory::error::OpenDirectoryError::DoesNotExist(_) => {
+            io::Error::from(io::ErrorKind::NotFound)
+        }
+        e => io::Error::other(e),
+    })?;
+    let slice = dir.open_read(Path::new(name)).map_err(|e| match e {
+        tantivy::directory::error::OpenReadError::FileDoesNotExist(_) => {
+            io::Error::from(io::ErrorKind::NotFound)
+        }
+        e => io::Error::other(e),
+    })?;
+    slice.read_bytes()
 }
 
 /// `Err` unless `ok`: a file whose sizes do not agree with each other.

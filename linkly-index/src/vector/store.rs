@@ -258,6 +258,24 @@ impl VectorStore {
     }
 
     /// The number of stored chunks.
+    /// The key of a snapshot of the stored chunks as they are now, for `model`
+    /// ([`crate::vector::ann::Ann::snapshot_key`]).
+    pub(crate) fn snapshot_key(&self, model: &str) -> Result<String> {
+        let (count, max, sum): (i64, i64, i64) = self.conn().query_row(
+            // SUM fails past 2^63 (ids would have to average 10^9 over 10^9 chunks): then
+            // there is no key, and no snapshot.
+            "SELECT COUNT(*), COALESCE(MAX(id), 0), COALESCE(SUM(id), 0) FROM chunks",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        Ok(crate::vector::ann::snapshot_key(
+            model,
+            count as u64,
+            max as u64,
+            sum as u64,
+        ))
+    }
+
     pub(crate) fn chunk_count(&self) -> Result<u64> {
         Ok(self
             .conn()

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use crate::vector::prepared::{Reader, Writer, check};
+use crate::vector::prepared::{Array, Reader, Writer, check};
 
 thread_local! {
     /// A work unit's rows in bf16, tile by tile (reused: at most 256 rows of the widest input).
@@ -45,7 +45,7 @@ pub(crate) struct AmxLinear {
     np: usize,
     /// `[column block][input tile][half (2)][pair (16)][column (16)][2]`: per block of 32
     /// columns and tile of 32 inputs, its two weight tiles side by side (2 KiB).
-    packed: Vec<u16>,
+    packed: Array<u16>,
 }
 
 impl std::fmt::Debug for AmxLinear {
@@ -135,7 +135,7 @@ impl AmxLinear {
             n,
             kp,
             np,
-            packed,
+            packed: packed.into(),
         })
     }
 
@@ -151,7 +151,7 @@ impl AmxLinear {
     /// against the one [`AmxLinear::new`] makes for the same shape.
     pub(crate) fn load(r: &mut Reader) -> std::io::Result<Option<AmxLinear>> {
         let (k, n) = (r.usize()?, r.usize()?);
-        let packed: Vec<u16> = r.vec()?;
+        let packed: Array<u16> = r.array()?;
         let kp = k.div_ceil(TILE_K) * TILE_K;
         let np = n.div_ceil(BLOCK) * BLOCK;
         check(

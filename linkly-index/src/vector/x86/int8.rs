@@ -18,7 +18,7 @@
 
 use rayon::prelude::*;
 
-use crate::vector::prepared::{Reader, Writer, check};
+use crate::vector::prepared::{Array, Reader, Writer, check};
 
 /// Columns per panel: four AVX-512 registers of 16 `i32` sums.
 const PANEL: usize = 64;
@@ -33,11 +33,11 @@ pub(crate) struct QuantLinear {
     kp: usize,
     /// `[panel][k / 4][register (4)][column (16)][4 bytes]`: for each group of four inputs, the
     /// panel's 64 columns as four registers of 16 lanes, each lane the column's four weights.
-    packed: Vec<i8>,
+    packed: Array<i8>,
     /// Per column (padded to whole panels): the weight scale.
-    scale: Vec<f32>,
+    scale: Array<f32>,
     /// Per column: 128 × the sum of its quantized weights (the unsigned shift to take back).
-    shift: Vec<i32>,
+    shift: Array<i32>,
 }
 
 impl std::fmt::Debug for QuantLinear {
@@ -105,9 +105,9 @@ impl QuantLinear {
             k,
             n,
             kp,
-            packed,
-            scale,
-            shift,
+            packed: packed.into(),
+            scale: scale.into(),
+            shift: shift.into(),
         }
     }
 
@@ -125,9 +125,9 @@ impl QuantLinear {
     /// against the ones [`QuantLinear::new`] makes for the same shape.
     pub(crate) fn load(r: &mut Reader) -> std::io::Result<Option<QuantLinear>> {
         let (k, n) = (r.usize()?, r.usize()?);
-        let packed: Vec<i8> = r.vec()?;
-        let scale: Vec<f32> = r.vec()?;
-        let shift: Vec<i32> = r.vec()?;
+        let packed: Array<i8> = r.array()?;
+        let scale: Array<f32> = r.array()?;
+        let shift: Array<i32> = r.array()?;
         let kp = k.div_ceil(4) * 4;
         let panels = n.div_ceil(PANEL);
         check(
