@@ -235,10 +235,10 @@ pub(crate) fn normalise(v: &mut [f32]) {
     }
 }
 
-/// The key of a snapshot of `count` chunks of `model`, the highest id `max`, the ids summing to
+/// The key of a snapshot of `count` chunks of `owner`, the highest id `max`, the ids summing to
 /// `sum` (wrapping).
-pub(crate) fn snapshot_key(model: &str, count: u64, max: u64, sum: u64) -> String {
-    format!("{count} {max} {sum} {model}")
+pub(crate) fn snapshot_key(owner: &str, count: u64, max: u64, sum: u64) -> String {
+    format!("{count} {max} {sum} {owner}")
 }
 
 /// Where a chunk came from.
@@ -587,15 +587,16 @@ impl Ann {
         out
     }
 
-    /// What a snapshot of this collection is made from: the model the vectors belong to and
-    /// the set of chunks (their count, highest id and id sum; chunk ids only grow, so another
-    /// set with the same three is all but impossible). [`crate::vector::store::VectorStore::
-    /// snapshot_key`] computes the same from the store.
-    pub(crate) fn snapshot_key(&self, model: &str) -> String {
+    /// What a snapshot of this collection is made from: whose vectors they are (`owner`: the
+    /// store and the model) and the set of chunks (their count, highest id and id sum; chunk
+    /// ids only grow within a store, so another set with the same three is all but
+    /// impossible). [`crate::vector::store::VectorStore::snapshot_key`] computes the same
+    /// from the store.
+    pub(crate) fn snapshot_key(&self, owner: &str) -> String {
         let live = self.slots.iter().filter(|s| s.live);
         let sum = live.clone().fold(0u64, |a, s| a.wrapping_add(s.chunk_id));
         let max = live.clone().map(|s| s.chunk_id).max().unwrap_or(0);
-        snapshot_key(model, live.count() as u64, max, sum)
+        snapshot_key(owner, live.count() as u64, max, sum)
     }
 
     /// Writes the collection for [`Ann::load_snapshot`]: the slots, the unit vectors and their

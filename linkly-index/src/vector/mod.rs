@@ -265,8 +265,8 @@ impl VectorSide {
     /// Reads the stored vectors into memory, once. Until then writers leave the in-memory set
     /// alone (the store is the truth; this read sees what they wrote).
     ///
-    /// When `vectors.snapshot` holds exactly the stored set (its key: the model, and the
-    /// chunks' count, highest id and id sum), the vectors and their 8-bit copies are mapped
+    /// When `vectors.snapshot` holds exactly the stored set (its key: this store's identity,
+    /// the model, and the chunks' count, highest id and id sum), the vectors and their 8-bit copies are mapped
     /// from it instead, and the scan reads them where they lie in the page cache: a cold
     /// `linkly search` no longer copies 17 MB (ten thousand chunks) out of SQLite into fresh
     /// memory, 15–20 ms on two cores. A load that found no such snapshot writes one; so the
@@ -286,8 +286,12 @@ impl VectorSide {
         state.model = self.store.model()?;
         let started = std::time::Instant::now();
         let snapshot = |key: String| Cache::at(self.snapshot.clone(), key);
-        let mapped = state.model.as_deref().and_then(|model| {
-            let key = self.store.snapshot_key(model).ok()?;
+        let owner = state
+            .model
+            .as_deref()
+            .and_then(|model| self.store.snapshot_owner(model));
+        let mapped = owner.as_deref().and_then(|owner| {
+            let key = self.store.snapshot_key(owner).ok()?;
             snapshot(key).load(Ann::load_snapshot)
         });
         let from_snapshot = mapped.is_some();
@@ -304,11 +308,11 @@ impl VectorSide {
             from_snapshot,
             "stored vectors loaded"
         );
-        if let Some(model) = &state.model
+        if let Some(owner) = &owner
             && !from_snapshot
             && state.ann.live() >= self.snapshot_min.load(Ordering::Relaxed)
         {
-            let cache = snapshot(state.ann.snapshot_key(model));
+            let cache = snapshot(state.ann.snapshot_key(owner));
             cache.save(|w| state.ann.save_snapshot(w));
         }
         state.loaded = true;
@@ -935,5 +939,16 @@ mod tests {
         let index = open();
         assert_eq!(search(&index, "a puppy naps"), hits);
         assert!(mapped(&index), "and it was written again");
+        drop(index);
+
+        // The vector store deleted and made again: the chunks get the same ids over again,
+        // but the snapshot names the store it came from, so it is not taken for this one.
+        for name in ["vectors.sqlite", "vectors.sqlite-wal", "vectors.sqlite-shm"] {
+            let _ = fs_err::remove_file(dir.join(name));
+        }
+        update(&open());
+        let index = open();
+        assert_eq!(search(&index, "a puppy naps"), hits);
+        assert!(!mapped(&index), "another store's snapshot is not used");
     }
 }

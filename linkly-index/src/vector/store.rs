@@ -56,6 +56,8 @@ pub(crate) struct DocVectors {
 
 pub(crate) struct VectorStore {
     conn: Mutex<Connection>,
+    /// This store's identity ([`VectorStore::identity`]).
+    id: Option<String>,
 }
 
 fn to_blob(v: &[f32]) -> Vec<u8> {
@@ -82,9 +84,39 @@ impl VectorStore {
         // search without a server does after loading the model: pages mapped, not copied.
         conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
         conn.execute_batch(SCHEMA)?;
+        let id = Self::identity(&conn);
         Ok(VectorStore {
             conn: Mutex::new(conn),
+            id,
         })
+    }
+
+    /// A random id kept in `meta`, made by the first open: chunk ids only grow within one
+    /// store, and a store deleted and made again starts them over, so a snapshot of the
+    /// vectors names its store too. `None` when it can be neither read nor made (then no
+    /// snapshot is used).
+    fn identity(conn: &Connection) -> Option<String> {
+        let read = || {
+            conn.query_row("SELECT value FROM meta WHERE key = 'store_id'", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .optional()
+        };
+        if let Ok(Some(id)) = read() {
+            return Some(id);
+        }
+        conn.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))",
+            [],
+        )
+        .ok()?;
+        read().ok().flatten()
+    }
+
+    /// Whose vectors a snapshot holds: this store's, of `model`; `None` when this store has
+    /// no identity.
+    pub(crate) fn snapshot_owner(&self, model: &str) -> Option<String> {
+        self.id.as_ref().map(|id| format!("{id} {model}"))
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -258,9 +290,9 @@ impl VectorStore {
     }
 
     /// The number of stored chunks.
-    /// The key of a snapshot of the stored chunks as they are now, for `model`
-    /// ([`crate::vector::ann::Ann::snapshot_key`]).
-    pub(crate) fn snapshot_key(&self, model: &str) -> Result<String> {
+    /// The key of a snapshot of the stored chunks as they are now, for `owner`
+    /// ([`VectorStore::snapshot_owner`], [`crate::vector::ann::Ann::snapshot_key`]).
+    pub(crate) fn snapshot_key(&self, owner: &str) -> Result<String> {
         let (count, max, sum): (i64, i64, i64) = self.conn().query_row(
             // SUM fails past 2^63 (ids would have to average 10^9 over 10^9 chunks): then
             // there is no key, and no snapshot.
@@ -269,7 +301,7 @@ impl VectorStore {
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
         Ok(crate::vector::ann::snapshot_key(
-            model,
+            owner,
             count as u64,
             max as u64,
             sum as u64,
