@@ -9,9 +9,10 @@
 //!
 //! From a collection's second search on ([`Ann::build_codes`]; a one-shot CLI search does not
 //! pay for it), or from the first when the collection was mapped from a snapshot
-//! ([`Ann::load_snapshot`], which holds the copies), the scan reads each vector's 8-bit copy: a quarter of the bytes. At ten
-//! thousand chunks the f32 vectors are 17 MB, and reading them all pushed the embedding
-//! model's weights out of the CPU's cache before the next query's embedding. The best
+//! ([`Ann::load_snapshot`], which holds the copies), the scan reads each vector's 8-bit copy:
+//! a quarter of the bytes. At ten thousand chunks the f32 vectors are 17 MB, and reading them
+//! all pushed the embedding model's weights out of the CPU's cache before the next query's
+//! embedding. The best
 //! [`rescored`] chunks by their copies are then ranked with the f32 vectors, so the answers are
 //! the exact ones unless 8-bit rounding (about 10⁻³ of a cosine) moves a chunk across that
 //! margin.
