@@ -815,13 +815,19 @@ mod tests {
     use super::*;
     use crate::{DocFilter, HybridOptions, SearchMode, SyncOptions};
 
+    /// Looks at the in-memory vectors' state.
+    fn ann<T>(index: &Index, look: impl FnOnce(&AnnState) -> T) -> T {
+        look(&index.vectors.ann.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Whether the stored vectors were read.
     fn read(index: &Index) -> bool {
-        index
-            .vectors
-            .ann
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .loaded
+        ann(index, |s| s.loaded)
+    }
+
+    /// Whether they lie in a mapped snapshot.
+    fn mapped(index: &Index) -> bool {
+        ann(index, |s| s.ann.is_mapped())
     }
 
     #[test]
@@ -865,16 +871,6 @@ mod tests {
         index.attach_model_when_needed(model);
         assert_eq!(search(&index).mode, SearchMode::Hybrid);
         assert!(read(&index));
-    }
-
-    fn mapped(index: &Index) -> bool {
-        index
-            .vectors
-            .ann
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .ann
-            .is_mapped()
     }
 
     /// A cold load writes a snapshot of the vectors, the next one maps it and answers the
