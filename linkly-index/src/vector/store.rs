@@ -54,6 +54,9 @@ pub(crate) struct DocVectors {
     pub(crate) chunks: Vec<(u32, u32, Vec<f32>)>,
 }
 
+/// How long a statement waits for another process's write.
+const BUSY_TIMEOUT_MS: u64 = 10_000;
+
 pub(crate) struct VectorStore {
     conn: Mutex<Connection>,
     /// This store's identity ([`VectorStore::identity`]).
@@ -77,7 +80,7 @@ fn self_count_hint(conn: &Connection, after: u64) -> usize {
 impl VectorStore {
     pub(crate) fn open(path: &Path) -> Result<VectorStore> {
         let conn = Connection::open(path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         // Reading the vectors at a process's first vector search is most of what a CLI
@@ -105,11 +108,16 @@ impl VectorStore {
         if let Ok(Some(id)) = read() {
             return Some(id);
         }
-        conn.execute(
+        // Made once per store (a store older than this asks here at its next open). A write:
+        // while another process writes, it is not waited for; the next open makes it.
+        let wait = |ms| conn.busy_timeout(std::time::Duration::from_millis(ms)).ok();
+        wait(0)?;
+        let made = conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))",
             [],
-        )
-        .ok()?;
+        );
+        wait(BUSY_TIMEOUT_MS)?;
+        made.ok()?;
         read().ok().flatten()
     }
 
@@ -289,7 +297,6 @@ impl VectorStore {
         Ok(out)
     }
 
-    /// The number of stored chunks.
     /// The key of a snapshot of the stored chunks as they are now, for `owner`
     /// ([`VectorStore::snapshot_owner`], [`crate::vector::ann::Ann::snapshot_key`]).
     pub(crate) fn snapshot_key(&self, owner: &str) -> Result<String> {
@@ -308,6 +315,7 @@ impl VectorStore {
         ))
     }
 
+    /// The number of stored chunks.
     pub(crate) fn chunk_count(&self) -> Result<u64> {
         Ok(self
             .conn()
