@@ -18,7 +18,7 @@ use crate::store::{FileState, NewDoc, StoredText};
 use crate::{Index, Result, analysis, keywords, pipeline};
 
 /// Documents per batch: one store transaction (commits of the full-text index follow
-/// [`COMMIT_EVERY`]).
+/// [`COMMIT_EVERY`] and [`COMMIT_TERMS`]).
 const BATCH_DOCS: usize = 1000;
 /// Text bytes per batch (text and analysed terms).
 const BATCH_BYTES: usize = 8 * 1024 * 1024;
@@ -720,7 +720,7 @@ impl Index {
 
     /// Extracts and writes the candidates: prepared on all cores (read once, hash, extract,
     /// analyse, count), written in order by this thread (store, full-text index) in batches,
-    /// and committed every [`COMMIT_EVERY`] or so.
+    /// and committed every [`COMMIT_EVERY`] or [`COMMIT_TERMS`], whichever comes first.
     fn index_candidates(
         &self,
         opts: &SyncOptions,
@@ -818,8 +818,17 @@ impl Index {
 
     /// Commits the full-text index and marks the rows staged since the last commit clean.
     pub(crate) fn commit_staged(&self, ids: &[u64]) -> Result<()> {
+        let started = Instant::now();
         self.lexical.commit()?;
-        self.store.mark_clean(ids)
+        let committed = started.elapsed();
+        self.store.mark_clean(ids)?;
+        tracing::debug!(
+            docs = ids.len(),
+            commit_ms = committed.as_millis() as u64,
+            clean_ms = (started.elapsed() - committed).as_millis() as u64,
+            "full-text index committed"
+        );
+        Ok(())
     }
 
     /// Writes and commits one batch.
@@ -843,9 +852,16 @@ const WINDOW_BYTES: u64 = 8 * 1024 * 1024;
 /// most of the indexing of a large folder in merges. Rows stay dirty until their commit, so a
 /// crash redoes at most this much.
 const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+/// Analysed content staged in the full-text index that makes a commit before [`COMMIT_EVERY`]:
+/// what tantivy holds in memory until a commit, and what the commit then sorts and writes, grows
+/// with the text staged, so a fast machine (40,000 small files in 2 s) peaked 45 MB higher at
+/// each commit. 64 MiB is about 18,000 such files, few enough segments that a sync of 100,000
+/// files triggers no merge (docs/benchmarks.md, tenth pass).
+const COMMIT_TERMS: usize = 64 * 1024 * 1024;
 
 /// The writing end of a sync: prepared documents gathered into batches, written (store, then
-/// the full-text index staged) batch by batch, committed every [`COMMIT_EVERY`].
+/// the full-text index staged) batch by batch, committed every [`COMMIT_EVERY`] or
+/// [`COMMIT_TERMS`].
 struct BatchWriter<'a> {
     index: &'a Index,
     touched: Vec<(u64, i64)>,
@@ -853,6 +869,10 @@ struct BatchWriter<'a> {
     bytes: usize,
     /// Ids staged since the last commit.
     staged: Vec<u64>,
+    /// Bytes of analysed content staged since the last commit.
+    staged_terms: usize,
+    /// [`COMMIT_TERMS`], smaller in tests.
+    commit_terms: usize,
     last_commit: Instant,
 }
 
@@ -864,6 +884,8 @@ impl<'a> BatchWriter<'a> {
             prepared: Vec::new(),
             bytes: 0,
             staged: Vec::new(),
+            staged_terms: 0,
+            commit_terms: COMMIT_TERMS,
             last_commit: Instant::now(),
         }
     }
@@ -894,15 +916,24 @@ impl<'a> BatchWriter<'a> {
         }
     }
 
-    /// Writes what was gathered; commits when `now` or when the last commit is old enough.
+    /// Writes what was gathered; commits when `now`, when the last commit is old enough or when
+    /// enough text waits for one.
     fn write(&mut self, now: bool) -> Result<()> {
         self.index.store.touch(&self.touched)?;
         self.touched.clear();
         let ids = self.index.stage_batch(&self.prepared)?;
+        self.staged_terms += self
+            .prepared
+            .iter()
+            .map(|p| p.terms.content.len())
+            .sum::<usize>();
         self.prepared.clear();
         self.bytes = 0;
         self.staged.extend(ids);
-        if !self.staged.is_empty() && (now || self.last_commit.elapsed() >= COMMIT_EVERY) {
+        let due = now
+            || self.last_commit.elapsed() >= COMMIT_EVERY
+            || self.staged_terms >= self.commit_terms;
+        if !self.staged.is_empty() && due {
             self.commit()?;
         }
         Ok(())
@@ -911,6 +942,7 @@ impl<'a> BatchWriter<'a> {
     fn commit(&mut self) -> Result<()> {
         self.index.commit_staged(&self.staged)?;
         self.staged.clear();
+        self.staged_terms = 0;
         self.last_commit = Instant::now();
         Ok(())
     }
@@ -1091,5 +1123,52 @@ mod tests {
         assert!(f.index.store.dirty_ids().unwrap().is_empty());
         assert_eq!(f.id("a.md"), Some(id));
         assert_eq!(f.matches("alpha"), 1);
+    }
+
+    /// Prepares new files of the fixture's folder as a sync would.
+    fn prepared(f: &Fixture, names: &[&str]) -> Vec<Work> {
+        names
+            .iter()
+            .map(|name| {
+                let path = f.docs.join(name);
+                fs_err::write(&path, format!("# {name}\n\ncharlie words of {name}\n")).unwrap();
+                let meta = fs_err::metadata(&path).unwrap();
+                let c = Candidate {
+                    path,
+                    size: meta.len(),
+                    modified_at: mtime_millis(&meta),
+                    previous: None,
+                };
+                prepare(c, &f.opts.sandbox)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn enough_staged_text_commits_before_the_interval() {
+        let f = Fixture::new();
+        let mut report = SyncReport::default();
+        // A batch under the cap, 2 s not yet past: written dirty, not yet searchable.
+        let mut writer = BatchWriter::new(&f.index);
+        for work in prepared(&f, &["c.md"]) {
+            writer.push(work, &mut report);
+        }
+        writer.write(false).unwrap();
+        assert_eq!(f.index.store.dirty_ids().unwrap().len(), 1);
+        assert_eq!(f.matches("charlie"), 0);
+        writer.finish().unwrap();
+        assert!(f.index.store.dirty_ids().unwrap().is_empty());
+        assert_eq!(f.matches("charlie"), 1);
+
+        // Past the cap: committed at once, 2 s or not.
+        let mut writer = BatchWriter::new(&f.index);
+        writer.commit_terms = 1;
+        for work in prepared(&f, &["d.md", "e.md"]) {
+            writer.push(work, &mut report);
+        }
+        writer.write(false).unwrap();
+        assert!(writer.staged.is_empty());
+        assert!(f.index.store.dirty_ids().unwrap().is_empty());
+        assert_eq!(f.matches("charlie"), 3);
     }
 }
