@@ -269,8 +269,9 @@ impl VectorSide {
     /// the model, and the chunks' count, highest id and id sum), the vectors and their 8-bit
     /// copies are mapped from it instead, and the scan reads them where they lie in the page
     /// cache: a cold `linkly search` no longer copies 17 MB (ten thousand chunks) out of
-    /// SQLite into fresh memory, 15–20 ms on two cores. A load that found no such snapshot writes one; so the
-    /// first cold search after the vectors change pays for it, and the next ones do not.
+    /// SQLite into fresh memory, 15–20 ms on two cores. A load that found no such snapshot
+    /// writes one, so the first cold search after the vectors change pays for it, and the
+    /// next ones do not.
     fn ensure_loaded(&self) -> Result<()> {
         if self.ann.read().unwrap_or_else(|e| e.into_inner()).loaded {
             return Ok(());
