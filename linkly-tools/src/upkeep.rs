@@ -309,8 +309,9 @@ impl Linkly {
     /// The sync options of this configuration: the watched folders, the notes folder (when it
     /// exists), the exclusions, and the extraction sandbox ([`sandbox_for`]).
     pub fn sync_options(&self) -> SyncOptions {
-        let mut opts = crate::notes::sync_options(self.config(), self.data_dir());
-        opts.sandbox = sandbox_for(self.config());
+        let config = self.config();
+        let mut opts = crate::notes::sync_options(&config, self.data_dir());
+        opts.sandbox = sandbox_for(&config);
         opts
     }
 
@@ -328,7 +329,12 @@ impl Linkly {
                 return Err(e.into());
             }
         };
-        self.fresh.set(IndexState::Idle);
+        // A server's watcher still follows changes after a one-shot sync it did not start.
+        self.fresh.set(if self.fresh.watching.load(Ordering::SeqCst) {
+            IndexState::Watching
+        } else {
+            IndexState::Idle
+        });
         on_event(&FreshEvent::Synced {
             report: sync.clone(),
             full: true,

@@ -21,13 +21,15 @@ use anyhow::{Context as _, bail};
 use serde_json::Value;
 
 /// Linkly's crates from the bottom layer up: each may depend only on crates before it. The
-/// front ends come last: the gateway serves over `linkly-mcp`'s HTTP and client, and `linkly-cli`
+/// window (the person's web app) calls the tools and is mounted by `linkly-mcp`'s HTTP server;
+/// the front ends come last: the gateway serves over `linkly-mcp`'s HTTP and client, and `linkly-cli`
 /// wires both.
 pub(crate) const LAYERS: &[&str] = &[
     "linkly-core",
     "linkly-extract",
     "linkly-index",
     "linkly-tools",
+    "linkly-window",
     "linkly-mcp",
     "linkly-gateway",
     "linkly-cli",
