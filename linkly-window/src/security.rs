@@ -181,9 +181,11 @@ pub(crate) async fn gate(State(app): State<App>, req: Request, next: Next) -> Re
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null` with
+    // every form POST (the Fetch standard), and the Origin check above would refuse them all.
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     res
@@ -307,7 +309,10 @@ mod tests {
             HeaderValue::from_static("http://127.0.0.1:60606"),
         );
         assert!(same_origin(&h));
-        h.insert(header::ORIGIN, HeaderValue::from_static("http://evil.example"));
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://evil.example"),
+        );
         assert!(!same_origin(&h));
         h.remove(header::ORIGIN);
         assert!(!same_origin(&h));
