@@ -23,7 +23,7 @@ pub const CHROMIUM: &str = "/usr/bin/chromium";
 pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
 /// The W3C key of a web element in WebDriver's JSON.
-const ELEMENT: &str = "element-6066-11e4-a52f-4ae52d191f5e";
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 /// What went wrong talking to the driver.
 #[derive(Debug)]
@@ -153,10 +153,13 @@ impl Driver {
         Ok(v["value"].clone())
     }
 
-    /// A new headless browser session at 1280×800 (`browser` is the Chromium binary).
+    /// A new headless browser session with a 1280×800 viewport (`browser` is the Chromium
+    /// binary, `lang` the `Accept-Language` it sends). A dialog (`confirm`) stays open until
+    /// the caller answers it.
     pub fn session(&mut self, browser: &Path, lang: &str) -> Result<Session<'_>> {
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
+            "unhandledPromptBehavior": "ignore",
             "goog:chromeOptions": {
                 "binary": browser.to_string_lossy(),
                 "args": [
@@ -173,11 +176,13 @@ impl Driver {
             .as_str()
             .ok_or_else(|| err(format!("no session id in {v}")))?
             .to_string();
-        Ok(Session {
+        let mut s = Session {
             driver: self,
             id,
             closed: false,
-        })
+        };
+        s.set_viewport(1280, 800)?;
+        Ok(s)
     }
 }
 
@@ -299,13 +304,17 @@ impl Session<'_> {
         mut ok: impl FnMut(&mut Self) -> Result<bool>,
     ) -> Result<()> {
         let start = Instant::now();
+        let mut last = String::new();
         loop {
-            if ok(self)? {
-                return Ok(());
+            // An error (an element not there yet, a page still loading) means "not yet".
+            match ok(self) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(e) => last = format!(" (last error: {e})"),
             }
             if start.elapsed() > limit {
                 return Err(err(format!(
-                    "timed out after {limit:?} waiting for {what} on {}",
+                    "timed out after {limit:?} waiting for {what} on {}{last}",
                     self.url().unwrap_or_default()
                 )));
             }
@@ -428,6 +437,18 @@ impl Session<'_> {
             Some(json!({"width": rect["width"], "height": rect["height"]})),
         )?;
         r
+    }
+
+    /// Sizes the window so that the page's viewport is `width` × `height` CSS pixels (the
+    /// window's size includes the browser's frame, even headless).
+    pub fn set_viewport(&mut self, width: u32, height: u32) -> Result<()> {
+        let v = self.exec(
+            "return [window.outerWidth - window.innerWidth, window.outerHeight - window.innerHeight];",
+            &[],
+        )?;
+        let dw = v[0].as_u64().unwrap_or(0) as u32;
+        let dh = v[1].as_u64().unwrap_or(0) as u32;
+        self.resize(width + dw, height + dh)
     }
 
     /// Sets the window's size.
