@@ -135,7 +135,7 @@ fn serve(env: &Env) -> (Server, u16) {
     let start = Instant::now();
     loop {
         if browser::http_get(&format!("http://127.0.0.1:{port}/health"))
-            .is_ok_and(|(s, _, _)| s == 200)
+            .is_ok_and(|a| a.status == 200)
         {
             break;
         }
@@ -208,13 +208,12 @@ fn the_window_in_chromium() {
     let base = format!("http://127.0.0.1:{port}");
 
     // The headers of every page: a strict CSP, no framing.
-    let (status, headers, body) = browser::http_get(&format!("{base}/")).unwrap();
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-    let csp = headers
-        .iter()
-        .find(|(n, _)| n == "content-security-policy")
-        .map(|(_, v)| v.clone())
-        .expect("a Content-Security-Policy header on /");
+    let home = browser::http_get(&format!("{base}/")).unwrap();
+    assert_eq!(home.status, 200, "{}", String::from_utf8_lossy(&home.body));
+    let csp = home
+        .header("content-security-policy")
+        .expect("a Content-Security-Policy header on /")
+        .to_string();
     assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
     let directive = |name: &str| {
         csp.split(';')
@@ -570,13 +569,43 @@ fn scenario(s: &mut Session<'_>, env: &Env, base: &str) {
             "deleted note still listed: {t}"
         );
     }
-    shot(s, en, "notes");
+    shot(s, en, "note-deleted");
     let trash = s.find("#notes-trash-link").at("trash link");
     s.click(&trash).at("open the trash");
     s.wait_for("[data-testid=trashed-note]", WAIT)
         .at("trashed note");
     let trashed = s.text_of("[data-testid=trashed-note]").at("trashed");
     assert!(trashed.contains("Shopping list"), "{trashed}");
+    shot(s, en, "trash");
+
+    // The way back: restored from the trash, the note is listed again, with its last text.
+    let restore = s
+        .find("[data-testid=trashed-note] [data-testid=note-restore]")
+        .at("restore button");
+    s.click(&restore).at("restore");
+    s.wait_until("the restored note", WAIT, |s| {
+        Ok(s.url()?.contains("/notes/edit/"))
+    })
+    .at("restored");
+    let body = s
+        .exec("return document.querySelector('#note-body').value;", &[])
+        .at("restored text");
+    assert!(
+        body.as_str().unwrap_or_default().contains("rice"),
+        "the note comes back as it was deleted: {body}"
+    );
+    let nav = s.find("#nav-notes").at("notes link");
+    s.click(&nav).at("back to the notes");
+    s.wait_until("the note listed again", WAIT, |s| {
+        let notes = s.find_all("[data-testid=note]")?;
+        let mut found = false;
+        for n in &notes {
+            found |= s.text(n)?.contains("Shopping list");
+        }
+        Ok(found)
+    })
+    .at("listed again");
+    shot(s, en, "notes");
 
     // Libraries.
     let nav = s.find("#nav-libraries").at("libraries link");
@@ -655,15 +684,7 @@ fn scenario(s: &mut Session<'_>, env: &Env, base: &str) {
         .at("Japanese option");
     s.click(&select).at("open the switch");
     s.click(&ja).at("pick Japanese");
-    if s.exec("return document.documentElement.lang;", &[])
-        .at("lang")
-        != json!("ja")
-    {
-        if let Ok(apply) = s.find("#lang-apply") {
-            // Without the script's auto-submit the button applies the choice.
-            let _ = s.click(&apply);
-        }
-    }
+    // The script sends the switch's form on change.
     s.wait_until("the page in Japanese", WAIT, |s| {
         Ok(s.exec("return document.documentElement.lang;", &[])? == json!("ja"))
     })

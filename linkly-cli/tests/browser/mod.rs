@@ -553,8 +553,25 @@ pub fn decode_base64(s: &str) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// A plain HTTP GET without a browser: status, headers (lower-case names) and body.
-pub fn http_get(url: &str) -> Result<(u16, Vec<(String, String)>, Vec<u8>)> {
+/// An HTTP answer: status, headers (lower-case names) and body.
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// A header's value (its name in lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A plain HTTP GET without a browser.
+pub fn http_get(url: &str) -> Result<Answer> {
     let res = match ureq::get(url).call() {
         Ok(r) => r,
         Err(ureq::Error::Status(_, r)) => r,
@@ -573,7 +590,11 @@ pub fn http_get(url: &str) -> Result<(u16, Vec<(String, String)>, Vec<u8>)> {
     res.into_reader()
         .read_to_end(&mut body)
         .map_err(|e| err(e.to_string()))?;
-    Ok((status, headers, body))
+    Ok(Answer {
+        status,
+        headers,
+        body,
+    })
 }
 
 #[cfg(test)]
