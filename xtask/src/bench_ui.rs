@@ -208,9 +208,11 @@ fn document_url(agent: &ureq::Agent, base: &str, pdf: &Path) -> anyhow::Result<S
     let url = format!("{base}/search?q={}", encode("longpdfmarker"));
     let (_, body) = get(agent, &url)?;
     let html = String::from_utf8_lossy(&body);
+    // The result's link (`/doc/N?line=…#L…`) without the hit: the document's first page.
     links(&html, "href")
         .into_iter()
-        .find(|h| h.starts_with("/doc") || h.starts_with("/document"))
+        .find(|h| h.starts_with("/doc/"))
+        .map(|h| h.split(['?', '#']).next().unwrap_or_default().to_string())
         .with_context(|| format!("no document link for {stem} on {url}"))
 }
 
