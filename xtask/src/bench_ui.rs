@@ -58,6 +58,18 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let pdf_path = pdf.canonicalize()?;
     let doc_url = document_url(&agent, &base, &pdf_path)?;
     let lines = line_count_hint(&get(&agent, &format!("{base}{doc_url}"))?.1);
+    // The PDF's lines as `read` counts them (what the page pages through).
+    let id = format!("local://{}", doc_url.trim_start_matches("/doc/"));
+    let out = Command::new(&bin)
+        .args(["--json", "--home"])
+        .arg(&home)
+        .args(["read", &id, "--limit", "1"])
+        .env_remove("LINKLY_MODEL_DIR")
+        .output()?;
+    let total_lines = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .ok()
+        .and_then(|v| v["total_lines"].as_u64())
+        .unwrap_or(0);
     let pages: Vec<(&str, Vec<String>)> = vec![
         ("overview `/`", vec!["/".to_string()]),
         (
@@ -96,7 +108,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         ));
     }
     report.push_str(&format!(
-        "| the long PDF's page | {lines} line elements in the first page of the document (of {PDF_LINES}) |\n"
+        "| the long PDF's page | {lines} line elements on its first page; `read` counts {total_lines} lines in the PDF ({PDF_LINES} written) |\n"
     ));
 
     let (total, parts) = home_bytes(&agent, &base)?;
