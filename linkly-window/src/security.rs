@@ -307,7 +307,10 @@ mod tests {
             HeaderValue::from_static("http://127.0.0.1:60606"),
         );
         assert!(same_origin(&h));
-        h.insert(header::ORIGIN, HeaderValue::from_static("http://evil.example"));
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://evil.example"),
+        );
         assert!(!same_origin(&h));
         h.remove(header::ORIGIN);
         assert!(!same_origin(&h));

@@ -2,10 +2,10 @@
 //! it; landing on a hit's lines (`?line=120#L120-124`); find-in-document with `grep` (regex or
 //! plain text, case), its match count and next/previous; the original file downloaded by id.
 
+use axum::Extension;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use linkly_core::{DocId, OutlineNode};
 use linkly_tools::{GrepParams, GrepResponse, ReadParams, ReadResponse};
 use maud::{Markup, PreEscaped, html};
@@ -373,9 +373,18 @@ pub(crate) async fn file(
     };
     let ascii: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || ".-_ ".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || ".-_ ".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
-    let disposition = format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{}", enc(&name));
+    let disposition = format!(
+        "attachment; filename=\"{ascii}\"; filename*=UTF-8''{}",
+        enc(&name)
+    );
     let mut res = bytes.into_response();
     let h = res.headers_mut();
     h.insert(
