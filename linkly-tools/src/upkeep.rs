@@ -523,12 +523,12 @@ impl Linkly {
     pub fn download_model(&self, on_event: Arc<dyn Fn(&FreshEvent) + Send + Sync>) -> Result<()> {
         let manager = ModelManager::new(self.data_dir().root());
         let choice = manager.choice();
-        if !choice.is_present() {
-            if let Err(e) = self.fetch_model(&manager, &choice.name, &on_event) {
-                self.index()
-                    .set_model_status(ModelStatus::Missing { name: choice.name });
-                return Err(e);
-            }
+        if !choice.is_present()
+            && let Err(e) = self.fetch_model(&manager, &choice.name, &on_event)
+        {
+            self.index()
+                .set_model_status(ModelStatus::Missing { name: choice.name });
+            return Err(e);
         }
         let model = self.index().attach_selected_model(self.data_dir().root());
         on_event(&FreshEvent::Model(model.clone()));

@@ -325,8 +325,7 @@ fn mark_text(text: &str, terms: &[String], case: bool) -> Markup {
 fn outline_items(nodes: &[OutlineNode], n: u64, from: u32, to: u32, count: &mut usize) -> Markup {
     html! {
         @for node in nodes {
-            @if *count < MAX_OUTLINE {
-                @let _ = { *count += 1; };
+            @if bump(count) {
                 @let anchor = format!("#L{}-{}", node.start_line, node.end_line);
                 @let href = if node.start_line >= from && node.start_line <= to {
                     anchor
@@ -342,6 +341,12 @@ fn outline_items(nodes: &[OutlineNode], n: u64, from: u32, to: u32, count: &mut 
             }
         }
     }
+}
+
+/// Counts one more outline entry; false once [`MAX_OUTLINE`] are shown.
+fn bump(count: &mut usize) -> bool {
+    *count += 1;
+    *count <= MAX_OUTLINE
 }
 
 /// `GET /doc/{id}/file`: the original file, found by the document's id (never by a path from
