@@ -26,7 +26,7 @@
 //! | sync progress | `#progress` (`[data-testid=progress-text]`) |
 //! | folders | `#folder-add-form`, `#folder-path`, `#folder-add`, `[data-testid=folder]`, `[data-testid=folder-remove]`, `#folder-error` |
 //! | skipped files | `#skipped`, `[data-testid=skip-group]` (`data-code`), `[data-testid=skipped-file]`, `[data-testid=skip-advice]` |
-//! | model | `[data-testid=model-status]` |
+//! | model | `[data-testid=model-status]`, `#model-download-button`, `[data-testid=model-download]` (progress) |
 //! | search | `#search-form`, `#q`, `#search-submit`, `#search-error`, `[data-testid=result]` (`a[data-testid=result-link]`), `[data-testid=result-count]`, `#next-page`, `#prev-page` |
 //! | document | `#doc-title`, `#doc-download`, `#doc-lines`, `#L120` (a line), `.hl` (highlighted lines), `#outline`, `[data-testid=outline-entry]`, `#doc-next-page`, `#doc-prev-page` |
 //! | find in document | `#find-form`, `#find`, `#find-case`, `#find-regex`, `#find-submit`, `#find-count`, `#find-next`, `#find-prev`, `#find-error` |
@@ -127,6 +127,7 @@ pub fn router(linkly: Arc<Linkly>, live: Arc<Live>, opts: WindowOptions) -> Rout
         .route("/folders/add", post(pages::overview::add_folder))
         .route("/folders/remove", post(pages::overview::remove_folder))
         .route("/api/status", get(pages::overview::status))
+        .route("/model/download", post(pages::overview::download_model))
         .route("/search", get(pages::search::page_handler))
         .route("/doc/{id}", get(pages::document::page_handler))
         .route("/doc/{id}/file", get(pages::document::file))
@@ -144,7 +145,10 @@ pub fn router(linkly: Arc<Linkly>, live: Arc<Live>, opts: WindowOptions) -> Rout
         .route("/agents", get(pages::agents::page_handler))
         .route("/agents/lan", post(pages::agents::lan))
         .route("/lang", post(pages::set_lang))
-        .route("/signin", get(pages::signin::page_handler).post(pages::signin::submit))
+        .route(
+            "/signin",
+            get(pages::signin::page_handler).post(pages::signin::submit),
+        )
         .route("/assets/{name}", get(layout::asset))
         .fallback(pages::not_found)
         .layer(axum::middleware::from_fn_with_state(

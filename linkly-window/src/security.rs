@@ -267,12 +267,12 @@ async fn gate_inner(app: App, mut req: Request, next: Next) -> Response {
         lan: !exempt,
     });
     let mut res = next.run(req).await;
-    if new_session {
-        if let Ok(v) = HeaderValue::from_str(&format!(
+    if new_session
+        && let Ok(v) = HeaderValue::from_str(&format!(
             "{SESSION_COOKIE}={sid}; Path=/; HttpOnly; SameSite=Strict"
-        )) {
-            res.headers_mut().append(header::SET_COOKIE, v);
-        }
+        ))
+    {
+        res.headers_mut().append(header::SET_COOKIE, v);
     }
     res
 }

@@ -96,7 +96,8 @@ impl Linkly {
                 "base_version must be a note version (64 hexadecimal characters)",
             )
         })?;
-        let trashed = NoteStore::new(self.notes_dir()).trash(&id, &base, &self.notes_trash_dir())?;
+        let trashed =
+            NoteStore::new(self.notes_dir()).trash(&id, &base, &self.notes_trash_dir())?;
         if let Err(e) = self.refresh_paths(std::slice::from_ref(&trashed.from)) {
             tracing::warn!(path = %trashed.from.display(), error = %e.message, "the note was deleted but is still in the index until the next sync");
         }

@@ -342,7 +342,8 @@ impl Linkly {
                 };
                 unfiltered_total = Some(self.index().catalog_page(&all, sort, 1, 0)?.total);
             }
-            hint = Some(self.empty_list_hint(&target, &filters, unfiltered_total, library.as_ref()));
+            hint =
+                Some(self.empty_list_hint(&target, &filters, unfiltered_total, library.as_ref()));
         }
         let readme = match &listed_dir {
             Some(dir) => self

@@ -153,7 +153,7 @@ impl Lang {
         }
         let mut out = String::new();
         for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
                 out.push_str(sep);
             }
             out.push(c);
@@ -231,7 +231,11 @@ mod tests {
     #[test]
     fn every_language_has_every_key_once() {
         let en = keys(Lang::En);
-        assert_eq!(en.len(), Lang::En.table().len(), "a key is defined twice in en");
+        assert_eq!(
+            en.len(),
+            Lang::En.table().len(),
+            "a key is defined twice in en"
+        );
         for l in Lang::ALL {
             let k = keys(l);
             assert_eq!(k.len(), l.table().len(), "a key is defined twice in {l:?}");
@@ -248,7 +252,11 @@ mod tests {
                         .filter_map(|p| p.split_once('}').map(|(n, _)| n.to_string()))
                         .collect::<BTreeSet<_>>()
                 };
-                assert_eq!(ph(v), ph(Lang::En.t(key)), "{l:?} {key}: placeholders differ");
+                assert_eq!(
+                    ph(v),
+                    ph(Lang::En.t(key)),
+                    "{l:?} {key}: placeholders differ"
+                );
             }
         }
     }
@@ -311,7 +319,11 @@ mod tests {
             .with_ymd_and_hms(2026, 3, 5, 12, 0, 0)
             .unwrap()
             .timestamp_millis();
-        assert!(Lang::En.date(t).starts_with("Mar 5, 2026"), "{}", Lang::En.date(t));
+        assert!(
+            Lang::En.date(t).starts_with("Mar 5, 2026"),
+            "{}",
+            Lang::En.date(t)
+        );
         assert!(Lang::Fr.date(t).starts_with("5 mars 2026"));
         assert!(Lang::Ja.date(t).starts_with("2026年3月5日"));
         assert!(Lang::Es.date(t).starts_with("5 mar 2026"));

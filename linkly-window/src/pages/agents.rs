@@ -31,7 +31,10 @@ fn block(ctx: &Ctx, client: &str, title: &str, note: &str, text: &str) -> Markup
 }
 
 /// `GET /agents`.
-pub(crate) async fn page_handler(State(app): State<App>, Extension(ctx): Extension<Ctx>) -> Response {
+pub(crate) async fn page_handler(
+    State(app): State<App>,
+    Extension(ctx): Extension<Ctx>,
+) -> Response {
     let l = ctx.lang;
     let url = app.opts.endpoint.clone();
     let token = blocking(&app, |linkly| linkly.config().lan_token.clone()).await;
@@ -54,12 +57,14 @@ pub(crate) async fn page_handler(State(app): State<App>, Extension(ctx): Extensi
         header.page-head { h1 { (l.t("agents.title")) } }
         p { (l.t("agents.intro")) }
         p { (l.t("agents.url")) " " code #mcp-url { (url) } }
+        div.agent-grid {
         (block(&ctx, "stdio", l.t("agents.stdio"), l.t("agents.stdio_note"), STDIO))
         (block(&ctx, "claude-desktop", "Claude Desktop", l.t("agents.desktop_note"), &desktop))
         (block(&ctx, "claude-code", "Claude Code", l.t("agents.code_note"), &code))
         (block(&ctx, "cursor", "Cursor", l.t("agents.cursor_note"), &cursor))
         (block(&ctx, "vscode", "VS Code", l.t("agents.vscode_note"), &vscode))
         (block(&ctx, "http", l.t("agents.http"), l.t("agents.http_note"), &http))
+        }
         section.panel #lan {
             h2 { (l.t("lan.title")) }
             p { (if lan_live { l.t("lan.on") } else { l.t("lan.off") }) }
@@ -126,6 +131,10 @@ pub(crate) async fn lan(
     .await;
     match r {
         Ok(()) => see_other("/agents#lan"),
-        Err(e) => failure(&ctx, axum::http::StatusCode::INTERNAL_SERVER_ERROR, &e.message),
+        Err(e) => failure(
+            &ctx,
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            &e.message,
+        ),
     }
 }

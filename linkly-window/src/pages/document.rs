@@ -2,10 +2,10 @@
 //! it; landing on a hit's lines (`?line=120#L120-124`); find-in-document with `grep` (regex or
 //! plain text, case), its match count and next/previous; the original file downloaded by id.
 
+use axum::Extension;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use linkly_core::{DocId, OutlineNode};
 use linkly_tools::{GrepParams, GrepResponse, ReadParams, ReadResponse};
 use maud::{Markup, PreEscaped, html};
@@ -325,8 +325,7 @@ fn mark_text(text: &str, terms: &[String], case: bool) -> Markup {
 fn outline_items(nodes: &[OutlineNode], n: u64, from: u32, to: u32, count: &mut usize) -> Markup {
     html! {
         @for node in nodes {
-            @if *count < MAX_OUTLINE {
-                @let _ = { *count += 1; };
+            @if bump(count) {
                 @let anchor = format!("#L{}-{}", node.start_line, node.end_line);
                 @let href = if node.start_line >= from && node.start_line <= to {
                     anchor
@@ -342,6 +341,12 @@ fn outline_items(nodes: &[OutlineNode], n: u64, from: u32, to: u32, count: &mut 
             }
         }
     }
+}
+
+/// Counts one more outline entry; false once [`MAX_OUTLINE`] are shown.
+fn bump(count: &mut usize) -> bool {
+    *count += 1;
+    *count <= MAX_OUTLINE
 }
 
 /// `GET /doc/{id}/file`: the original file, found by the document's id (never by a path from
@@ -373,9 +378,18 @@ pub(crate) async fn file(
     };
     let ascii: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || ".-_ ".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || ".-_ ".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
-    let disposition = format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{}", enc(&name));
+    let disposition = format!(
+        "attachment; filename=\"{ascii}\"; filename*=UTF-8''{}",
+        enc(&name)
+    );
     let mut res = bytes.into_response();
     let h = res.headers_mut();
     h.insert(

@@ -102,7 +102,10 @@ async fn render(app: App, ctx: Ctx, error: Option<String>, status: StatusCode) -
 }
 
 /// `GET /libraries`.
-pub(crate) async fn page_handler(State(app): State<App>, Extension(ctx): Extension<Ctx>) -> Response {
+pub(crate) async fn page_handler(
+    State(app): State<App>,
+    Extension(ctx): Extension<Ctx>,
+) -> Response {
     render(app, ctx, None, StatusCode::OK).await
 }
 

@@ -379,15 +379,15 @@ pub(crate) async fn save(
             Err(e) => {
                 // The note as it is now, for the conflict panel (or the editor after an error).
                 let now = note_id.as_deref().and_then(|id| linkly.note(id).ok());
-                Err((e, now))
+                Err(Box::new((e, now)))
             }
         }
     })
     .await;
     match result {
         Ok(id) => see_other(&format!("/notes/edit/{id}?done=saved")),
-        Err((e, now)) if e.code == ErrorCode::NoteVersionConflict && now.is_some() => {
-            let now = now.unwrap_or_else(|| unreachable!());
+        Err(failed) if failed.0.code == ErrorCode::NoteVersionConflict && failed.1.is_some() => {
+            let now = failed.1.unwrap_or_else(|| unreachable!());
             editor(
                 &ctx,
                 Editor {
@@ -400,17 +400,20 @@ pub(crate) async fn save(
                 },
             )
         }
-        Err((e, now)) => editor(
-            &ctx,
-            Editor {
-                note: now.as_ref(),
-                body: &content,
-                base_version: f.base_version.as_deref(),
-                error: Some(&e.message),
-                conflict: None,
-                flash: None,
-            },
-        ),
+        Err(failed) => {
+            let (e, now) = *failed;
+            editor(
+                &ctx,
+                Editor {
+                    note: now.as_ref(),
+                    body: &content,
+                    base_version: f.base_version.as_deref(),
+                    error: Some(&e.message),
+                    conflict: None,
+                    flash: None,
+                },
+            )
+        }
     }
 }
 

@@ -25,7 +25,10 @@ fn skip_texts(l: Lang, code: &str) -> (&'static str, &'static str) {
         "unsupported_variant" => (l.t("skip.unsupported_variant"), l.t("advice.unsupported")),
         "no_text_layer" => (l.t("skip.no_text_layer"), l.t("advice.no_text_layer")),
         "ocr_unavailable" => (l.t("skip.ocr_unavailable"), l.t("advice.ocr_unavailable")),
-        "ocr_found_nothing" => (l.t("skip.ocr_found_nothing"), l.t("advice.ocr_found_nothing")),
+        "ocr_found_nothing" => (
+            l.t("skip.ocr_found_nothing"),
+            l.t("advice.ocr_found_nothing"),
+        ),
         "timeout" => (l.t("skip.timeout"), l.t("advice.timeout")),
         "extractor_failed" => (l.t("skip.extractor_failed"), l.t("advice.extractor_failed")),
         "non_utf8_path" => (l.t("skip.non_utf8_path"), l.t("advice.non_utf8_path")),
@@ -66,7 +69,11 @@ fn load(linkly: &Linkly) -> Result<Data, String> {
 }
 
 /// `GET /`.
-pub(crate) async fn page_get(app: App, ctx: Ctx, folder_error: Option<(String, String)>) -> Response {
+pub(crate) async fn page_get(
+    app: App,
+    ctx: Ctx,
+    folder_error: Option<(String, String)>,
+) -> Response {
     let data = blocking(&app, load).await;
     let data = match data {
         Ok(d) => d,
@@ -127,12 +134,13 @@ pub(crate) async fn page_get(app: App, ctx: Ctx, folder_error: Option<(String, S
             section.panel {
                 h2 { (l.t("overview.by_type")) }
                 @if data.overview.by_type.is_empty() { p.muted { (l.t("overview.empty")) } }
+                @let most = data.overview.by_type.iter().map(|(_, n)| *n).max().unwrap_or(0);
                 table.types {
                     @for (t, n) in &data.overview.by_type {
                         tr data-testid="type-count" data-type=(t) {
                             td { span.type-badge { (t) } }
                             td.num { (l.num(*n)) }
-                            td.barcell { div class={ "bar " (bar_pct(*n, cov.documents)) } {} }
+                            td.barcell { div class={ "bar " (bar_pct(*n, most)) } {} }
                         }
                     }
                 }
@@ -143,6 +151,11 @@ pub(crate) async fn page_get(app: App, ctx: Ctx, folder_error: Option<(String, S
                 }
                 @if let Some((done, total)) = snap.download {
                     p data-testid="model-download" { (l.t("overview.downloading")) " " (l.bytes(done)) " / " (l.bytes(total)) }
+                } @else if cov.search_mode != "hybrid" && !ctx.lan {
+                    form #model-form method="post" action="/model/download" {
+                        (csrf_field(&ctx))
+                        button #model-download-button type="submit" { (l.t("overview.download_model")) }
+                    }
                 }
                 @if let Some(t) = cov.last_sync.as_deref().and_then(|t| linkly_core::parse_time(t).ok()) {
                     p.muted { (l.t("overview.last_sync")) " " (l.datetime(t)) }
@@ -205,7 +218,10 @@ fn progress_text(l: Lang, phase: &str, done: u64, total: u64) -> String {
 }
 
 /// `GET /`.
-pub(crate) async fn page_handler(State(app): State<App>, Extension(ctx): Extension<Ctx>) -> Response {
+pub(crate) async fn page_handler(
+    State(app): State<App>,
+    Extension(ctx): Extension<Ctx>,
+) -> Response {
     page_get(app, ctx, None).await
 }
 
@@ -321,4 +337,26 @@ pub(crate) async fn status(State(app): State<App>, Extension(ctx): Extension<Ctx
         "download": snap.download,
     }))
     .into_response()
+}
+
+/// `POST /model/download`: fetches the embedding model in the background (progress on the
+/// overview), then loads it and embeds what waits.
+pub(crate) async fn download_model(
+    State(app): State<App>,
+    Extension(ctx): Extension<Ctx>,
+) -> Response {
+    if ctx.lan {
+        return failure(&ctx, StatusCode::FORBIDDEN, ctx.lang.t("lan.local_only"));
+    }
+    let linkly = app.linkly.clone();
+    let live = app.live.clone();
+    let _ = std::thread::Builder::new()
+        .name("linkly-window-model".into())
+        .spawn(move || {
+            let sink = live.clone();
+            if let Err(e) = linkly.download_model(std::sync::Arc::new(move |ev| sink.record(ev))) {
+                live.record(&linkly_tools::FreshEvent::Failed(e.message));
+            }
+        });
+    see_other("/")
 }

@@ -2,10 +2,10 @@
 //! snippet (matched words highlighted, its line range), paged; `/` focuses the box, arrows
 //! move between results, Enter opens one (the script).
 
+use axum::Extension;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::Extension;
 use linkly_core::DocType;
 use linkly_tools::{SearchParams, SearchResponse};
 use maud::html;
@@ -51,7 +51,10 @@ impl Query {
             before: get("before"),
             sort: get("sort"),
             notes: get("scope") == "notes",
-            page: get("page").parse().unwrap_or(1).clamp(1, MAX_RESULTS / PER_PAGE),
+            page: get("page")
+                .parse()
+                .unwrap_or(1)
+                .clamp(1, MAX_RESULTS / PER_PAGE),
         }
     }
 
@@ -202,7 +205,7 @@ pub(crate) async fn page_handler(
                             span.path { (hit.path) }
                             span { (l.date(hit.modified_at)) }
                             @if let (Some(a), Some(b)) = (hit.snippet_from, hit.snippet_to) {
-                                span.lines { (l.tf("search.lines", &[("from", &l.num(a.into())), ("to", &l.num(b.into()))])) }
+                                span.linerange { (l.tf("search.lines", &[("from", &l.num(a.into())), ("to", &l.num(b.into()))])) }
                             }
                         }
                         @if !hit.snippet.is_empty() {
@@ -226,5 +229,3 @@ pub(crate) async fn page_handler(
     }
     res
 }
-
-
