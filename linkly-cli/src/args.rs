@@ -64,6 +64,9 @@ pub(crate) enum Command {
     NoteSave(NoteSaveArgs),
     /// Index the watched folders, then serve MCP over Streamable HTTP on 127.0.0.1.
     Serve(ServeArgs),
+    /// Open the window (the local web app) in the default browser: the data directory's
+    /// server, started in the background when none runs. Prints its address.
+    Open(OpenArgs),
     /// Serve MCP over stdio (for clients that start the server themselves). Shares the data
     /// directory's server, starting one in the background when none runs, so the index stays
     /// fresh; with --endpoint, forwards to that server.
@@ -580,4 +583,12 @@ pub(crate) fn token<E: ValueEnum>(choice: E) -> String {
         .to_possible_value()
         .map(|v| v.get_name().to_string())
         .unwrap_or_default()
+}
+
+/// `linkly open`.
+#[derive(Debug, Args)]
+pub(crate) struct OpenArgs {
+    /// Print the address only; open no browser.
+    #[arg(long)]
+    pub(crate) no_browser: bool,
 }

@@ -14,7 +14,7 @@ use crate::args::{Cli, Command, FoldersCommand, IndexArgs};
 use crate::backend;
 use crate::output::Printer;
 use crate::progress::Reporter;
-use crate::{daemon, discovery, documents, gateway, model, notes, publish, shared, status};
+use crate::{daemon, discovery, documents, gateway, model, notes, open, publish, shared, status};
 
 pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let data = cli
@@ -51,6 +51,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Library(cmd) => discovery::library(&data, cmd, printer),
         Command::Serve(args) => daemon::serve(&data, args),
         Command::Mcp(args) => shared::mcp(&data, args),
+        Command::Open(args) => open::open(&data, args),
         Command::Gateway(cmd) => gateway::run(&data, cmd, printer),
         Command::Publish(args) => publish::publish(&data, args, cli.token.clone(), printer),
         Command::Model(cmd) => model::run(&data, cmd, printer),

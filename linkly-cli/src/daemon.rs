@@ -79,6 +79,8 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
         IpAddr::V4(Ipv4Addr::LOCALHOST)
     };
     let rt = runtime()?;
+    // The window's live progress, fed by the keep-fresh engine below.
+    let live = Arc::new(linkly_window::Live::default());
     let result = rt.block_on(async move {
         // Bind first, so clients can connect at once and see `index_status`.
         let bound = linkly_mcp::bind_http(HttpOptions {
@@ -86,10 +88,15 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
             lan_token: lan_token.clone(),
             port: a.port,
             port_file: Some(data.port_file()),
+            live: live.clone(),
             ..HttpOptions::default()
         })
         .await?;
         eprintln!("Linkly MCP server: {}", bound.endpoint());
+        eprintln!(
+            "Linkly window: {}",
+            bound.endpoint().trim_end_matches("/mcp").to_string() + "/"
+        );
         if a.lan {
             eprintln!(
                 "LAN access on {bind}:{}: clients must send `Authorization: Bearer <token>` (the token is in `linkly status`)",
@@ -105,7 +112,10 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
                     watch: !a.no_watch,
                     fetch_model: !a.no_model_download,
                 },
-                move |event| report(&engine_state, &announced, event),
+                move |event| {
+                    live.record(event);
+                    report(&engine_state, &announced, event)
+                },
             )
             .map_err(|e| anyhow::anyhow!("{}", e.message))?;
         let stop = stop_when(state.clone(), data.root().to_path_buf(), a.exit_when_unused);

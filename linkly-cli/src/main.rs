@@ -9,7 +9,7 @@
 //! main
 //!  └ commands                        dispatch; `folders`, `index`
 //!     └ documents, discovery, notes  tool commands: flags → the tool's params → `call`
-//!       model, daemon, shared, status, gateway, publish
+//!       model, daemon, shared, status, gateway, publish, open (→ shared)
 //!        └ call                      one typed tool call, printed; its outcome
 //!           └ backend                embedded tools or a server over MCP; the runtime
 //!              └ args, output, progress, health   (leaves: clap types, printing, …)
@@ -29,6 +29,7 @@ mod gateway;
 mod health;
 mod model;
 mod notes;
+mod open;
 mod output;
 mod progress;
 mod publish;

@@ -106,6 +106,21 @@ pub struct DocSummary {
     pub skipped: bool,
 }
 
+/// A document indexed by name only, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedDoc {
+    /// The document.
+    pub id: DocId,
+    /// The absolute path.
+    pub path: String,
+    /// The document type.
+    pub doc_type: DocType,
+    /// The skip-reason code (`linkly_core::SkipReason::CODES`).
+    pub code: String,
+    /// What the extractor said, after the code (may be empty).
+    pub detail: String,
+}
+
 /// `dir/` and the first string after every path under it.
 fn dir_range(dir: &str) -> (String, String) {
     let mut lo = dir.to_string();
@@ -267,6 +282,61 @@ impl Index {
                 skipped: r.get(7)?,
             });
         }
+        Ok(out)
+    }
+
+    /// How many documents of each type the index holds, the most common first (answered from
+    /// the catalog's covering index, no table row read).
+    pub fn type_counts(&self) -> Result<Vec<(DocType, u64)>> {
+        let conn = self.store.reader();
+        let mut stmt = conn.prepare("SELECT doc_type, COUNT(*) FROM docs GROUP BY doc_type")?;
+        let mut out = Vec::new();
+        for r in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+            let (token, n) = r?;
+            if let Ok(t) = DocType::from_token(&token) {
+                out.push((t, n as u64));
+            }
+        }
+        out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.as_str().cmp(b.0.as_str())));
+        Ok(out)
+    }
+
+    /// Documents indexed by name only, grouped by skip-reason code (the stored reason's part
+    /// before `:`) and ordered by path within a code: at most `per_code` of each code.
+    pub fn skipped_docs(&self, per_code: usize) -> Result<Vec<SkippedDoc>> {
+        let conn = self.store.reader();
+        let mut stmt = conn.prepare(
+            "SELECT id, path, doc_type, skip_reason FROM (
+                 SELECT id, path, doc_type, skip_reason, ROW_NUMBER() OVER (
+                     PARTITION BY rtrim(substr(skip_reason, 1, instr(skip_reason || ':', ':') - 1))
+                     ORDER BY path) AS n
+                 FROM docs WHERE skip_reason IS NOT NULL)
+             WHERE n <= ?1 ORDER BY skip_reason, path",
+        )?;
+        let mut out = Vec::new();
+        let rows = stmt.query_map([per_code as i64], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        for r in rows {
+            let (id, path, doc_type, reason) = r?;
+            let (code, detail) = match reason.split_once(':') {
+                Some((c, d)) => (c.trim().to_string(), d.trim().to_string()),
+                None => (reason.trim().to_string(), String::new()),
+            };
+            out.push(SkippedDoc {
+                id: DocId(id as u64),
+                path,
+                doc_type: DocType::from_token(&doc_type).unwrap_or(DocType::Txt),
+                code,
+                detail,
+            });
+        }
+        out.sort_by(|a, b| a.code.cmp(&b.code).then_with(|| a.path.cmp(&b.path)));
         Ok(out)
     }
 

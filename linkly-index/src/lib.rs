@@ -35,7 +35,7 @@ use std::sync::Arc;
 use linkly_core::{DocId, DocType};
 use rayon::prelude::*;
 
-pub use crate::catalog::{CatalogFilter, CatalogPage, CatalogSort, DocSummary};
+pub use crate::catalog::{CatalogFilter, CatalogPage, CatalogSort, DocSummary, SkippedDoc};
 pub use crate::error::{Error, Result, Storage, StorageError, StorageKind};
 pub use crate::hybrid::{
     Arms, HybridHit, HybridOptions, HybridOutcome, LexicalArm, SearchMode, VectorArm,

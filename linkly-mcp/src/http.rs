@@ -1,4 +1,5 @@
-//! Streamable HTTP at `/mcp`, `GET /health`, and the port file.
+//! Streamable HTTP at `/mcp`, `GET /health`, the window at `/` (`linkly-window`), and the port
+//! file.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -86,6 +87,8 @@ pub struct HttpOptions {
     pub header_read_timeout: Duration,
     /// The largest request body: 413 beyond. Default: 16 MiB (a 10 MiB note, escaped, fits).
     pub max_body_bytes: usize,
+    /// Where the keep-fresh engine reports progress for the window (the app at `/`).
+    pub live: Arc<linkly_window::Live>,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -101,6 +104,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("max_connections", &self.max_connections)
             .field("header_read_timeout", &self.header_read_timeout)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("live", &self.live)
             .finish()
     }
 }
@@ -118,6 +122,7 @@ impl Default for HttpOptions {
             max_connections: 128,
             header_read_timeout: Duration::from_secs(10),
             max_body_bytes: MAX_MESSAGE_BYTES,
+            live: Arc::default(),
         }
     }
 }
@@ -285,6 +290,17 @@ pub async fn serve_http(
             }),
             crate::guard::filter_mcp,
         ));
+    // The window at `/`: it has its own gate (the same Host rule, and with a LAN token a
+    // sign-in that sets a cookie, since a browser cannot send a bearer token).
+    let window = linkly_window::router(
+        linkly.clone(),
+        opts.live.clone(),
+        linkly_window::WindowOptions {
+            endpoint: endpoint.clone(),
+            bind: opts.bind,
+            lan_token: opts.lan_token.clone(),
+        },
+    );
     let app = Router::new()
         .route("/health", get(health))
         .with_state(AppState {
@@ -297,6 +313,7 @@ pub async fn serve_http(
             access,
             crate::guard::guard,
         ))
+        .merge(window)
         .layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| {
                 activity.touch();

@@ -1,6 +1,6 @@
 //! The engine handle and the name + JSON entry point shared by the front ends.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use linkly_core::{CodedError, Config, DataDir};
 use linkly_index::Index;
@@ -37,7 +37,8 @@ pub struct UnknownTool {
 pub struct Linkly {
     index: Arc<Index>,
     data_dir: DataDir,
-    config: Config,
+    /// The configuration in effect: replaced whole by [`Linkly::update_config`].
+    config: RwLock<Arc<Config>>,
     /// What the keep-fresh engine of this process knows (see `upkeep`).
     pub(crate) fresh: Arc<crate::upkeep::Freshness>,
     /// How documents are named, and whether they are files of this machine.
@@ -72,7 +73,7 @@ impl Linkly {
         Linkly {
             index,
             data_dir,
-            config,
+            config: RwLock::new(Arc::new(config)),
             fresh: Arc::default(),
             docs: DocSource {
                 prefix: linkly_core::DocId::PREFIX.to_string(),
@@ -133,9 +134,32 @@ impl Linkly {
         &self.data_dir
     }
 
-    /// The configuration in effect.
-    pub fn config(&self) -> &Config {
-        &self.config
+    /// The configuration in effect (a snapshot: a later [`Linkly::update_config`] does not
+    /// change it).
+    pub fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Changes the configuration: reads `config.toml` again (so that another program's change
+    /// is kept), applies `change`, saves it, and puts it in effect for the next calls. Nothing
+    /// is saved when `change` fails. Changes of this process are made one at a time.
+    ///
+    /// Folders added here are indexed by the next sync ([`Linkly::index_now`]); a watcher
+    /// already running follows the folders it was started with.
+    pub fn update_config<T>(
+        &self,
+        change: impl FnOnce(&mut Config) -> Result<T, linkly_core::Error>,
+    ) -> Result<T> {
+        let mut slot = self.config.write().unwrap_or_else(|e| e.into_inner());
+        let mut config = Config::load(&self.data_dir)?;
+        let out = change(&mut config)?;
+        self.data_dir.ensure()?;
+        config.save(&self.data_dir)?;
+        *slot = Arc::new(config);
+        Ok(out)
     }
 
     /// Calls a tool by name with JSON arguments (`null` = no arguments), as MCP and the CLI do.

@@ -11,9 +11,9 @@ use linkly_index::{CatalogFilter, PathPredicate};
 use crate::{Linkly, PathGlob, Result, ToolError};
 
 /// Resolves a `library` argument (name or `local://<id>`), or says why it cannot be served.
-pub(crate) fn resolve<'a>(linkly: &'a Linkly, reference: &str) -> Result<&'a Library> {
+pub(crate) fn resolve(linkly: &Linkly, reference: &str) -> Result<Library> {
     match linkly.config().library(reference) {
-        LibraryRef::Local(lib) => Ok(lib),
+        LibraryRef::Local(lib) => Ok(lib.clone()),
         LibraryRef::Cloud => Err(ToolError::invalid(format!(
             "library {reference:?} is a cloud library: cloud libraries are served by a remote gateway, not by this local server; use a local library (see list_libraries) or omit library"
         ))),
@@ -99,7 +99,7 @@ impl LibraryScope {
 /// unknown library is refused.
 pub(crate) fn scope_of(linkly: &Linkly, library: Option<&str>) -> Result<Option<LibraryScope>> {
     library
-        .map(|l| LibraryScope::of(linkly, resolve(linkly, l)?))
+        .map(|l| LibraryScope::of(linkly, &resolve(linkly, l)?))
         .transpose()
 }
 

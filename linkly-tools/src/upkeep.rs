@@ -309,8 +309,9 @@ impl Linkly {
     /// The sync options of this configuration: the watched folders, the notes folder (when it
     /// exists), the exclusions, and the extraction sandbox ([`sandbox_for`]).
     pub fn sync_options(&self) -> SyncOptions {
-        let mut opts = crate::notes::sync_options(self.config(), self.data_dir());
-        opts.sandbox = sandbox_for(self.config());
+        let config = self.config();
+        let mut opts = crate::notes::sync_options(&config, self.data_dir());
+        opts.sandbox = sandbox_for(&config);
         opts
     }
 
@@ -328,7 +329,13 @@ impl Linkly {
                 return Err(e.into());
             }
         };
-        self.fresh.set(IndexState::Idle);
+        // A server's watcher still follows changes after a one-shot sync it did not start.
+        self.fresh
+            .set(if self.fresh.watching.load(Ordering::SeqCst) {
+                IndexState::Watching
+            } else {
+                IndexState::Idle
+            });
         on_event(&FreshEvent::Synced {
             report: sync.clone(),
             full: true,
@@ -508,6 +515,27 @@ impl Linkly {
         if matches!(model, ModelStatus::Ready { .. }) {
             self.embed_now(&on_event);
         }
+    }
+
+    /// Fetches the selected embedding model now when it is not on disk (resuming a partial
+    /// download; progress as [`FreshEvent::Downloading`]), loads it and embeds what waits: the
+    /// person's "download" button. Runs on the calling thread.
+    pub fn download_model(&self, on_event: Arc<dyn Fn(&FreshEvent) + Send + Sync>) -> Result<()> {
+        let manager = ModelManager::new(self.data_dir().root());
+        let choice = manager.choice();
+        if !choice.is_present()
+            && let Err(e) = self.fetch_model(&manager, &choice.name, &on_event)
+        {
+            self.index()
+                .set_model_status(ModelStatus::Missing { name: choice.name });
+            return Err(e);
+        }
+        let model = self.index().attach_selected_model(self.data_dir().root());
+        on_event(&FreshEvent::Model(model.clone()));
+        if matches!(model, ModelStatus::Ready { .. }) {
+            self.embed_now(&on_event);
+        }
+        Ok(())
     }
 
     fn embed_now(&self, on_event: &Arc<dyn Fn(&FreshEvent) + Send + Sync>) {

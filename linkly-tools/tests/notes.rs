@@ -1037,3 +1037,81 @@ fn a_note_read_keeps_its_own_characters() {
     let file = fs_err::read_to_string(saved["path"].as_str().unwrap()).unwrap();
     assert!(file.contains("Eﬃcient ﬁeld notes\u{A0}today\n"), "{file}");
 }
+
+/// The person's deletion (not a tool): the note goes to the trash, out of the index and of
+/// `list`, and `note_restore` brings it back, indexed again. A stale version deletes nothing.
+#[test]
+fn delete_moves_to_the_trash_and_restore_brings_it_back() {
+    let f = Fixture::new();
+    f.sync();
+    let saved = f.ok(
+        "note_save",
+        json!({"mode": "create", "content": "Groceries\n\nmilk and eggs #home"}),
+    );
+    let id = saved["note_id"].as_str().unwrap().to_string();
+    let version = saved["version"].as_str().unwrap().to_string();
+    assert!(saved["doc_id"].is_string());
+
+    // A stale version: nothing is deleted.
+    let stale = "0".repeat(64);
+    let err = f.linkly.note_delete(&id, &stale).unwrap_err();
+    assert_eq!(err.code, ErrorCode::NoteVersionConflict);
+    assert!(f.linkly.note(&id).is_ok());
+
+    let deleted = f.linkly.note_delete(&id, &version).unwrap();
+    assert!(!Path::new(&deleted.from).exists());
+    let trashed = f.linkly.trashed_notes().unwrap();
+    assert_eq!(trashed.len(), 1);
+    assert_eq!(trashed[0].name, deleted.trash_name);
+    assert_eq!(trashed[0].title, "Groceries");
+    assert!(trashed[0].deleted_at > 0);
+    // Gone from the list and from search.
+    let listed = f.ok("list", json!({"scope": "notes", "output_format": "json"}));
+    assert_eq!(listed["total"], 0);
+    let found = f.ok(
+        "search",
+        json!({"query": "milk eggs", "scope": "notes", "output_format": "json"}),
+    );
+    assert_eq!(found["total"], 0);
+
+    // A name that is not a trash file name, or a path, restores nothing.
+    for bad in ["../notes/x.md", "x.md", ".hidden_x.md", "a/b_c.md"] {
+        assert!(f.linkly.note_restore(bad).is_err(), "{bad}");
+    }
+    let back = f.linkly.note_restore(&deleted.trash_name).unwrap();
+    assert_eq!(back.note_id, id);
+    assert_eq!(back.version, version, "the bytes are unchanged");
+    assert!(f.linkly.trashed_notes().unwrap().is_empty());
+    let found = f.ok(
+        "search",
+        json!({"query": "milk eggs", "scope": "notes", "output_format": "json"}),
+    );
+    assert_eq!(found["total"], 1);
+    let _ = &f.root;
+}
+
+/// `update_config` reads the file again, applies the change, saves it and puts it in effect.
+#[test]
+fn update_config_saves_and_applies() {
+    let f = Fixture::new();
+    f.linkly.data_dir().ensure().unwrap();
+    f.linkly.config().save(f.linkly.data_dir()).unwrap();
+    let extra = f.root.join("more");
+    fs_err::create_dir_all(&extra).unwrap();
+    fs_err::write(extra.join("alpha.md"), "alpha beta gamma\n").unwrap();
+    let added = f.linkly.update_config(|c| c.add_folder(&extra)).unwrap();
+    assert!(added);
+    assert_eq!(f.linkly.config().folders.len(), 2);
+    let on_disk = Config::load(f.linkly.data_dir()).unwrap();
+    assert_eq!(on_disk.folders.len(), 2);
+    f.linkly.index_now(&mut |_| {}).unwrap();
+    let found = f.ok("search", json!({"query": "gamma", "output_format": "json"}));
+    assert_eq!(found["total"], 1);
+    // A failing change saves nothing.
+    let missing = f.root.join("missing");
+    assert!(f.linkly.update_config(|c| c.add_folder(&missing)).is_err());
+    assert_eq!(Config::load(f.linkly.data_dir()).unwrap().folders.len(), 2);
+    // The overview counts the types.
+    let o = f.linkly.overview().unwrap();
+    assert!(o.by_type.iter().any(|(t, n)| t == "md" && *n >= 2));
+}

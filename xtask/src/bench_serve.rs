@@ -25,7 +25,7 @@ fn keyword_only(bin: &Path) -> Command {
     cmd
 }
 
-struct Daemon(Child);
+pub(crate) struct Daemon(pub(crate) Child);
 
 impl Drop for Daemon {
     fn drop(&mut self) {
@@ -242,7 +242,7 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
 }
 
 /// Starts `linkly serve` (adding `folders`) and waits until `/health` says `watching`.
-fn start(
+pub(crate) fn start(
     bin: &Path,
     home: &Path,
     port: u16,

@@ -23,6 +23,10 @@
 //!   load time and one query embedding's latency on SciFact's test queries.
 //! - `cargo xtask bench serve [--docs N]`: a release `linkly serve` under 1, 4 and 16 MCP
 //!   clients over HTTP (the Rust client of `load.rs` and the Python SDK's), freshness, RSS.
+//! - `cargo xtask bench ui [--docs N] [--requests R] [--renders K]`: the app's pages served by
+//!   a release `linkly serve` over N generated documents (100,000) and a 25,000-line PDF: server
+//!   time of the overview, search and document pages, the home page's bytes with its assets, and
+//!   the first render in Chromium through WebDriver.
 //! - `cargo xtask bench load --url URL [--clients K] [--calls N] [--tool T] [--args JSON]
 //!   [--pid P]`: that Rust client alone against a running server (with its pid, the server's
 //!   CPU time too).
@@ -45,6 +49,10 @@ mod bench_gateway;
 mod bench_ocr;
 mod bench_recoll;
 mod bench_serve;
+mod bench_ui;
+/// The WebDriver client the app's browser test uses (one copy: see its opening comment).
+#[path = "../../linkly-cli/tests/browser/mod.rs"]
+mod browser;
 mod corpus;
 mod dist;
 mod harness;
@@ -81,13 +89,14 @@ fn main() -> anyhow::Result<()> {
             bench_discovery::run(&args[2..])
         }
         Some("bench") if args.get(1).is_some_and(|a| a == "load") => load::cli(&args[2..]),
+        Some("bench") if args.get(1).is_some_and(|a| a == "ui") => bench_ui::run(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "recoll") => {
             bench_recoll::run(&args[2..])
         }
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench embed          embedding throughput (--docs N)\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench ui             the app's pages: server time, bytes, first render in Chromium\n                       (--docs N, default 100,000; --requests R; --renders K)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench embed          embedding throughput (--docs N)\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
             );
             std::process::exit(2);
         }

@@ -1,6 +1,6 @@
 //! `cargo xtask tidy`: checks mechanically what `docs/ARCHITECTURE.md` promises.
 //!
-//! - **Layers:** the dependency direction `core ← models ← extract ← index ← tools ← mcp ←
+//! - **Layers:** the dependency direction `core ← models ← extract ← index ← tools ← window ← mcp ←
 //!   gateway ← cli`, read
 //!   from `cargo metadata` (normal, dev and build dependencies alike): a Linkly crate depends
 //!   only on crates before it in [`LAYERS`], and nothing depends on `xtask`.
@@ -26,7 +26,8 @@ use anyhow::{Context as _, bail};
 use serde_json::Value;
 
 /// Linkly's crates from the bottom layer up: each may depend only on crates before it. The
-/// front ends come last: the gateway serves over `linkly-mcp`'s HTTP and client, and `linkly-cli`
+/// window (the person's web app) calls the tools and is mounted by `linkly-mcp`'s HTTP server;
+/// the front ends come last: the gateway serves over `linkly-mcp`'s HTTP and client, and `linkly-cli`
 /// wires both.
 pub(crate) const LAYERS: &[&str] = &[
     "linkly-core",
@@ -34,6 +35,7 @@ pub(crate) const LAYERS: &[&str] = &[
     "linkly-extract",
     "linkly-index",
     "linkly-tools",
+    "linkly-window",
     "linkly-mcp",
     "linkly-gateway",
     "linkly-cli",

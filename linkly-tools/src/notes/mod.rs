@@ -11,6 +11,7 @@
 //! ago is listed before it is indexed) and the notes restriction of `search`.
 
 pub(crate) mod front_matter;
+pub(crate) mod person;
 pub(crate) mod store;
 pub(crate) mod tags;
 pub(crate) mod versions;

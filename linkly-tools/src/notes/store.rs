@@ -468,6 +468,96 @@ impl NoteStore {
         })
     }
 
+    /// Moves a note to the trash folder if its current version is `base_version` (a note
+    /// changed since the person saw it is not deleted: `NOTE_VERSION_CONFLICT`). The trashed
+    /// file keeps its bytes; its name is `<UTC time>_<file name>`, so the newest sort last.
+    pub(crate) fn trash(&self, note_id: &str, base_version: &str, trash: &Path) -> Result<Trashed> {
+        let _lock = self.lock()?;
+        let note = self.only(note_id)?;
+        let bytes = fs_err::read(&note.path).map_err(ToolError::internal)?;
+        let actual = versions::version_of(&bytes);
+        if actual != base_version {
+            let mut err = ToolError::new(
+                ErrorCode::NoteVersionConflict,
+                format!(
+                    "note {note_id} has changed since version {base_version}: its current version is {actual}. Nothing was deleted; look at the note again before deleting it"
+                ),
+            );
+            err.details = Some(json!({"actual_version": actual, "expected_version": base_version}));
+            return Err(err);
+        }
+        fs_err::create_dir_all(trash).map_err(ToolError::internal)?;
+        let file_name = note
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("note.md")
+            .to_string();
+        let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S%.3f");
+        let mut target = trash.join(format!("{stamp}_{file_name}"));
+        let mut n = 2;
+        while target.symlink_metadata().is_ok() {
+            target = trash.join(format!("{stamp}-{n}_{file_name}"));
+            n += 1;
+        }
+        move_file(&note.path, &target)?;
+        tracing::info!(from = %note.path.display(), to = %target.display(), note_id, "note moved to the trash");
+        Ok(Trashed {
+            from: note.path.clone(),
+            name: target
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_string(),
+        })
+    }
+
+    /// Moves a trashed note back into the notes folder under its old file name (` 2`, ` 3`, …
+    /// added while the name is taken). `name` is a file name of the trash folder, never a path.
+    pub(crate) fn restore(&self, trash: &Path, name: &str) -> Result<PathBuf> {
+        if !is_trash_name(name) {
+            return Err(ToolError::new(
+                ErrorCode::NoteNotFound,
+                format!("{name:?} is not a note in the trash"),
+            ));
+        }
+        let _lock = self.lock()?;
+        let source = trash.join(name);
+        if !source.is_file() {
+            return Err(ToolError::new(
+                ErrorCode::NoteNotFound,
+                format!("{name:?} is not in the trash (any more)"),
+            ));
+        }
+        let original = name.split_once('_').map_or(name, |(_, rest)| rest);
+        let stem = original.strip_suffix(".md").unwrap_or(original);
+        let mut target = self.dir.join(original);
+        let mut n = 2;
+        while target.symlink_metadata().is_ok() {
+            target = self.dir.join(format!("{stem} {n}.md"));
+            n += 1;
+        }
+        move_file(&source, &target)?;
+        tracing::info!(from = %source.display(), to = %target.display(), "note restored from the trash");
+        Ok(target)
+    }
+
+    /// The one note holding an id.
+    fn only(&self, note_id: &str) -> Result<NoteFile> {
+        let mut found = self.find(note_id)?;
+        match found.len() {
+            0 => Err(ToolError::new(
+                ErrorCode::NoteNotFound,
+                format!("no note has note_id {note_id}"),
+            )),
+            1 => Ok(found.remove(0)),
+            n => Err(ToolError::new(
+                ErrorCode::NoteDuplicateId,
+                format!("note_id {note_id} is held by {n} files; keep one of them first"),
+            )),
+        }
+    }
+
     /// A free path in the folder for a new note: the first line's words, else a generated
     /// name; ` 2`, ` 3`, … added while the name is taken.
     fn new_path(&self, body: &str, note_id: &str, now: i64) -> PathBuf {
@@ -487,6 +577,37 @@ impl NoteStore {
         }
         self.dir.join(format!("{generated}.md"))
     }
+}
+
+/// A note moved to the trash.
+#[derive(Debug, Clone)]
+pub(crate) struct Trashed {
+    /// Where it was.
+    pub(crate) from: PathBuf,
+    /// Its file name in the trash folder.
+    pub(crate) name: String,
+}
+
+/// True for a plain file name of the trash: `<stamp>_<name>.md`, no separator, no leading dot.
+pub(crate) fn is_trash_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && !name.contains(['/', '\\', '\0'])
+        && name.contains('_')
+        && name.ends_with(".md")
+        && Path::new(name).file_name().and_then(|n| n.to_str()) == Some(name)
+}
+
+/// Renames a file, fsyncing both folders (a rename across file systems is refused, as the
+/// trash lies in the data directory and the notes folder usually too).
+fn move_file(from: &Path, to: &Path) -> Result<()> {
+    fs_err::rename(from, to).map_err(ToolError::internal)?;
+    for dir in [from.parent(), to.parent()].into_iter().flatten() {
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
 }
 
 /// Reads one note file.

@@ -300,7 +300,7 @@ impl Linkly {
         let (scope, description, mut roots, filter) = match p.library.as_deref() {
             Some(l) => {
                 let lib = resolve(self, l)?;
-                let scope = crate::library::LibraryScope::of(self, lib)?;
+                let scope = crate::library::LibraryScope::of(self, &lib)?;
                 let mut roots = scope.dirs.clone();
                 if !scope.notes.is_empty() {
                     roots.push(path_key(&self.notes_dir()));

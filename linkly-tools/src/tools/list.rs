@@ -283,7 +283,7 @@ impl Linkly {
             .transpose()?;
         let (modified_after, modified_before) = check_dates(p)?;
 
-        let (dirs, paths, target, listed_dir) = match (library, p.path.as_deref()) {
+        let (dirs, paths, target, listed_dir) = match (library.as_ref(), p.path.as_deref()) {
             (Some(lib), Some(path)) => {
                 let (dirs, notes, dir) = crate::library::dir_in_library(self, lib, path)?;
                 (Some(dirs), notes, dir.clone(), Some(dir))
@@ -342,7 +342,8 @@ impl Linkly {
                 };
                 unfiltered_total = Some(self.index().catalog_page(&all, sort, 1, 0)?.total);
             }
-            hint = Some(self.empty_list_hint(&target, &filters, unfiltered_total, library));
+            hint =
+                Some(self.empty_list_hint(&target, &filters, unfiltered_total, library.as_ref()));
         }
         let readme = match &listed_dir {
             Some(dir) => self

@@ -1,0 +1,140 @@
+//! Agents: ready-to-copy configurations for Claude Desktop, Claude Code, Cursor, VS Code and
+//! plain HTTP with this server's real URL (the texts of `docs/clients.md`), the stdio command,
+//! and the LAN switch with its token, hidden until revealed.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::{Extension, Form};
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use crate::layout::{Nav, csrf_field, page};
+use crate::pages::{blocking, failure, see_other};
+use crate::{App, Ctx};
+
+/// The stdio configuration every client's JSON shares.
+pub(crate) const STDIO: &str = r#"{"command": "linkly", "args": ["mcp"]}"#;
+
+fn block(ctx: &Ctx, client: &str, title: &str, note: &str, text: &str) -> Markup {
+    let l = ctx.lang;
+    let id = format!("cfg-{client}");
+    html! {
+        section.panel.agent data-testid="agent-config" data-client=(client) {
+            header.lib-head {
+                h2 { (title) }
+                button.copy type="button" data-testid="copy" data-copy=(id) { (l.t("agents.copy")) }
+            }
+            p.muted { (note) }
+            pre.code id=(id) { code { (text) } }
+        }
+    }
+}
+
+/// `GET /agents`.
+pub(crate) async fn page_handler(
+    State(app): State<App>,
+    Extension(ctx): Extension<Ctx>,
+) -> Response {
+    let l = ctx.lang;
+    let url = app.opts.endpoint.clone();
+    let token = blocking(&app, |linkly| linkly.config().lan_token.clone()).await;
+    let lan_live = app.opts.lan_token.is_some() && !app.opts.bind.is_loopback();
+    let desktop = "{\n  \"mcpServers\": {\n    \"linkly\": {\n      \"command\": \"linkly\",\n      \"args\": [\"mcp\"]\n    }\n  }\n}".to_string();
+    let code = format!(
+        "claude mcp add linkly -- linkly mcp\n\n# {}\nclaude mcp add --transport http linkly {url}",
+        l.t("agents.or_http")
+    );
+    let cursor = format!(
+        "{{\n  \"mcpServers\": {{\n    \"linkly\": {{\n      \"url\": \"{url}\"\n    }}\n  }}\n}}"
+    );
+    let vscode = format!(
+        "{{\n  \"servers\": {{\n    \"linkly\": {{\n      \"type\": \"http\",\n      \"url\": \"{url}\"\n    }}\n  }}\n}}"
+    );
+    let http = format!(
+        "POST {url}\nContent-Type: application/json\nAccept: application/json, text/event-stream"
+    );
+    let main = html! {
+        header.page-head { h1 { (l.t("agents.title")) } }
+        p { (l.t("agents.intro")) }
+        p { (l.t("agents.url")) " " code #mcp-url { (url) } }
+        div.agent-grid {
+        (block(&ctx, "stdio", l.t("agents.stdio"), l.t("agents.stdio_note"), STDIO))
+        (block(&ctx, "claude-desktop", "Claude Desktop", l.t("agents.desktop_note"), &desktop))
+        (block(&ctx, "claude-code", "Claude Code", l.t("agents.code_note"), &code))
+        (block(&ctx, "cursor", "Cursor", l.t("agents.cursor_note"), &cursor))
+        (block(&ctx, "vscode", "VS Code", l.t("agents.vscode_note"), &vscode))
+        (block(&ctx, "http", l.t("agents.http"), l.t("agents.http_note"), &http))
+        }
+        section.panel #lan {
+            h2 { (l.t("lan.title")) }
+            p { (if lan_live { l.t("lan.on") } else { l.t("lan.off") }) }
+            @if let Some(t) = &token {
+                details #lan-reveal {
+                    summary { (l.t("lan.reveal")) }
+                    div.token-row {
+                        code #lan-token { (t) }
+                        button.copy type="button" data-testid="copy" data-copy="lan-token" { (l.t("agents.copy")) }
+                    }
+                    p.muted { (l.t("lan.token_note")) }
+                }
+            }
+            @if !ctx.lan {
+                form #lan-form.inline-form method="post" action="/agents/lan" {
+                    (csrf_field(&ctx))
+                    @if token.is_some() {
+                        input type="hidden" name="enable" value="0";
+                        button.link-danger type="submit" { (l.t("lan.disable")) }
+                    } @else {
+                        input type="hidden" name="enable" value="1";
+                        button.primary type="submit" { (l.t("lan.enable")) }
+                    }
+                }
+                p.muted { (l.t("lan.restart")) }
+            }
+        }
+    };
+    page(&ctx, Nav::Agents, l.t("agents.title"), main)
+}
+
+#[derive(Deserialize)]
+pub(crate) struct LanForm {
+    enable: String,
+}
+
+/// `POST /agents/lan`: makes (or forgets) the LAN token in the configuration; `linkly serve
+/// --lan` uses it from its next start. Refused to a visitor signed in over the LAN.
+pub(crate) async fn lan(
+    State(app): State<App>,
+    Extension(ctx): Extension<Ctx>,
+    Form(f): Form<LanForm>,
+) -> Response {
+    if ctx.lan {
+        return failure(
+            &ctx,
+            axum::http::StatusCode::FORBIDDEN,
+            ctx.lang.t("lan.local_only"),
+        );
+    }
+    let enable = f.enable == "1";
+    let r = blocking(&app, move |linkly| {
+        linkly.update_config(|c| {
+            if enable {
+                if c.lan_token.as_deref().is_none_or(str::is_empty) {
+                    c.lan_token = Some(uuid::Uuid::new_v4().simple().to_string());
+                }
+            } else {
+                c.lan_token = None;
+            }
+            Ok(())
+        })
+    })
+    .await;
+    match r {
+        Ok(()) => see_other("/agents#lan"),
+        Err(e) => failure(
+            &ctx,
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            &e.message,
+        ),
+    }
+}

@@ -1,0 +1,320 @@
+//! The window's gates, in one middleware: who may look (a loopback `Host`, or with `--lan` a
+//! sign-in with the token), the session cookie and its CSRF token, the `Origin` and CSRF
+//! checks of every POST, and the security headers of every answer.
+//!
+//! Sessions are stateless: the session cookie is a random id; its CSRF token and its sign-in
+//! proof are SHA-256 digests of a secret drawn when the server starts and that id, so nothing
+//! grows with the number of visitors and a restart signs everyone out.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use axum::body::{Body, to_bytes};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use sha2::{Digest, Sha256};
+
+use crate::i18n::Lang;
+use crate::{App, Ctx};
+
+/// The session cookie.
+pub(crate) const SESSION_COOKIE: &str = "linkly_sid";
+/// The sign-in cookie (LAN mode).
+pub(crate) const AUTH_COOKIE: &str = "linkly_auth";
+/// The language cookie.
+pub(crate) const LANG_COOKIE: &str = "linkly_lang";
+/// The form field holding the CSRF token.
+pub(crate) const CSRF_FIELD: &str = "_csrf";
+/// The header holding the CSRF token (the script's `fetch` calls).
+pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
+/// The largest form body (a 10 MiB note, encoded).
+const MAX_FORM_BYTES: usize = 32 * 1024 * 1024;
+
+/// The Content-Security-Policy of every answer: no inline script or style.
+pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
+
+/// A random secret of 32 bytes from the OS generator (two v4 UUIDs).
+pub(crate) fn new_secret() -> [u8; 32] {
+    let mut s = [0u8; 32];
+    s[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    s[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    s
+}
+
+fn digest(secret: &[u8; 32], purpose: &str, sid: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(secret);
+    h.update(purpose.as_bytes());
+    h.update([0]);
+    h.update(sid.as_bytes());
+    h.finalize()[..20]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The CSRF token of a session.
+pub(crate) fn csrf_token(secret: &[u8; 32], sid: &str) -> String {
+    digest(secret, "csrf", sid)
+}
+
+/// The sign-in proof of a session.
+pub(crate) fn auth_proof(secret: &[u8; 32], sid: &str) -> String {
+    digest(secret, "auth", sid)
+}
+
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A cookie's value from the request's `Cookie` headers.
+pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim())
+}
+
+fn valid_sid(s: &str) -> bool {
+    s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// True for the addresses local clients connect from (`127.0.0.1`, `::1`).
+fn is_local_peer(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4 == Ipv4Addr::LOCALHOST,
+        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped() == Some(Ipv4Addr::LOCALHOST),
+    }
+}
+
+/// The name part of a `Host` value: `[::1]:80` → `::1`, `localhost:80` → `localhost`.
+fn host_name(host: &str) -> &str {
+    let host = host.trim();
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    }
+}
+
+impl App {
+    /// Whether a peer may use the window without signing in: everyone without a LAN token;
+    /// with one, 127.0.0.1 and `::1` when the server listens on a wildcard or loopback address
+    /// (the rule of `/mcp`).
+    fn exempt(&self, peer: Option<IpAddr>) -> bool {
+        let Some(_) = self.opts.lan_token.as_deref().filter(|t| !t.is_empty()) else {
+            return true;
+        };
+        let default_bind = self.opts.bind.is_unspecified()
+            || self.opts.bind == IpAddr::V4(Ipv4Addr::LOCALHOST)
+            || self.opts.bind == IpAddr::V6(Ipv6Addr::LOCALHOST);
+        default_bind && peer.is_some_and(is_local_peer)
+    }
+
+    /// Whether `Host` names this server by a loopback name or its bind address.
+    fn host_allowed(&self, host: Option<&str>) -> bool {
+        let Some(host) = host else { return false };
+        let name = host_name(host).to_ascii_lowercase();
+        let name = name.strip_suffix('.').unwrap_or(&name);
+        if matches!(name, "localhost" | "127.0.0.1" | "::1") {
+            return true;
+        }
+        !self.opts.bind.is_unspecified()
+            && name.parse::<IpAddr>().is_ok_and(|ip| ip == self.opts.bind)
+    }
+}
+
+fn forbidden(msg: &'static str) -> Response {
+    (StatusCode::FORBIDDEN, msg).into_response()
+}
+
+/// The language of a request: the cookie, else `Accept-Language`, else English.
+fn lang_of(headers: &HeaderMap) -> Lang {
+    cookie(headers, LANG_COOKIE)
+        .and_then(Lang::from_code)
+        .or_else(|| {
+            headers
+                .get(header::ACCEPT_LANGUAGE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(Lang::from_accept_language)
+        })
+        .unwrap_or(Lang::En)
+}
+
+/// Whether a POST's `Origin` is this server's own (the scheme and the `Host` the browser used).
+fn same_origin(headers: &HeaderMap) -> bool {
+    let (Some(origin), Some(host)) = (
+        headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()),
+        headers.get(header::HOST).and_then(|v| v.to_str().ok()),
+    ) else {
+        return false;
+    };
+    origin.eq_ignore_ascii_case(&format!("http://{host}"))
+        || origin.eq_ignore_ascii_case(&format!("https://{host}"))
+}
+
+/// The CSRF token a form body carries.
+fn form_csrf(body: &[u8]) -> Option<String> {
+    body.split(|&b| b == b'&').find_map(|kv| {
+        let s = std::str::from_utf8(kv).ok()?;
+        let (k, v) = s.split_once('=')?;
+        (k == CSRF_FIELD).then(|| v.to_string())
+    })
+}
+
+/// Every request of the window.
+pub(crate) async fn gate(State(app): State<App>, req: Request, next: Next) -> Response {
+    let mut res = gate_inner(app, req, next).await;
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null` with
+    // every form POST (the Fetch standard), and the Origin check above would refuse them all.
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    res
+}
+
+async fn gate_inner(app: App, mut req: Request, next: Next) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    let path = req.uri().path().to_string();
+    let exempt = app.exempt(peer);
+    if exempt
+        && !app.host_allowed(
+            req.headers()
+                .get(header::HOST)
+                .and_then(|v| v.to_str().ok()),
+        )
+    {
+        return forbidden(
+            "Forbidden: the Host header must name this server by a loopback address (DNS-rebinding protection)",
+        );
+    }
+    // The session.
+    let (sid, new_session) = match cookie(req.headers(), SESSION_COOKIE).filter(|s| valid_sid(s)) {
+        Some(s) => (s.to_string(), false),
+        None => (uuid::Uuid::new_v4().simple().to_string(), true),
+    };
+    let signed_in = exempt
+        || cookie(req.headers(), AUTH_COOKIE).is_some_and(|p| {
+            constant_time_eq(p.as_bytes(), auth_proof(&app.secret, &sid).as_bytes())
+        });
+    let public = path.starts_with("/assets/") || path == "/signin";
+    if !signed_in && !public {
+        return if req.method() == Method::GET || req.method() == Method::HEAD {
+            Redirect::to("/signin").into_response()
+        } else {
+            (StatusCode::UNAUTHORIZED, "sign in first: /signin").into_response()
+        };
+    }
+    let csrf = csrf_token(&app.secret, &sid);
+    if req.method() == Method::POST {
+        if !same_origin(req.headers()) {
+            return forbidden(
+                "Forbidden: this form must be sent from the Linkly window itself (Origin check)",
+            );
+        }
+        if new_session {
+            return forbidden("Forbidden: no session; reload the page and try again");
+        }
+        let header_token = req
+            .headers()
+            .get(CSRF_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let (parts, body) = req.into_parts();
+        let Ok(bytes) = to_bytes(body, MAX_FORM_BYTES).await else {
+            return (StatusCode::PAYLOAD_TOO_LARGE, "the form is too large").into_response();
+        };
+        let token = header_token.or_else(|| form_csrf(&bytes));
+        if !token.is_some_and(|t| constant_time_eq(t.as_bytes(), csrf.as_bytes())) {
+            return forbidden(
+                "Forbidden: the form's security token is missing or stale; reload the page and try again",
+            );
+        }
+        req = Request::from_parts(parts, Body::from(bytes));
+    }
+    let lang = lang_of(req.headers());
+    let here = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".to_string());
+    req.extensions_mut().insert(Ctx {
+        here,
+        lang,
+        csrf,
+        sid: sid.clone(),
+        lan: !exempt,
+    });
+    let mut res = next.run(req).await;
+    if new_session
+        && let Ok(v) = HeaderValue::from_str(&format!(
+            "{SESSION_COOKIE}={sid}; Path=/; HttpOnly; SameSite=Strict"
+        ))
+    {
+        res.headers_mut().append(header::SET_COOKIE, v);
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_are_read_by_name() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; linkly_sid=abc; b=2"),
+        );
+        assert_eq!(cookie(&h, "linkly_sid"), Some("abc"));
+        assert_eq!(cookie(&h, "c"), None);
+    }
+
+    #[test]
+    fn tokens_depend_on_the_session_and_purpose() {
+        let s = [7u8; 32];
+        assert_ne!(csrf_token(&s, "a"), csrf_token(&s, "b"));
+        assert_ne!(csrf_token(&s, "a"), auth_proof(&s, "a"));
+        assert_eq!(csrf_token(&s, "a").len(), 40);
+    }
+
+    #[test]
+    fn origin_must_match_host() {
+        let mut h = HeaderMap::new();
+        h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:60606"));
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://127.0.0.1:60606"),
+        );
+        assert!(same_origin(&h));
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://evil.example"),
+        );
+        assert!(!same_origin(&h));
+        h.remove(header::ORIGIN);
+        assert!(!same_origin(&h));
+    }
+}

@@ -1,0 +1,634 @@
+//! The window's safety checks and its state changes, over HTTP against the router (the same
+//! router `linkly serve` mounts at `/`): CSRF refused (no token, wrong Origin: 403, nothing
+//! changed), hostile names escaped, the LAN sign-in, the headers (CSP), no path to the disk,
+//! a note's conflict, delete and restore, a folder that does not exist.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use linkly_core::{Config, DataDir};
+use linkly_tools::Linkly;
+use linkly_window::{CSP, Live, WindowOptions, router};
+use tower::ServiceExt;
+
+const HOST: &str = "127.0.0.1:60606";
+const ORIGIN: &str = "http://127.0.0.1:60606";
+const HOSTILE: &str = "<img src=x onerror=alert(1)>.md";
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    linkly: Arc<Linkly>,
+    app: Router,
+}
+
+fn fixture_with(lan_token: Option<&str>) -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    fs_err::create_dir_all(&docs).unwrap();
+    fs_err::write(
+        docs.join("plan.md"),
+        "# Plan\n\nThe budget for 2024 is set.\n\n## Risks\n\nThe budget may slip.\n",
+    )
+    .unwrap();
+    fs_err::write(
+        docs.join(HOSTILE),
+        "# <script>alert(2)</script>\n\nzebra <b>crossing</b> & more\n",
+    )
+    .unwrap();
+    let long: String = (1..=1200).map(|i| format!("line number {i}\n")).collect();
+    fs_err::write(docs.join("long.txt"), long).unwrap();
+    let data = DataDir::new(tmp.path().join("home"));
+    data.ensure().unwrap();
+    let mut config = Config::default();
+    config.add_folder(&docs).unwrap();
+    config.save(&data).unwrap();
+    let linkly = Arc::new(Linkly::open(data).unwrap());
+    linkly.index_now(&mut |_| {}).unwrap();
+    let app = router(
+        linkly.clone(),
+        Arc::new(Live::default()),
+        WindowOptions {
+            endpoint: "http://127.0.0.1:60606/mcp".into(),
+            bind: if lan_token.is_some() {
+                IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+            } else {
+                IpAddr::V4(Ipv4Addr::LOCALHOST)
+            },
+            lan_token: lan_token.map(str::to_string),
+        },
+    );
+    Fixture {
+        root: tmp.path().to_path_buf(),
+        _tmp: tmp,
+        linkly,
+        app,
+    }
+}
+
+fn fixture() -> Fixture {
+    fixture_with(None)
+}
+
+async fn send(app: &Router, req: Request<Body>) -> (StatusCode, Response<Body>, String) {
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let (parts, body) = res.into_parts();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    (status, Response::from_parts(parts, Body::empty()), text)
+}
+
+fn get(path: &str, cookie: Option<&str>) -> Request<Body> {
+    let mut b = Request::get(path).header(header::HOST, HOST);
+    if let Some(c) = cookie {
+        b = b.header(header::COOKIE, c);
+    }
+    b.body(Body::empty()).unwrap()
+}
+
+fn post(path: &str, cookie: &str, origin: Option<&str>, form: &str) -> Request<Body> {
+    let mut b = Request::post(path)
+        .header(header::HOST, HOST)
+        .header(header::COOKIE, cookie)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    if let Some(o) = origin {
+        b = b.header(header::ORIGIN, o);
+    }
+    b.body(Body::from(form.to_string())).unwrap()
+}
+
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A session: its cookie and CSRF token, from a first page.
+async fn session(app: &Router) -> (String, String) {
+    let (status, res, body) = send(app, get("/", None)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let cookie = res
+        .headers()
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .find(|v| v.starts_with("linkly_sid="))
+        .expect("a session cookie")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let csrf = body
+        .split("name=\"csrf-token\" content=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    (cookie, csrf)
+}
+
+fn notes_on_disk(f: &Fixture) -> usize {
+    let dir = f.linkly.notes_dir();
+    fs_err::read_dir(&dir)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "md"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn every_answer_has_the_security_headers() {
+    let f = fixture();
+    for path in [
+        "/",
+        "/search?q=budget",
+        "/notes",
+        "/libraries",
+        "/agents",
+        "/nowhere",
+    ] {
+        let (_, res, _) = send(&f.app, get(path, None)).await;
+        let h = res.headers();
+        assert_eq!(h[header::CONTENT_SECURITY_POLICY], CSP, "{path}");
+        assert_eq!(h[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        assert_eq!(h[header::REFERRER_POLICY], "same-origin");
+    }
+    let (_, _, body) = send(&f.app, get("/", None)).await;
+    // No inline script or style: the CSP would block them.
+    assert!(!body.contains("<script>"), "inline script");
+    assert!(!body.contains("style="), "inline style");
+    assert!(!body.contains("<style"), "inline style element");
+}
+
+#[tokio::test]
+async fn a_foreign_host_is_refused() {
+    let f = fixture();
+    let req = Request::get("/")
+        .header(header::HOST, "evil.example:60606")
+        .body(Body::empty())
+        .unwrap();
+    let (status, _, _) = send(&f.app, req).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn csrf_refused_without_token_or_with_a_foreign_origin() {
+    let f = fixture();
+    let (cookie, csrf) = session(&f.app).await;
+    let before = notes_on_disk(&f);
+    // No token.
+    let (status, _, _) = send(
+        &f.app,
+        post(
+            "/notes/save",
+            &cookie,
+            Some(ORIGIN),
+            "mode=create&content=hello",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // A wrong token.
+    let (status, _, _) = send(
+        &f.app,
+        post(
+            "/notes/save",
+            &cookie,
+            Some(ORIGIN),
+            "mode=create&content=hello&_csrf=0123456789abcdef0123456789abcdef01234567",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // The right token from another site.
+    let form = format!("mode=create&content=hello&_csrf={csrf}");
+    let (status, _, _) = send(
+        &f.app,
+        post("/notes/save", &cookie, Some("http://evil.example"), &form),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // No Origin at all.
+    let (status, _, _) = send(&f.app, post("/notes/save", &cookie, None, &form)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // A folder change is refused the same way, and nothing changed.
+    let (status, _, _) = send(
+        &f.app,
+        post(
+            "/folders/add",
+            &cookie,
+            Some("http://evil.example"),
+            &format!("path=%2Ftmp&_csrf={csrf}"),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(notes_on_disk(&f), before);
+    assert_eq!(f.linkly.config().folders.len(), 1);
+    // With both, it goes through.
+    let (status, res, _) = send(&f.app, post("/notes/save", &cookie, Some(ORIGIN), &form)).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(
+        res.headers()[header::LOCATION]
+            .to_str()
+            .unwrap()
+            .starts_with("/notes/edit/")
+    );
+    assert_eq!(notes_on_disk(&f), before + 1);
+}
+
+#[tokio::test]
+async fn hostile_names_and_texts_are_escaped() {
+    let f = fixture();
+    let (status, _, body) = send(&f.app, get("/search?q=zebra+crossing", None)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        body.contains("&lt;img src=x onerror=alert(1)&gt;.md"),
+        "{body}"
+    );
+    assert!(!body.contains("<img src=x"), "raw name in the page");
+    assert!(!body.contains("<b>crossing"), "raw snippet in the page");
+    assert!(!body.contains("<script>alert"), "raw title in the page");
+    // Its document page too.
+    let id = body
+        .split("href=\"/doc/")
+        .nth(1)
+        .unwrap()
+        .split(['?', '"'])
+        .next()
+        .unwrap()
+        .to_string();
+    let (status, _, body) = send(&f.app, get(&format!("/doc/{id}"), None)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!body.contains("<img src=x"));
+    assert!(!body.contains("<script>alert"));
+    assert!(body.contains("&lt;b&gt;crossing&lt;/b&gt;"));
+    // The overview's folder list and the search box echo are escaped as well.
+    let (_, _, body) = send(&f.app, get("/search?q=%3Cscript%3Ex", None)).await;
+    assert!(!body.contains("<script>x"));
+}
+
+#[tokio::test]
+async fn lan_visitors_sign_in_with_the_token() {
+    let f = fixture_with(Some("s3cret-token"));
+    // Not signed in: every page sends to the sign-in, every change is refused.
+    let (status, res, _) = send(&f.app, get("/search?q=budget", None)).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()[header::LOCATION], "/signin");
+    let (status, res, body) = send(&f.app, get("/signin", None)).await;
+    assert_eq!(status, StatusCode::OK);
+    let cookie = res.headers()[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let csrf = body
+        .split("name=\"csrf-token\" content=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    let (status, _, _) = send(
+        &f.app,
+        post(
+            "/notes/save",
+            &cookie,
+            Some(ORIGIN),
+            &format!("mode=create&content=x&_csrf={csrf}"),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // A wrong token.
+    let (status, res, _) = send(
+        &f.app,
+        post(
+            "/signin",
+            &cookie,
+            Some(ORIGIN),
+            &format!("token=nope&_csrf={csrf}"),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(res.headers().get(header::SET_COOKIE).is_none());
+    // The right one sets an HttpOnly, SameSite=Strict cookie.
+    let (status, res, _) = send(
+        &f.app,
+        post(
+            "/signin",
+            &cookie,
+            Some(ORIGIN),
+            &format!("token=s3cret-token&_csrf={csrf}"),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let auth = res.headers()[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(auth.starts_with("linkly_auth="));
+    assert!(auth.contains("HttpOnly") && auth.contains("SameSite=Strict"));
+    let both = format!("{cookie}; {}", auth.split(';').next().unwrap());
+    let (status, _, body) = send(&f.app, get("/search?q=budget", Some(&both))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("data-testid=\"result\""));
+    // The proof belongs to its session: with another session id it is refused.
+    let stolen = format!(
+        "linkly_sid=0123456789abcdef0123456789abcdef; {}",
+        auth.split(';').next().unwrap()
+    );
+    let (status, _, _) = send(&f.app, get("/", Some(&stolen))).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn nothing_outside_the_index_is_served() {
+    let f = fixture();
+    for path in [
+        "/doc/..%2F..%2Fetc%2Fpasswd/file",
+        "/doc/%2Fetc%2Fpasswd/file",
+        "/doc/999999/file",
+        "/assets/..%2F..%2FCargo.toml",
+        "/assets/app.css",
+        "/etc/passwd",
+        "/../Cargo.toml",
+    ] {
+        let (status, _, body) = send(&f.app, get(path, None)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        assert!(!body.contains("root:"), "{path}");
+    }
+    // A document's file, by its id.
+    let (_, _, body) = send(&f.app, get("/search?q=budget", None)).await;
+    let id = body
+        .split("href=\"/doc/")
+        .nth(1)
+        .unwrap()
+        .split(['?', '"'])
+        .next()
+        .unwrap()
+        .to_string();
+    let req = get(&format!("/doc/{id}/file"), None);
+    let res = f.app.clone().oneshot(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.headers()[header::CONTENT_TYPE],
+        "application/octet-stream"
+    );
+    assert!(
+        res.headers()[header::CONTENT_DISPOSITION]
+            .to_str()
+            .unwrap()
+            .starts_with("attachment")
+    );
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    assert!(String::from_utf8_lossy(&bytes).contains("The budget for 2024"));
+}
+
+#[tokio::test]
+async fn a_document_lands_on_its_lines_and_finds() {
+    let f = fixture();
+    let (_, _, body) = send(&f.app, get("/search?q=%22line+number+777%22", None)).await;
+    let id = body
+        .split("href=\"/doc/")
+        .nth(1)
+        .unwrap()
+        .split(['?', '"'])
+        .next()
+        .unwrap()
+        .to_string();
+    // A page of 500 lines holding line 777, never the whole document.
+    let (status, _, body) = send(&f.app, get(&format!("/doc/{id}?line=777"), None)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("id=\"L777\""));
+    assert!(body.contains("id=\"L501\"") && body.contains("id=\"L1000\""));
+    assert!(!body.contains("id=\"L500\"") && !body.contains("id=\"L1001\""));
+    // Find: count, the current match's page, next and previous.
+    let (status, _, body) = send(&f.app, get(&format!("/doc/{id}?find=number+11&m=3"), None)).await;
+    assert_eq!(status, StatusCode::OK);
+    // "number 11" matches 11, 110–119 and 1100–1199: 111 lines.
+    assert!(body.contains("data-total=\"111\""), "{body}");
+    assert!(body.contains("id=\"find-next\"") && body.contains("id=\"find-prev\""));
+    assert!(
+        body.contains("class=\"line hit cur\" id=\"L112\""),
+        "the 4th match is line 112"
+    );
+    // A bad regex: the tool's message next to the box.
+    let (status, _, body) = send(&f.app, get(&format!("/doc/{id}?find=%28&re=1"), None)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("id=\"find-error\""));
+}
+
+#[tokio::test]
+async fn a_refused_query_shows_the_tools_message() {
+    let f = fixture();
+    let (status, _, body) = send(&f.app, get("/search?q=budget&after=yesterday", None)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("id=\"search-error\""));
+    assert!(body.contains("modified_after"), "{body}");
+}
+
+#[tokio::test]
+async fn a_lost_race_shows_both_texts_and_delete_goes_to_the_trash() {
+    let f = fixture();
+    let (cookie, csrf) = session(&f.app).await;
+    let (_, res, _) = send(
+        &f.app,
+        post(
+            "/notes/save",
+            &cookie,
+            Some(ORIGIN),
+            &format!("mode=create&content=Shopping%0A%0Abread&_csrf={csrf}"),
+        ),
+    )
+    .await;
+    let loc = res.headers()[header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let note_id = loc
+        .trim_start_matches("/notes/edit/")
+        .split('?')
+        .next()
+        .unwrap()
+        .to_string();
+    let base = f.linkly.note(&note_id).unwrap().version;
+    // Tab 1 saves first.
+    let (status, _, _) = send(
+        &f.app,
+        post(
+            "/notes/save",
+            &cookie,
+            Some(ORIGIN),
+            &format!(
+                "mode=edit&note_id={note_id}&base_version={base}&content=Shopping%0A%0Abread+and+tea&_csrf={csrf}"
+            ),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    // Tab 2, from the same base, loses: both texts are shown, nothing is written.
+    let (status, _, body) = send(
+        &f.app,
+        post(
+            "/notes/save",
+            &cookie,
+            Some(ORIGIN),
+            &format!(
+                "mode=edit&note_id={note_id}&base_version={base}&content=Shopping%0A%0Abread+and+jam&_csrf={csrf}"
+            ),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(body.contains("id=\"conflict\""));
+    assert!(body.contains("bread and tea") && body.contains("bread and jam"));
+    let now = f.linkly.note(&note_id).unwrap();
+    assert!(now.body.contains("bread and tea"));
+    // Delete (into the trash), then undo.
+    let (status, res, _) = send(
+        &f.app,
+        post(
+            "/notes/delete",
+            &cookie,
+            Some(ORIGIN),
+            &format!(
+                "note_id={note_id}&base_version={}&_csrf={csrf}",
+                now.version
+            ),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(f.linkly.note(&note_id).is_err());
+    let loc = res.headers()[header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let (_, _, body) = send(&f.app, get(&loc, Some(&cookie))).await;
+    assert!(body.contains("id=\"note-undo\""));
+    let name = f.linkly.trashed_notes().unwrap()[0].name.clone();
+    let (status, _, _) = send(
+        &f.app,
+        post(
+            "/notes/restore",
+            &cookie,
+            Some(ORIGIN),
+            &format!("name={}&_csrf={csrf}", enc(&name)),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(
+        f.linkly
+            .note(&note_id)
+            .unwrap()
+            .body
+            .contains("bread and tea")
+    );
+}
+
+#[tokio::test]
+async fn a_folder_that_does_not_exist_is_refused_with_a_message() {
+    let f = fixture();
+    let (cookie, csrf) = session(&f.app).await;
+    let missing = f.root.join("no-such-folder");
+    let (status, _, body) = send(
+        &f.app,
+        post(
+            "/folders/add",
+            &cookie,
+            Some(ORIGIN),
+            &format!("path={}&_csrf={csrf}", enc(&missing.to_string_lossy())),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("id=\"folder-error\""));
+    assert_eq!(f.linkly.config().folders.len(), 1);
+    // A real one is added and indexed.
+    let more = f.root.join("more");
+    fs_err::create_dir_all(&more).unwrap();
+    fs_err::write(more.join("quokka.md"), "the quokka smiles\n").unwrap();
+    let (status, _, _) = send(
+        &f.app,
+        post(
+            "/folders/add",
+            &cookie,
+            Some(ORIGIN),
+            &format!("path={}&_csrf={csrf}", enc(&more.to_string_lossy())),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(f.linkly.config().folders.len(), 2);
+    let mut found = false;
+    for _ in 0..100 {
+        let (_, _, body) = send(&f.app, get("/search?q=quokka", None)).await;
+        if body.contains("data-testid=\"result\"") {
+            found = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(found, "the new folder's document is searchable");
+}
+
+#[tokio::test]
+async fn every_language_renders_and_the_switch_is_remembered() {
+    let f = fixture();
+    let req = Request::get("/")
+        .header(header::HOST, HOST)
+        .header(header::ACCEPT_LANGUAGE, "ja,en;q=0.5")
+        .body(Body::empty())
+        .unwrap();
+    let (_, _, body) = send(&f.app, req).await;
+    assert!(body.contains("lang=\"ja\"") && body.contains("概要"));
+    let (cookie, csrf) = session(&f.app).await;
+    let (status, res, _) = send(
+        &f.app,
+        post(
+            "/lang",
+            &cookie,
+            Some(ORIGIN),
+            &format!("lang=fr&back=%2Fnotes&_csrf={csrf}"),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()[header::LOCATION], "/notes");
+    let set = res.headers()[header::SET_COOKIE].to_str().unwrap();
+    assert!(set.starts_with("linkly_lang=fr"));
+    let (_, _, body) = send(&f.app, get("/", Some(&format!("{cookie}; linkly_lang=fr")))).await;
+    assert!(body.contains("lang=\"fr\"") && body.contains("Vue d’ensemble"));
+    // An off-site `back` is not followed.
+    let (_, res, _) = send(
+        &f.app,
+        post(
+            "/lang",
+            &cookie,
+            Some(ORIGIN),
+            &format!("lang=es&back=%2F%2Fevil.example&_csrf={csrf}"),
+        ),
+    )
+    .await;
+    assert_eq!(res.headers()[header::LOCATION], "/");
+}
