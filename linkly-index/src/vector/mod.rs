@@ -13,17 +13,20 @@
 
 mod ann;
 mod chunker;
+mod e5_q4;
 mod embedder;
 mod encoder;
 mod int16;
 mod kernels;
 mod model;
+mod model_import;
 mod prepared;
 mod safetensors;
 mod store;
 #[cfg(test)]
 mod test_matrices;
 mod tokenizer_file;
+mod windows;
 mod x86;
 
 use std::collections::{HashMap, HashSet};
@@ -38,6 +41,7 @@ use linkly_core::DocId;
 pub use crate::vector::model::{
     DEFAULT_MODEL, DownloadProgress, KNOWN_MODELS, ModelChoice, ModelManager, canonical_name,
 };
+pub use crate::vector::model_import::{ImportOptions, Imported};
 
 use crate::vector::ann::Ann;
 use crate::vector::embedder::{Embedder, TextKind};
@@ -46,7 +50,7 @@ use crate::vector::store::{DocVectors, VectorStore};
 use crate::{Index, ModelError, Result};
 
 /// A loaded embedding model on its own, outside any index: embeds queries and passages the way
-/// the index does (prefixes, truncation to the model's sequence length, pooling,
+/// the index does (prefixes, long texts as windows of the model's sequence length, pooling,
 /// normalisation).
 ///
 /// ```no_run
