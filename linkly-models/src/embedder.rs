@@ -11,12 +11,13 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::{bert, xlm_roberta};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::Tokenizer;
 
 use crate::encoder::{EncoderConfig, FastEncoder, Precision, PreparedLinears};
 use crate::kernels::Activation;
 use crate::prepared::Cache;
 use crate::safetensors::Placement;
+use crate::windows::{self, Window};
 use crate::{Error, ModelError, Result};
 
 /// Which forward pass runs the model.
@@ -151,6 +152,10 @@ pub(crate) struct Embedder {
     query_prefix: String,
     passage_prefix: String,
     dim: usize,
+    /// Tokens a sequence may hold; longer texts run as windows (`windows.rs`).
+    max_seq: usize,
+    /// The padding token's id.
+    pad_id: u32,
     device: Device,
     /// Whether the linear layers came prepared from the model folder ([`Cache`]).
     prepared: bool,
@@ -166,6 +171,9 @@ impl std::fmt::Debug for Embedder {
     }
 }
 
+/// Padded tokens (sequences × longest) one forward pass takes at most.
+const WINDOW_BUDGET: usize = 16_384;
+
 /// Rows (sequences × tokens) up to which a forward pass runs inside one `rayon::scope`.
 const SMALL_ROWS: usize = 256;
 
@@ -177,7 +185,7 @@ fn model_error(dir: &Path, what: impl std::fmt::Display) -> Error {
     .into()
 }
 
-/// The model's `tokenizer.json`, as is (padding and truncation are set by `finish`).
+/// The model's `tokenizer.json`, as is (no padding, no truncation: `embed` makes windows).
 fn load_tokenizer(dir: &Path) -> Result<Tokenizer> {
     crate::tokenizer_file::read(&dir.join("tokenizer.json"))
         .map_err(|e| model_error(dir, format!("tokenizer.json: {e}")))
@@ -383,21 +391,13 @@ impl Embedder {
             .map_or(512, |n| n as usize)
             .min(max_positions)
             .max(8);
-        let (pad_id, pad_token) = ["[PAD]", "<pad>"]
+        let pad_id = ["[PAD]", "<pad>"]
             .iter()
-            .find_map(|t| tokenizer.token_to_id(t).map(|id| (id, t.to_string())))
-            .unwrap_or((0, "[PAD]".to_string()));
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            pad_id,
-            pad_token,
-            ..PaddingParams::default()
-        }));
+            .find_map(|t| tokenizer.token_to_id(t))
+            .unwrap_or(0);
+        tokenizer.with_padding(None);
         tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: max_seq,
-                ..TruncationParams::default()
-            }))
+            .with_truncation(None)
             .map_err(|e| model_error(dir, format!("tokenizer truncation: {e}")))?;
 
         let pooling = read_json(&dir.join("1_Pooling/config.json"))
@@ -444,6 +444,8 @@ impl Embedder {
             query_prefix,
             passage_prefix,
             dim,
+            max_seq,
+            pad_id,
             device,
             prepared: false,
         })
@@ -484,7 +486,9 @@ impl Embedder {
         self.dim
     }
 
-    /// Embeds one batch of texts (padded to the longest of the batch).
+    /// Embeds one batch of texts (padded to the longest of the batch). A text longer than the
+    /// model's sequence length runs as windows whose mean-pooled vectors are averaged
+    /// (`windows.rs`); with CLS pooling it is truncated.
     pub(crate) fn embed(&self, texts: &[&str], kind: TextKind) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
@@ -501,20 +505,39 @@ impl Embedder {
                     stage: "tokenizing",
                     reason: e.to_string(),
                 })?;
-        let n = encodings.len();
-        let len = encodings.first().map_or(0, |e| e.get_ids().len());
-        let mut ids = Vec::with_capacity(n * len);
-        let mut mask = Vec::with_capacity(n * len);
-        for e in &encodings {
-            ids.extend_from_slice(e.get_ids());
-            mask.extend_from_slice(e.get_attention_mask());
+        let whole = self.pooling == Pooling::Mean;
+        let windows: Vec<Window> = encodings
+            .iter()
+            .enumerate()
+            .flat_map(|(i, e)| windows::split(i, e.get_ids(), self.max_seq, whole))
+            .collect();
+        let mut pooled = Vec::with_capacity(windows.len());
+        for group in windows::groups(&windows, WINDOW_BUDGET) {
+            let group = &windows[group];
+            let n = group.len();
+            let len = group.iter().map(|w| w.ids.len()).max().unwrap_or(0);
+            let mut ids = Vec::with_capacity(n * len);
+            let mut mask = Vec::with_capacity(n * len);
+            for w in group {
+                ids.extend_from_slice(&w.ids);
+                ids.resize(ids.len() + len - w.ids.len(), self.pad_id);
+                mask.extend(std::iter::repeat_n(1u32, w.ids.len()));
+                mask.resize(mask.len() + len - w.ids.len(), 0);
+            }
+            pooled.extend(self.forward(ids, mask, n, len).map_err(|e| {
+                Error::from(ModelError::Inference {
+                    stage: "embedding",
+                    reason: e.to_string(),
+                })
+            })?);
         }
-        self.forward(ids, mask, n, len).map_err(|e| {
-            Error::from(ModelError::Inference {
-                stage: "embedding",
-                reason: e.to_string(),
-            })
-        })
+        Ok(windows::combine(
+            &windows,
+            &pooled,
+            encodings.len(),
+            self.dim,
+            self.normalize,
+        ))
     }
 
     fn forward(
@@ -555,16 +578,7 @@ impl Embedder {
                 sum.broadcast_div(&count)?
             }
         };
-        let pooled = if self.normalize {
-            let norm = pooled
-                .sqr()?
-                .sum_keepdim(1)?
-                .sqrt()?
-                .clamp(1e-12, f64::MAX)?;
-            pooled.broadcast_div(&norm)?
-        } else {
-            pooled
-        };
+        // Normalised by `windows::combine`, once the windows of a long text are averaged.
         pooled.to_vec2::<f32>()
     }
 }

@@ -82,6 +82,14 @@ pub enum ModelError {
         /// Why it does not load.
         reason: String,
     },
+    /// A file or folder given to `linkly model import` is not a model Linkly can install.
+    #[error("{}: {reason}", path.display())]
+    Import {
+        /// The file or folder given.
+        path: PathBuf,
+        /// What is wrong, and what was expected.
+        reason: String,
+    },
     /// Running the model failed.
     #[error("{stage}: {reason}")]
     Inference {
@@ -96,7 +104,9 @@ impl CodedError for ModelError {
     fn error_code(&self) -> ErrorCode {
         match self {
             ModelError::NotLoaded { .. } | ModelError::Load { .. } => ErrorCode::ModelUnavailable,
-            ModelError::InvalidName(_) | ModelError::NotOnHub { .. } => ErrorCode::InvalidArgument,
+            ModelError::InvalidName(_)
+            | ModelError::NotOnHub { .. }
+            | ModelError::Import { .. } => ErrorCode::InvalidArgument,
             ModelError::Checksum { .. }
             | ModelError::Denied { .. }
             | ModelError::Download { .. } => ErrorCode::ModelUnavailable,

@@ -12,17 +12,20 @@
 //! direct `gemm` call, and the read-only memory map of prepared files); see
 //! `docs/models.md` for the encoder's internals.
 
+mod e5_q4;
 mod embedder;
 mod encoder;
 mod error;
 mod int16;
 mod kernels;
 mod model;
+mod model_import;
 pub mod prepared;
 mod safetensors;
 #[cfg(test)]
 mod test_matrices;
 mod tokenizer_file;
+mod windows;
 mod x86;
 
 use x86::{amx, int8, matmul};
@@ -32,11 +35,12 @@ pub use crate::kernels::{dot, dot_i8_i16};
 pub use crate::model::{
     DEFAULT_MODEL, DownloadProgress, KNOWN_MODELS, ModelChoice, ModelManager, canonical_name,
 };
+pub use crate::model_import::{ImportOptions, Imported};
 
 use crate::embedder::{Embedder, TextKind};
 
 /// A loaded embedding model on its own, outside any index: embeds queries and passages the way
-/// the index does (prefixes, truncation to the model's sequence length, pooling,
+/// the index does (prefixes, long texts as windows of the model's sequence length, pooling,
 /// normalisation).
 ///
 /// ```no_run

