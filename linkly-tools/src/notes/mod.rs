@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use linkly_core::{Config, DataDir, format_rfc3339};
 use linkly_index::{DocFilter, PathPredicate, SyncOptions};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::error::{check_choice, check_range};
@@ -200,30 +201,47 @@ pub(crate) fn restrict(filter: &mut DocFilter, notes: HashSet<String>) {
 }
 
 /// One note in `list scope="notes"`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub(crate) struct NoteItem {
+    /// `local://<n>`; null until the note is indexed.
     doc_id: Option<String>,
+    /// The note's UUID (from its front matter), to pass to note_save; null for a Markdown file
+    /// without one.
     note_id: Option<String>,
+    /// Lowercase hex SHA-256 of the note file's bytes: note_save's `base_version`.
     version: String,
+    /// Whether the index holds the note yet.
     indexed: bool,
     /// When the index last read the note (RFC 3339 UTC); null while it is not indexed.
     indexed_at: Option<String>,
+    /// The note's title; null when its file name was generated.
     title: Option<String>,
+    /// The absolute path of the note file.
     path: String,
+    /// Creation time, Unix milliseconds.
     created_at: i64,
+    /// Modification time, Unix milliseconds.
     modified_at: i64,
+    /// The note's tags (its `#tag` tokens).
     tags: Vec<String>,
+    /// The app that wrote it (note_save's `app_name`).
     source: Option<String>,
+    /// The first ~200 characters of the body (with `snippet`).
     snippet: Option<String>,
 }
 
 /// The response of `list scope="notes"`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub(crate) struct NotesList {
+    /// `notes`.
     scope: &'static str,
+    /// How many notes the filters select (the whole set, not the page).
     total: usize,
+    /// Whether more notes follow this page.
     has_more: bool,
+    /// The notes of this page.
     items: Vec<NoteItem>,
+    /// The 50 most used tags, most used first: values for `tags`.
     available_tags: Vec<String>,
     #[serde(skip)]
     tag_counts: Vec<(String, usize)>,

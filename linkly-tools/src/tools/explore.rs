@@ -26,6 +26,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         keywords and directory names in search (query, path_glob or library), list or find_paths.",
     read_only: true,
     input_schema: schema_of::<ExploreParams>,
+    output_schema: Some(schema_of::<ExploreResponse>),
     run,
 };
 
@@ -60,7 +61,7 @@ pub struct ExploreParams {
 }
 
 /// Documents of one type.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct TypeCount {
     /// The doc-type token.
     pub doc_type: String,
@@ -69,7 +70,7 @@ pub struct TypeCount {
 }
 
 /// The summary section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ExploreSummary {
     /// Documents covered.
     pub documents: u64,
@@ -82,7 +83,7 @@ pub struct ExploreSummary {
 }
 
 /// One directory of the tree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct DirectoryEntry {
     /// The absolute path.
     pub path: String,
@@ -107,7 +108,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// A keyword and how many documents carry it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct KeywordCount {
     /// The keyword.
     pub keyword: String,
@@ -116,7 +117,7 @@ pub struct KeywordCount {
 }
 
 /// Keywords concentrated in one directory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct LocalKeywords {
     /// The directory holding at least 90% of their occurrences.
     pub directory: String,
@@ -125,7 +126,7 @@ pub struct LocalKeywords {
 }
 
 /// The keywords section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ExploreKeywords {
     /// Keywords spread across directories.
     pub global: Vec<KeywordCount>,
@@ -136,7 +137,7 @@ pub struct ExploreKeywords {
 }
 
 /// A directory with recent changes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct RecentDirectory {
     /// The directory (files directly in it).
     pub path: String,
@@ -147,7 +148,7 @@ pub struct RecentDirectory {
 }
 
 /// The recent-activity section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ExploreRecent {
     /// The window's start, Unix ms (7 days ago).
     pub since: i64,
@@ -160,7 +161,7 @@ pub struct ExploreRecent {
 }
 
 /// The response of `explore`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ExploreResponse {
     /// What was explored: `all indexed content` or `library <name> (local://<id>)`.
     pub scope: String,

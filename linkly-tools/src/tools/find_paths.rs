@@ -30,6 +30,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         call search.",
     read_only: true,
     input_schema: schema_of::<FindPathsParams>,
+    output_schema: Some(schema_of::<FindPathsResponse>),
     run,
 };
 
@@ -64,7 +65,7 @@ pub struct FindPathsParams {
 }
 
 /// One candidate folder.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct FoundDirectory {
     /// The folder, cut at the end of the shallowest matching segment.
     pub path: String,
@@ -76,7 +77,7 @@ pub struct FoundDirectory {
 }
 
 /// The response of `find_paths`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct FindPathsResponse {
     /// Files whose directory matched, over every candidate folder (not only those returned).
     pub total_files: u64,

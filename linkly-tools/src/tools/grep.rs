@@ -31,6 +31,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         pattern.",
     read_only: true,
     input_schema: schema_of::<GrepParams>,
+    output_schema: Some(schema_of::<GrepResponse>),
     run,
 };
 
@@ -104,7 +105,7 @@ pub struct GrepParams {
 }
 
 /// One matching line with its context.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct GrepMatch {
     /// The 1-based line number.
     pub line_number: u32,
@@ -117,7 +118,7 @@ pub struct GrepMatch {
 }
 
 /// The response of `grep`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct GrepResponse {
     /// The pattern as given.
     pub pattern: String,

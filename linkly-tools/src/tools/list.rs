@@ -33,6 +33,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         indexed.",
     read_only: true,
     input_schema: schema_of::<ListParams>,
+    output_schema: Some(output_schema),
     run,
 };
 
@@ -102,6 +103,14 @@ pub struct ListParams {
     pub output_format: Option<String>,
 }
 
+/// The answer's schema: a [`FileList`] for the `folder` and `library` scopes, the notes list
+/// for `notes`.
+fn output_schema() -> Value {
+    serde_json::json!({
+        "oneOf": [schema_of::<FileList>(), schema_of::<crate::notes::NotesList>()],
+    })
+}
+
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let params: ListParams = parse_args(args)?;
     let scope = check_choice("scope", &params.scope, &SCOPES)?;
@@ -124,7 +133,7 @@ fn check_dates(p: &ListParams) -> Result<(Option<i64>, Option<i64>)> {
 const SNIPPET_CHARS: usize = 200;
 
 /// One file of a `folder` or `library` listing.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct FileItem {
     /// `local://<n>`.
     pub doc_id: String,
@@ -155,7 +164,7 @@ pub struct FileItem {
 }
 
 /// The README found directly in a listed directory.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ReadmePointer {
     /// `local://<n>`.
     pub doc_id: String,
@@ -164,7 +173,7 @@ pub struct ReadmePointer {
 }
 
 /// The response of `list` for the `folder` and `library` scopes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct FileList {
     /// `folder` or `library`.
     pub scope: String,

@@ -19,6 +19,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         indexed content.",
     read_only: true,
     input_schema: schema_of::<ListLibrariesParams>,
+    output_schema: None,
     run,
 };
 
@@ -28,7 +29,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
 pub struct ListLibrariesParams {}
 
 /// One library.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct LibraryInfo {
     /// The name.
     pub name: String,
@@ -47,7 +48,7 @@ pub struct LibraryInfo {
 }
 
 /// The response of `list_libraries`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct LibrariesResponse {
     /// The libraries, in the order of the config file.
     pub libraries: Vec<LibraryInfo>,

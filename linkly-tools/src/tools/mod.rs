@@ -29,6 +29,9 @@ pub struct ToolSpec {
     pub read_only: bool,
     /// The JSON schema of the arguments.
     pub input_schema: fn() -> Value,
+    /// The JSON schema of a successful JSON answer (before `_meta` is added); `None` for a
+    /// tool that answers in Markdown only. A tool with several answer shapes gives a `oneOf`.
+    pub output_schema: Option<fn() -> Value>,
     pub(crate) run: fn(&Linkly, Value) -> Result<Rendered>,
 }
 

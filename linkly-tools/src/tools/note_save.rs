@@ -31,6 +31,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         version this tool returns, not from what you sent.",
     read_only: false,
     input_schema: schema_of::<NoteSaveParams>,
+    output_schema: Some(output_schema),
     run,
 };
 
@@ -65,7 +66,7 @@ pub struct NoteSaveParams {
 }
 
 /// What `note_save` wrote.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct NoteSaveResponse {
     /// The note's UUID.
     pub note_id: String,
@@ -85,6 +86,29 @@ pub struct NoteSaveResponse {
 /// note it just sent as one large message (the official Python SDK refuses SSE events over
 /// 1 MiB, and a client that retries then creates the note twice).
 pub(crate) const ECHO_LIMIT: usize = 128 * 1024;
+
+/// The answer's schema: [`NoteSaveResponse`], whose `content` is null and `content_omitted`
+/// set for a body over [`ECHO_LIMIT`].
+fn output_schema() -> Value {
+    let mut schema = schema_of::<NoteSaveResponse>();
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        properties.insert(
+            "content_omitted".into(),
+            serde_json::json!({
+                "type": "object",
+                "description": format!(
+                    "Present instead of `content` for a body over {} KiB: `bytes` (the body's size) and `reason`; base the next edit on `version`.",
+                    ECHO_LIMIT / 1024
+                ),
+                "properties": {
+                    "bytes": {"type": "integer", "description": "The body's size in bytes."},
+                    "reason": {"type": "string", "description": "Why the body is not echoed."},
+                },
+            }),
+        );
+    }
+    schema
+}
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let params: NoteSaveParams = parse_args(args)?;

@@ -29,6 +29,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         refused); omitted, all levels within a size budget.",
     read_only: true,
     input_schema: schema_of::<OutlineParams>,
+    output_schema: Some(schema_of::<OutlineResponse>),
     run,
 };
 
@@ -50,7 +51,7 @@ pub struct OutlineParams {
 }
 
 /// The outline of one document.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct OutlineDoc {
     /// The id as given.
     pub doc_id: String,
@@ -80,7 +81,7 @@ pub struct OutlineDoc {
 }
 
 /// The response of `outline`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct OutlineResponse {
     /// One entry per requested id, in order.
     pub documents: Vec<OutlineDoc>,
