@@ -198,6 +198,7 @@ fn success(format: OutputFormat, markdown: String, answer: impl Serialize) -> To
     ToolOutput {
         text,
         is_error: false,
+        matched: None,
     }
 }
 
@@ -212,6 +213,7 @@ fn failure(format: OutputFormat, err: &ToolError) -> ToolOutput {
             OutputFormat::Markdown => err.to_string(),
         },
         is_error: true,
+        matched: None,
     }
 }
 
@@ -512,7 +514,10 @@ pub fn output_schemas() -> [(&'static str, Value); 2] {
             LIBRARY_SEARCH,
             schema(schemars::schema_for!(LibrarySearchAnswer)),
         ),
-        (LIBRARY_LINK, schema(schemars::schema_for!(LibraryLinkAnswer))),
+        (
+            LIBRARY_LINK,
+            schema(schemars::schema_for!(LibraryLinkAnswer)),
+        ),
     ]
 }
 
@@ -716,15 +721,13 @@ fn run_link(db: &Db, user: &User, limits: &Limits, args: Value) -> Result<ToolOu
         )
         .with_details(json!({"status": "not_found", "library": address}))
     };
-    let answer = |status: &'static str, used: u32, limit: u32, message: String| {
-        LibraryLinkAnswer {
-            status,
-            library: address.clone(),
-            slots_used: used,
-            slot_limit: limit,
-            message,
-            upgrade_url: None,
-        }
+    let answer = |status: &'static str, used: u32, limit: u32, message: String| LibraryLinkAnswer {
+        status,
+        library: address.clone(),
+        slots_used: used,
+        slot_limit: limit,
+        message,
+        upgrade_url: None,
     };
     let (value, markdown) = if unlink {
         match db.unlink(user, &key, limits).map_err(db_error)? {

@@ -182,6 +182,10 @@ fn tool(
         " · writes\n\n"
     });
     out.push_str(&quote(description));
+    if let Some(notes) = notes(name) {
+        out.push_str("\n\n");
+        out.push_str(notes);
+    }
     out.push_str("\n\n#### Parameters\n\n");
     out.push_str(&parameters(input));
     out.push_str("\n#### JSON answer\n\n");
@@ -194,7 +198,10 @@ fn tool(
                     let _ = writeln!(
                         out,
                         "`{}`: {}\n",
-                        shape.get("title").and_then(Value::as_str).unwrap_or("answer"),
+                        shape
+                            .get("title")
+                            .and_then(Value::as_str)
+                            .unwrap_or("answer"),
                         one_line(
                             shape
                                 .get("description")
@@ -212,6 +219,57 @@ fn tool(
         },
     }
     out
+}
+
+/// What the contract says of a tool beyond its description and types: the Markdown layout,
+/// and the decisions its tests hold it to.
+fn notes(tool: &str) -> Option<&'static str> {
+    Some(match tool {
+        "search" => {
+            "Results are documents, not chunks: one entry per document with its best passage.\n\
+             Ranking: BM25 over the title ×3, the file name ×2, the content ×1 and the path ×0.5; the terms of a query are OR-ed and documents matching more terms rank higher; CJK text is segmented, so a Chinese or Japanese query finds words inside CJK runs; with the embedding model, cosine similarity over chunk embeddings, fused with BM25 by reciprocal-rank fusion.\n\
+             Filters apply before the top-K cut, so filtered-out documents never starve the list.\n\
+             While the embedding model is not on disk, search runs keyword-only and says so (`mode`: `keyword`), without failing.\n\
+             Markdown starts `# Search Results`, then `Showing top N of M results for \"<query>\"`, then one block per result; no match: `No results found for \"<query>\".` with the filters in force and a hint."
+        }
+        "outline" => {
+            "One node per line, two spaces of indent per level: `[1.2] Background [L5-15, 11 lines]` (inclusive line ranges, as `read` numbers lines).\n\
+             Sources: Markdown and HTML headings; DOCX, DOC and RTF heading styles or outline levels; PPTX one node per slide; EPUB its table of contents; XLSX one node per sheet with its size, header row and a few preview rows; CSV one node summarising the table; PDF its bookmarks.\n\
+             Plain text has no outline: `no_outline_reason` says so, and grep or read are next."
+        }
+        "grep" => {
+            "Rust `regex` syntax (no look-around, no back-references); an invalid pattern is `INVALID_ARGUMENT` with the parser's message.\n\
+             Markdown: `# Grep Results`, `Found N matches in <title> (<doc_id>) for` the pattern, then numbered lines where a match has `>` after its number (`  45>\\ttext`) and context lines do not (`  46\\ttext`); overlapping context is merged; a pagination hint when more matches remain."
+        }
+        "read" => {
+            "Each line as `<right-aligned number>\\t<text>`, then a `Referenced images` block when the shown lines reference any, then a hint like `(lines 1-200 of 812; continue with offset=201)`.\n\
+             An offset past the end gives an empty range with `total_lines`."
+        }
+        "list_libraries" => {
+            "Libraries are named sets of folders (and optionally a tag filter over notes) that the user defines in the configuration (`linkly library …`)."
+        }
+        "explore" => {
+            "Sections: a summary (documents, with outline, types), directories (a tree with file counts, median word counts and last changes), top keywords (global ones, and local ones concentrated in one directory), recent activity (directories changed in the last 7 days).\n\
+             The answer stays within a size budget on a collection of 100,000 documents."
+        }
+        "find_paths" => {
+            "A file whose patterns match only its file name is ignored: this finds folders, not files.\n\
+             Each match is aggregated at the shallowest path segment where a pattern occurs, cut at the next `/`; folders are sorted by file count, descending; `path_glob` escapes `* ? [` so that it matches the folder literally in `search`."
+        }
+        "list" => {
+            "`total` counts the whole filtered set; sorts break ties by the full path, so pages are stable.\n\
+             A note just written is listed at once (the file system first), its `doc_id` null until it is indexed.\n\
+             With an explicit `path` whose folder holds a README directly, a `readme` pointer is included."
+        }
+        "note_save" => {
+            "Notes are Markdown files in the notes folder (`<data dir>/notes/`); Linkly owns their YAML front matter (`note_id`, `created_at`, `updated_at`, `source`).\n\
+             The body may hold paragraphs, line breaks, bold, strikethrough, lists and plain text; headings, italics, quotes, code, links, images, tables, task lists, footnotes, rules and raw HTML are refused with `NOTE_INVALID_INPUT` naming each construct and its line.\n\
+             The `#tag` tokens of the body are the note's tags; `tags` appends the missing ones and never removes one.\n\
+             `version` is the lowercase hex SHA-256 of the file's bytes; an edit succeeds only from the current version (else `NOTE_VERSION_CONFLICT`, nothing written), atomically across processes.\n\
+             There is no delete tool."
+        }
+        _ => return None,
+    })
 }
 
 /// The parameter table of an input schema.
@@ -261,7 +319,9 @@ fn answer_table(schema: &Value, defs: &Map<String, Value>) -> String {
     for (name, ty, description) in rows {
         let _ = writeln!(out, "| `{name}` | {ty} | {} |", cell(&description));
     }
-    out.push_str("| `_meta.now` | string | The current UTC time (RFC 3339), on every successful answer. |\n");
+    out.push_str(
+        "| `_meta.now` | string | The current UTC time (RFC 3339), on every successful answer. |\n",
+    );
     out
 }
 
@@ -281,7 +341,11 @@ fn fields(
     };
     for (name, p) in properties {
         let path = format!("{prefix}{name}");
-        rows.push((path.clone(), type_of(p, defs), description(p, defs).to_string()));
+        rows.push((
+            path.clone(),
+            type_of(p, defs),
+            description(p, defs).to_string(),
+        ));
         if depth >= 4 {
             continue;
         }
@@ -432,7 +496,12 @@ fn choices(r: &Value, defs: &Map<String, Value>) -> Option<String> {
     let shown: Vec<String> = values
         .into_iter()
         .filter(|v| !v.is_null())
-        .map(|v| format!("`{}`", v.as_str().map_or_else(|| v.to_string(), str::to_string)))
+        .map(|v| {
+            format!(
+                "`{}`",
+                v.as_str().map_or_else(|| v.to_string(), str::to_string)
+            )
+        })
         .collect();
     (!shown.is_empty()).then(|| shown.join(", "))
 }
@@ -462,7 +531,7 @@ fn quote(s: &str) -> String {
             .get(i + 1)
             .and_then(|w| w.chars().next())
             .is_some_and(|c| c.is_uppercase() || c == '`');
-        if (word.ends_with('.') || word.ends_with(':')) && word.len() > 2 && next_starts {
+        if word.ends_with('.') && word.len() > 2 && next_starts {
             lines.push(std::mem::take(&mut line));
         }
     }
@@ -484,10 +553,23 @@ mod tests {
     fn every_tool_parameter_and_code_is_in_the_reference() {
         let text = render();
         for spec in linkly_tools::TOOLS {
-            assert!(text.contains(&format!("### `{}`", spec.name)), "{}", spec.name);
+            assert!(
+                text.contains(&format!("### `{}`", spec.name)),
+                "{}",
+                spec.name
+            );
             let schema = (spec.input_schema)();
-            for name in schema["properties"].as_object().unwrap().keys() {
-                assert!(text.contains(&format!("| `{name}` |")), "{}.{name}", spec.name);
+            for name in schema["properties"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|p| p.0)
+            {
+                assert!(
+                    text.contains(&format!("| `{name}` |")),
+                    "{}.{name}",
+                    spec.name
+                );
             }
         }
         for name in ["library_search", "library_link"] {
@@ -496,7 +578,10 @@ mod tests {
         for code in linkly_core::ErrorCode::ALL {
             assert!(text.contains(&format!("| `{}` |", code.as_str())), "{code}");
         }
-        assert!(text.contains("| `results[].snippet_from` |"), "nested answer fields");
+        assert!(
+            text.contains("| `results[].snippet_from` |"),
+            "nested answer fields"
+        );
     }
 
     #[test]

@@ -1,13 +1,15 @@
-//! `cargo xtask metrics [--repo DIR]`: the measures of `docs/architecture-metrics.md` — lines
+//! `cargo xtask metrics [--repo DIR] [--through-reexports]`: the measures of `docs/architecture-metrics.md` — lines
 //! of `src` per crate, the largest files, and the import circles inside each crate (modules
 //! that reach each other through `use` and paths, found as the strongly connected components
 //! of the module graph).
 //!
 //! The module graph: a file is a module (`lib.rs`/`main.rs` the root, `a/mod.rs` and `a.rs`
-//! the module `a`); an edge goes from a module to every module it names through `crate::`,
+//! the module `a`); an edge goes from a module to every module it names (the root aside) through `crate::`,
 //! `super::`, `self::` or a child module's name, including inside `use` trees, with each path
-//! cut at its longest known module. A name the root re-exports (`crate::Linkly`) is followed to
-//! the module it comes from. Comments, strings and `#[cfg(test)]` items do not count.
+//! cut at its longest known module. A name the root re-exports (`crate::Linkly`) counts as the
+//! root's, which is in no circle (as the architecture reviews count); with
+//! `--through-reexports` it is followed to the module it comes from. Comments, strings and
+//! `#[cfg(test)]` items do not count.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -17,6 +19,7 @@ use anyhow::Context as _;
 /// Runs the command: prints the measures of the workspace at `--repo DIR` (default: this one).
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let root = crate::arg(args, "--repo").map_or_else(crate::root, PathBuf::from);
+    let follow = args.iter().any(|a| a == "--through-reexports");
     let mut crates: Vec<PathBuf> = fs_err::read_dir(&root)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join("Cargo.toml").is_file() && p.join("src").is_dir())
@@ -40,7 +43,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             texts.insert(module_of(&src, f), text);
         }
         total += lines;
-        let circles = circles(&texts);
+        let circles = circles(&texts, follow);
         let shown: Vec<String> = circles
             .iter()
             .map(|c| format!("{{{}}}", c.join(", ")))
@@ -100,7 +103,10 @@ fn module_of(src: &Path, file: &Path) -> String {
 }
 
 /// The circles of a crate: each a sorted list of the modules that reach one another.
-pub(crate) fn circles(texts: &BTreeMap<String, String>) -> Vec<Vec<String>> {
+pub(crate) fn circles(
+    texts: &BTreeMap<String, String>,
+    follow_reexports: bool,
+) -> Vec<Vec<String>> {
     let modules: BTreeSet<&str> = texts.keys().map(String::as_str).collect();
     let reexports = texts
         .get("")
@@ -108,12 +114,18 @@ pub(crate) fn circles(texts: &BTreeMap<String, String>) -> Vec<Vec<String>> {
         .unwrap_or_default();
     let mut edges: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for (module, text) in texts {
-        let targets = references(module, &code_of(text), &modules, &reexports);
+        let targets = references(
+            module,
+            &code_of(text),
+            &modules,
+            &reexports,
+            follow_reexports,
+        );
         edges.insert(
             module,
             targets
                 .into_iter()
-                .filter(|t| t != module && !is_ancestor(module, t))
+                .filter(|t| t != module && !t.is_empty())
                 .collect(),
         );
     }
@@ -123,12 +135,6 @@ pub(crate) fn circles(texts: &BTreeMap<String, String>) -> Vec<Vec<String>> {
         .collect();
     out.sort();
     out
-}
-
-/// True when `ancestor` encloses `module` (a module naming its parent is no circle: the parent
-/// declares it).
-fn is_ancestor(module: &str, ancestor: &str) -> bool {
-    ancestor.is_empty() || module.starts_with(&format!("{ancestor}::"))
 }
 
 /// Code without comments, strings or test items.
@@ -266,13 +272,17 @@ fn references(
     code: &str,
     modules: &BTreeSet<&str>,
     reexports: &BTreeMap<String, String>,
+    follow_reexports: bool,
 ) -> BTreeSet<String> {
     let parent = |m: &str| m.rsplit_once("::").map_or(String::new(), |(p, _)| p.into());
     let code: String = code
         .lines()
         .map(|l| {
             let t = l.trim_start();
-            let t = t.strip_prefix("pub(crate) ").or_else(|| t.strip_prefix("pub ")).unwrap_or(t);
+            let t = t
+                .strip_prefix("pub(crate) ")
+                .or_else(|| t.strip_prefix("pub "))
+                .unwrap_or(t);
             if t.starts_with("mod ") { "" } else { l }
         })
         .collect::<Vec<_>>()
@@ -303,12 +313,12 @@ fn references(
             .chain(rest.iter().copied())
             .collect();
         match longest_module(&full, modules) {
-            Some(m) if m.is_empty() => {
+            Some(m) if m.is_empty() && follow_reexports => {
                 if let Some(target) = rest.first().and_then(|n| reexports.get(*n)) {
                     out.insert(target.clone());
                 }
             }
-            Some(m) if m != module => {
+            Some(m) if !m.is_empty() && m != module => {
                 out.insert(m);
             }
             _ => {}
@@ -404,10 +414,13 @@ mod tests {
     fn a_registry_that_its_modules_import_back_is_a_circle() {
         let texts = crate_of(&[
             ("", "mod tools; pub use crate::tools::search::Params;"),
-            ("tools", "mod search; static TOOLS: &[S] = &[search::SPEC];"),
+            (
+                "tools",
+                "mod search;\nstatic TOOLS: &[S] = &[search::SPEC];",
+            ),
             ("tools::search", "use crate::tools::{parse_args, S};"),
         ]);
-        assert_eq!(circles(&texts), vec![vec!["tools", "tools::search"]]);
+        assert_eq!(circles(&texts, false), vec![vec!["tools", "tools::search"]]);
     }
 
     #[test]
@@ -417,7 +430,7 @@ mod tests {
             ("a", "use crate::Thing; // crate::a::x in a comment"),
             ("b", "fn f() { let s = \"crate::a::x\"; super::b::g() }"),
         ]);
-        assert!(circles(&texts).is_empty());
+        assert!(circles(&texts, false).is_empty());
     }
 
     #[test]
@@ -427,6 +440,6 @@ mod tests {
             ("x", "use crate::{y::{inner, other}, z};"),
             ("y", "fn f() { super::x::go() }"),
         ]);
-        assert_eq!(circles(&texts), vec![vec!["x", "y"]]);
+        assert_eq!(circles(&texts, false), vec![vec!["x", "y"]]);
     }
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::library::{path_key, resolve, top_level_dirs};
 use crate::render::thousands;
-use crate::tools::{OUTPUT_FORMATS, Rendered, ToolSpec, parse_args, render, schema_of};
+use crate::tools::kit::{Rendered, ToolParams, ToolSpec, parse_args, render, schema_of};
 use crate::{Linkly, OutputFormat, Result};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -56,8 +56,12 @@ pub struct ExploreParams {
     pub library: Option<String>,
     /// The answer's format.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
-    pub output_format: Option<String>,
+    #[schemars(extend("default" = "markdown"))]
+    pub output_format: Option<OutputFormat>,
+}
+
+impl ToolParams for ExploreParams {
+    const NAME: &'static str = SPEC.name;
 }
 
 /// Documents of one type.
@@ -187,7 +191,7 @@ pub struct ExploreResponse {
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let params: ExploreParams = parse_args(args)?;
-    let format = OutputFormat::parse(params.output_format.as_deref())?;
+    let format = params.output_format.unwrap_or_default();
     let response = linkly.explore(params)?;
     render(format, &response, ExploreResponse::to_markdown)
 }

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::library::LibraryScope;
 use crate::render::{one_line, thousands};
-use crate::tools::{Rendered, ToolSpec, parse_args, schema_of};
+use crate::tools::kit::{Rendered, ToolParams, ToolSpec, parse_args, schema_of};
 use crate::{Linkly, Result};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -27,6 +27,10 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListLibrariesParams {}
+
+impl ToolParams for ListLibrariesParams {
+    const NAME: &'static str = SPEC.name;
+}
 
 /// One library.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
@@ -56,7 +60,7 @@ pub struct LibrariesResponse {
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let _: ListLibrariesParams = parse_args(args)?;
-    Ok(Rendered::Markdown(linkly.list_libraries()?.to_markdown()))
+    Ok(Rendered::markdown(linkly.list_libraries()?.to_markdown()))
 }
 
 impl Linkly {
