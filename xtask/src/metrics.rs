@@ -14,8 +14,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
-
 /// Runs the command: prints the measures of the workspace at `--repo DIR` (default: this one).
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let root = crate::arg(args, "--repo").map_or_else(crate::root, PathBuf::from);
@@ -32,7 +30,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     for dir in &crates {
         let name = dir.file_name().unwrap_or_default().to_string_lossy();
         let src = dir.join("src");
-        let files = rust_files(&src)?;
+        let files = crate::tidy::rust_files(&src)?;
         let mut lines = 0;
         let mut texts = BTreeMap::new();
         for f in &files {
@@ -66,24 +64,6 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         println!("- `{f}` {n}");
     }
     Ok(())
-}
-
-/// The `.rs` files under a folder, sorted.
-fn rust_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs_err::read_dir(&d).with_context(|| d.display().to_string())? {
-            let p = e?.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 /// A file's module path: `""` for the root, `a::b` for `a/b.rs` or `a/b/mod.rs`.
