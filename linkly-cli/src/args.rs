@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use linkly_tools::{GrepMode, ImageText, ListScope, ListSort, NoteMode, SearchScope, TimeSort};
 
 /// Search documents and take notes from the terminal.
 #[derive(Debug, Parser)]
@@ -142,13 +143,6 @@ pub(crate) struct DoctorArgs {
     pub(crate) fix: bool,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum TimeSort {
-    Default,
-    Newest,
-    Oldest,
-}
-
 #[derive(Debug, Args)]
 pub(crate) struct SearchArgs {
     /// Keywords or a phrase.
@@ -175,8 +169,8 @@ pub(crate) struct SearchArgs {
     #[arg(long, value_enum)]
     pub(crate) time_sort: Option<TimeSort>,
     /// `folder` (default) or `notes`.
-    #[arg(long)]
-    pub(crate) scope: Option<String>,
+    #[arg(long, value_enum)]
+    pub(crate) scope: Option<SearchScope>,
     /// Note tags, comma-separated (AND).
     #[arg(long)]
     pub(crate) tags: Option<String>,
@@ -190,12 +184,6 @@ pub(crate) struct OutlineArgs {
     /// Node ids to expand, comma-separated (`2,3.1`).
     #[arg(long)]
     pub(crate) expand: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum GrepMode {
-    Content,
-    Count,
 }
 
 #[derive(Debug, Args)]
@@ -229,13 +217,6 @@ pub(crate) struct GrepArgs {
     /// Tolerate stray whitespace inside matches (default: on for PDF).
     #[arg(long, value_name = "true|false")]
     pub(crate) fuzzy_whitespace: Option<bool>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum ImageText {
-    None,
-    Abstract,
-    Full,
 }
 
 #[derive(Debug, Args)]
@@ -484,18 +465,11 @@ pub(crate) struct FindPathsArgs {
     pub(crate) limit: Option<i64>,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum ListSort {
-    Recent,
-    Oldest,
-    Name,
-}
-
 #[derive(Debug, Args)]
 pub(crate) struct ListArgs {
-    /// `folder`, `library` or `notes` (checked by the tool).
-    #[arg(long, required = true)]
-    pub(crate) scope: String,
+    /// `folder`, `library` or `notes`.
+    #[arg(long, value_enum, required = true)]
+    pub(crate) scope: ListScope,
     /// A library name or `local://<id>` (scope library).
     #[arg(long)]
     pub(crate) library: Option<String>,
@@ -529,12 +503,6 @@ pub(crate) struct ListArgs {
     /// Leave snippets out.
     #[arg(long)]
     pub(crate) no_snippet: bool,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum NoteMode {
-    Create,
-    Edit,
 }
 
 #[derive(Debug, Args)]
@@ -599,15 +567,6 @@ pub(crate) enum ModelCommand {
         #[arg(required = true)]
         texts: Vec<String>,
     },
-}
-
-/// The token a choice is written as on the command line, which is also the tool's token
-/// (`--time-sort newest` → `"newest"`).
-pub(crate) fn token<E: ValueEnum>(choice: E) -> String {
-    choice
-        .to_possible_value()
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default()
 }
 
 /// `linkly open`.

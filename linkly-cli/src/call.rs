@@ -3,15 +3,15 @@
 //!
 //! The params go to the tool as they are (embedded or over MCP): the tool validates them and
 //! its errors, which name the parameter, are what the user sees. Whether something matched is
-//! read from the count of the tool's JSON answer (`total`, `total_matches`, `directories`),
-//! never from its Markdown.
+//! the count the answer carries (`ToolOutput::matched`: `total`, `total_matches`, the
+//! folders), never read from its Markdown.
 
 use std::io::BufRead;
 
 use anyhow::bail;
 use linkly_tools::{
     ExploreParams, FindPathsParams, GrepParams, ListLibrariesParams, ListParams, NoteSaveParams,
-    OutlineParams, ReadParams, SearchParams,
+    OutlineParams, OutputFormat, ReadParams, SearchParams, ToolOutput,
 };
 use serde::Serialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
@@ -55,9 +55,9 @@ struct Directories {
     directories: Vec<IgnoredAny>,
 }
 
-/// `Some("json")` when JSON is wanted, else the tool's default (Markdown).
-fn format(json: bool) -> Option<String> {
-    json.then(|| "json".to_string())
+/// `Some(Json)` when JSON is wanted, else the tool's default (Markdown).
+fn format(json: bool) -> Option<OutputFormat> {
+    json.then_some(OutputFormat::Json)
 }
 
 impl ToolCall for SearchParams {
@@ -124,7 +124,11 @@ impl ToolCall for ListParams {
     const FINDS: bool = true;
     /// `list` always says which format it wants (its default differs by scope).
     fn set_json(&mut self, json: bool) {
-        self.output_format = Some(if json { "json" } else { "markdown" }.to_string());
+        self.output_format = Some(if json {
+            OutputFormat::Json
+        } else {
+            OutputFormat::Markdown
+        });
     }
     /// The total, not the page: an empty page past the end still found something.
     fn matched(answer: &str) -> Option<u64> {
@@ -163,50 +167,45 @@ impl CallError {
     }
 }
 
-/// Calls a tool, prints its answer, and says whether it found something. With `--exit-code`
-/// and Markdown output, a finding tool is asked a second time, for JSON, to read the count.
+/// Calls a tool, prints its answer, and says whether it found something: a finding tool's
+/// answer carries its count in every format (`ToolOutput::matched`), so the tool is called
+/// once. A JSON answer without it (a server of an older version) is counted from its fields.
 pub(crate) fn call<P: ToolCall + Clone>(
     backend: &Backend,
     printer: Printer,
     params: &P,
 ) -> Result<Outcome, CallError> {
     let answer = send(backend, params, printer.json)?;
-    match printer.success(&answer) {
+    match printer.success(&answer.text) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(Outcome::Found),
         Err(e) => return Err(CallError::Call(e.to_string())),
     }
-    if !printer.exit_code {
+    if !printer.exit_code || !P::FINDS {
         return Ok(Outcome::Found);
     }
-    let matched = if !P::FINDS {
-        None
-    } else if printer.json {
-        P::matched(&answer)
-    } else {
-        send(backend, params, true)
-            .ok()
-            .and_then(|a| P::matched(&a))
-    };
+    let matched = answer
+        .matched
+        .or_else(|| printer.json.then(|| P::matched(&answer.text)).flatten());
     Ok(match matched {
         Some(0) => Outcome::NothingMatched,
         _ => Outcome::Found,
     })
 }
 
-/// Sends one call in the format asked for; the tool's text on success.
+/// Sends one call in the format asked for; the tool's answer on success.
 fn send<P: ToolCall + Clone>(
     backend: &Backend,
     params: &P,
     json: bool,
-) -> Result<String, CallError> {
+) -> Result<ToolOutput, CallError> {
     let mut params = params.clone();
     params.set_json(json);
     let out = backend.call(P::NAME, &params).map_err(CallError::Call)?;
     if out.is_error {
         return Err(CallError::Tool(tool_error_message(&out.text)));
     }
-    Ok(out.text)
+    Ok(out)
 }
 
 /// Calls a tool once and prints its answer or its error.

@@ -7,7 +7,7 @@ use linkly_core::{DataDir, LibraryEdit};
 use linkly_tools::{ExploreParams, FindPathsParams, ListLibrariesParams, ListParams};
 use serde_json::{Value, json};
 
-use crate::args::{ExploreArgs, FindPathsArgs, LibraryCommand, ListArgs, token};
+use crate::args::{ExploreArgs, FindPathsArgs, LibraryCommand, ListArgs};
 use crate::backend;
 use crate::call::{call_once, comma_list};
 use crate::output::Printer;
@@ -158,7 +158,7 @@ pub(crate) fn list(data: &DataDir, a: ListArgs, printer: Printer) -> anyhow::Res
         tags: a.tags.as_deref().map(comma_list),
         modified_after: a.modified_after,
         modified_before: a.modified_before,
-        sort: a.sort.map(token),
+        sort: a.sort,
         snippet: (a.snippet || a.no_snippet).then_some(a.snippet),
         limit: a.limit,
         offset: a.offset,

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use linkly_core::DataDir;
 use linkly_tools::{GrepParams, OutlineParams, ReadParams, SearchParams};
 
-use crate::args::{GrepArgs, OutlineArgs, ReadArgs, SearchArgs, token};
+use crate::args::{GrepArgs, OutlineArgs, ReadArgs, SearchArgs};
 use crate::backend;
 use crate::call::{call_once, comma_list, expand_ids, per_id};
 use crate::output::Printer;
@@ -23,7 +23,7 @@ pub(crate) fn search(data: &DataDir, a: SearchArgs, printer: Printer) -> anyhow:
         tags: a.tags.as_deref().map(comma_list),
         modified_after: a.modified_after,
         modified_before: a.modified_before,
-        time_sort: a.time_sort.map(token),
+        time_sort: a.time_sort,
         ..Default::default()
     };
     let linkly = backend::open(data)?;
@@ -60,7 +60,7 @@ pub(crate) fn grep(data: &DataDir, a: GrepArgs, printer: Printer) -> anyhow::Res
         before: a.before,
         after: a.after,
         case_insensitive: a.ignore_case.then_some(true),
-        output_mode: a.mode.map(token),
+        output_mode: a.mode,
         limit: a.limit,
         offset: a.offset,
         fuzzy_whitespace: a.fuzzy_whitespace,
@@ -78,7 +78,7 @@ pub(crate) fn read(data: &DataDir, a: ReadArgs, printer: Printer) -> anyhow::Res
         doc_id: id.to_string(),
         offset: a.offset,
         limit: a.limit,
-        image_text: a.image_text.map(token),
+        image_text: a.image_text,
         ..Default::default()
     });
     linkly.leave();

@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use linkly_core::DataDir;
 use linkly_tools::NoteSaveParams;
 
-use crate::args::{NoteMode, NoteSaveArgs, token};
+use linkly_tools::NoteMode;
+
+use crate::args::NoteSaveArgs;
 use crate::backend;
 use crate::call::{call_once, comma_list};
 use crate::output::{Outcome, Printer};
@@ -76,7 +78,7 @@ pub(crate) fn note_save(
         a.content
     };
     let params = NoteSaveParams {
-        mode: token(a.mode),
+        mode: a.mode,
         content,
         note_id: a.note_id,
         base_version: a.base_version,

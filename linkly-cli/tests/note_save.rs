@@ -283,7 +283,7 @@ fn thread_writer(linkly: &Linkly, w: usize, id: &str, path: &Path) -> Vec<(Strin
             let (version, body) = snapshot(path);
             let line = format!("t{w}c{c}");
             let result = linkly.note_save(NoteSaveParams {
-                mode: "edit".into(),
+                mode: linkly_tools::NoteMode::Edit,
                 note_id: Some(id.to_string()),
                 base_version: Some(version),
                 content: format!("{body}\n{line}"),

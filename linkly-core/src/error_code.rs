@@ -50,6 +50,41 @@ impl ErrorCode {
         }
     }
 
+    /// What the code means and what the caller does about it, as the tool reference
+    /// (`docs/tools.md`) states it.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidArgument => {
+                "A parameter is missing, of the wrong type, out of range or not one of its allowed values; the message names it and what is allowed (JSON `details`: `parameter` with `minimum`/`maximum`, `allowed` or `min_items`/`max_items`, and `received`)."
+            }
+            ErrorCode::DocNotFound => {
+                "A document id that does not (or no longer) resolve: the file moved or was deleted. Search again."
+            }
+            ErrorCode::LibraryNotFound => "An unknown library name or id: see `list_libraries`.",
+            ErrorCode::PathNotAllowed => {
+                "A path outside the watched folders (or outside the library's folders)."
+            }
+            ErrorCode::ContentUnreadable => {
+                "The document has a `skip_reason`: it is indexed by name only and its content cannot be read or grepped."
+            }
+            ErrorCode::NoteInvalidInput => {
+                "A note body or parameter the notes store refuses (a construct outside the whitelist, a blank body, a missing `note_id` or `base_version` on edit); the message names each offence and its line."
+            }
+            ErrorCode::NoteVersionConflict => {
+                "A note edit from a stale `base_version`: nothing was written; `details.actual_version` is the current version. Read the note again, then edit from it."
+            }
+            ErrorCode::NoteDuplicateId => "A `note_id` given on create that already exists.",
+            ErrorCode::NoteNotFound => "An unknown note id.",
+            ErrorCode::IndexBusy => {
+                "Another process is writing the index right now: try again in a moment, or use the server that holds it."
+            }
+            ErrorCode::ModelUnavailable => {
+                "The embedding model is not there (not downloaded, not loaded, or broken): keyword search still works; `linkly model download` fetches it."
+            }
+            ErrorCode::Internal => "A failure on Linkly's side; the message says what failed.",
+        }
+    }
+
     /// Every code, in the order of the table.
     pub const ALL: [ErrorCode; 12] = [
         ErrorCode::InvalidArgument,

@@ -13,6 +13,8 @@ use std::sync::Arc;
 use linkly_core::{CodedError, ErrorCode};
 use linkly_tools::{OutputFormat, ToolError, ToolOutput};
 use rmcp::model::{Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::db::Db;
@@ -170,8 +172,12 @@ fn now_ms() -> i64 {
 }
 
 /// A successful answer, footer included.
-fn success(format: OutputFormat, markdown: String, mut value: Value) -> ToolOutput {
+fn success(format: OutputFormat, markdown: String, answer: impl Serialize) -> ToolOutput {
     let now = now_ms();
+    let mut value = match serde_json::to_value(answer) {
+        Ok(value) => value,
+        Err(e) => return failure(format, &ToolError::internal(e)),
+    };
     let text = match format {
         OutputFormat::Markdown => {
             let mut body = markdown.trim_end().to_string();
@@ -192,6 +198,7 @@ fn success(format: OutputFormat, markdown: String, mut value: Value) -> ToolOutp
     ToolOutput {
         text,
         is_error: false,
+        matched: None,
     }
 }
 
@@ -206,6 +213,7 @@ fn failure(format: OutputFormat, err: &ToolError) -> ToolOutput {
             OutputFormat::Markdown => err.to_string(),
         },
         is_error: true,
+        matched: None,
     }
 }
 
@@ -403,43 +411,130 @@ fn run_search(db: &Db, viewer: &User, args: Value) -> Result<ToolOutput, ToolErr
     ))
 }
 
-fn entry_json(e: &CatalogEntry) -> Value {
-    let l = &e.library;
-    json!({
-        "id": l.key.address(),
-        "title": l.title,
-        "description": l.description,
-        "owner": l.key.owner,
-        "category": l.category,
-        "visibility": l.visibility.as_str(),
-        "document_count": l.doc_count,
-        "star_count": l.stars,
-        "link_count": l.links,
-        "is_owner": e.is_owner,
-        "is_linked": e.is_linked,
-        "can_link": e.can_link,
-        "cannot_link_reason": (!e.can_link).then_some("invite_required"),
-        "updated_at": linkly_core::format_rfc3339(l.updated_at),
-    })
+/// One library of a `library_search` answer.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CatalogEntryAnswer {
+    /// `cloud://<owner>/<slug>`: the id the other tools take.
+    pub id: String,
+    /// The library's title.
+    pub title: String,
+    /// What it holds.
+    pub description: String,
+    /// The owner's user name.
+    pub owner: String,
+    /// Its category.
+    pub category: String,
+    /// `public`, `showcase` or `private`.
+    pub visibility: &'static str,
+    /// Published documents.
+    pub document_count: u64,
+    /// Stars.
+    pub star_count: u64,
+    /// Accounts that linked it.
+    pub link_count: u64,
+    /// Whether the signed-in user owns it.
+    pub is_owner: bool,
+    /// Already linked to the account: searchable, no need to link again.
+    pub is_linked: bool,
+    /// Whether the signed-in user may link it.
+    pub can_link: bool,
+    /// `invite_required` when `can_link` is false; null otherwise.
+    pub cannot_link_reason: Option<&'static str>,
+    /// The last update (RFC 3339 UTC).
+    pub updated_at: String,
+}
+
+impl CatalogEntryAnswer {
+    fn of(e: &CatalogEntry) -> CatalogEntryAnswer {
+        let l = &e.library;
+        CatalogEntryAnswer {
+            id: l.key.address(),
+            title: l.title.clone(),
+            description: l.description.clone(),
+            owner: l.key.owner.clone(),
+            category: l.category.clone(),
+            visibility: l.visibility.as_str(),
+            document_count: l.doc_count,
+            star_count: l.stars,
+            link_count: l.links,
+            is_owner: e.is_owner,
+            is_linked: e.is_linked,
+            can_link: e.can_link,
+            cannot_link_reason: (!e.can_link).then_some("invite_required"),
+            updated_at: linkly_core::format_rfc3339(l.updated_at),
+        }
+    }
+}
+
+/// The JSON answer of `library_search`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LibrarySearchAnswer {
+    /// The signed-in user's name: pass it as `owner` to list your own libraries.
+    pub signed_in_as: String,
+    /// The page, newest update first.
+    pub libraries: Vec<CatalogEntryAnswer>,
+    /// Libraries matching in all.
+    pub total: u64,
+    /// Entries skipped.
+    pub offset: u64,
+    /// Entries per page.
+    pub limit: u32,
+    /// Whether more entries follow: continue with `offset`.
+    pub has_more: bool,
+    /// With an empty page: why, and what to try.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+/// The JSON answer of `library_link` (an unknown library is a `LIBRARY_NOT_FOUND` error
+/// instead, its `details` `{"status": "not_found", "library"}`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LibraryLinkAnswer {
+    /// `linked`, `already_linked`, `invite_required`, `slot_exhausted`, `unlinked` or
+    /// `already_unlinked`.
+    pub status: &'static str,
+    /// The library's `cloud://<owner>/<slug>`.
+    pub library: String,
+    /// Slots the account uses after the call.
+    pub slots_used: u32,
+    /// The account's slots.
+    pub slot_limit: u32,
+    /// What happened and what to do next, in words.
+    pub message: String,
+    /// With `slot_exhausted`: where to upgrade for more slots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upgrade_url: Option<String>,
+}
+
+/// The JSON schemas of the two tools' answers (before `_meta` is added), by tool name.
+pub fn output_schemas() -> [(&'static str, Value); 2] {
+    let schema = |s: schemars::Schema| serde_json::to_value(s).unwrap_or(Value::Null);
+    [
+        (
+            LIBRARY_SEARCH,
+            schema(schemars::schema_for!(LibrarySearchAnswer)),
+        ),
+        (
+            LIBRARY_LINK,
+            schema(schemars::schema_for!(LibraryLinkAnswer)),
+        ),
+    ]
 }
 
 fn has_more(q: &CatalogQuery, page: &CatalogPage) -> bool {
     q.offset + (page.entries.len() as u64) < page.total
 }
 
-fn search_json(viewer: &User, q: &CatalogQuery, page: &CatalogPage) -> Value {
-    let mut value = json!({
-        "signed_in_as": viewer.name,
-        "libraries": page.entries.iter().map(entry_json).collect::<Vec<_>>(),
-        "total": page.total,
-        "offset": q.offset,
-        "limit": q.limit,
-        "has_more": has_more(q, page),
-    });
-    if page.entries.is_empty() {
-        value["hint"] = json!(empty_hint(q, page));
+fn search_json(viewer: &User, q: &CatalogQuery, page: &CatalogPage) -> LibrarySearchAnswer {
+    LibrarySearchAnswer {
+        signed_in_as: viewer.name.clone(),
+        libraries: page.entries.iter().map(CatalogEntryAnswer::of).collect(),
+        total: page.total,
+        offset: q.offset,
+        limit: q.limit,
+        has_more: has_more(q, page),
+        hint: page.entries.is_empty().then(|| empty_hint(q, page)),
     }
-    value
 }
 
 /// The filters of a query, as words: `matching "rust", category science, owner @bob`.
@@ -626,14 +721,13 @@ fn run_link(db: &Db, user: &User, limits: &Limits, args: Value) -> Result<ToolOu
         )
         .with_details(json!({"status": "not_found", "library": address}))
     };
-    let answer = |status: &str, used: u32, limit: u32, message: String| {
-        json!({
-            "status": status,
-            "library": address,
-            "slots_used": used,
-            "slot_limit": limit,
-            "message": message,
-        })
+    let answer = |status: &'static str, used: u32, limit: u32, message: String| LibraryLinkAnswer {
+        status,
+        library: address.clone(),
+        slots_used: used,
+        slot_limit: limit,
+        message,
+        upgrade_url: None,
     };
     let (value, markdown) = if unlink {
         match db.unlink(user, &key, limits).map_err(db_error)? {
@@ -681,7 +775,7 @@ fn run_link(db: &Db, user: &User, limits: &Limits, args: Value) -> Result<ToolOu
                     url = limits.upgrade_url
                 );
                 let mut v = answer("slot_exhausted", used, limit, m.clone());
-                v["upgrade_url"] = json!(limits.upgrade_url);
+                v.upgrade_url = Some(limits.upgrade_url.clone());
                 (v, m)
             }
         }

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use linkly_mcp::{INSTRUCTIONS, LinklyServer, RemoteClient, RemoteError, SERVER_NAME};
 use linkly_tools::{Linkly, ToolOutput};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -185,6 +185,7 @@ impl RemoteRouter {
                        call once for the local ones and once for the cloud ones"
                     .to_string(),
                 is_error: true,
+                matched: None,
             }),
             Route::Both => {
                 let local = self.call_local(name, args.clone()).await?;
@@ -267,6 +268,7 @@ pub fn merge_libraries(local: ToolOutput, cloud: Result<ToolOutput, RemoteError>
         ToolOutput {
             text: merged.to_string(),
             is_error: false,
+            matched: None,
         }
     } else {
         let cloud_text = match (cloud, cloud_failure) {
@@ -277,6 +279,7 @@ pub fn merge_libraries(local: ToolOutput, cloud: Result<ToolOutput, RemoteError>
         ToolOutput {
             text: format!("{}\n\n{}", local.text.trim_end(), cloud_text),
             is_error: false,
+            matched: None,
         }
     }
 }
@@ -310,13 +313,7 @@ impl ServerHandler for RemoteRouter {
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let output = self.call(&request.name, args).await?;
-        let content = vec![ContentBlock::text(output.text)];
-        Ok(if output.is_error {
-            CallToolResult::error(content)
-        } else {
-            CallToolResult::success(content)
-        }
-        .into())
+        Ok(linkly_mcp::answer::call_result(output).into())
     }
 }
 
@@ -386,10 +383,12 @@ mod tests {
         let local = ToolOutput {
             text: json!({"libraries": [{"id": "local://1"}], "total": 1}).to_string(),
             is_error: false,
+            matched: None,
         };
         let cloud = ToolOutput {
             text: json!({"libraries": [{"id": "cloud://a/b"}]}).to_string(),
             is_error: false,
+            matched: None,
         };
         let merged = merge_libraries(local.clone(), Ok(cloud));
         let v: Value = serde_json::from_str(&merged.text).unwrap();
@@ -406,10 +405,12 @@ mod tests {
             ToolOutput {
                 text: "## Local\n".into(),
                 is_error: false,
+                matched: None,
             },
             Ok(ToolOutput {
                 text: "## Cloud\n".into(),
                 is_error: false,
+                matched: None,
             }),
         );
         assert!(md.text.starts_with("## Local") && md.text.contains("## Cloud"));
@@ -417,6 +418,7 @@ mod tests {
             ToolOutput {
                 text: "## Local\n".into(),
                 is_error: false,
+                matched: None,
             },
             Err(RemoteError::Timeout(60)),
         );

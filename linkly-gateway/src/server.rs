@@ -17,13 +17,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use linkly_core::{Config, DataDir, ErrorCode};
 use linkly_tools::{
-    Linkly, OutputFormat, SearchParams, SearchResponse, ToolError, ToolOutput, UnknownTool,
-    meta_footer,
+    ExploreParams, FindPathsParams, Linkly, ListParams, ListScope, OutputFormat, SearchParams,
+    SearchResponse, SearchScope, TimeSort, ToolError, ToolOutput, ToolParams, UnknownTool,
+    meta_footer, parse_params,
 };
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -185,7 +186,8 @@ impl Shared {
             }
             "list_libraries" => self.list_libraries(user, &args),
             "search" => self.search(user, args),
-            "explore" | "find_paths" => self.in_library(user, name, args),
+            "explore" => self.in_library(user, args, |p: &mut ExploreParams| &mut p.library),
+            "find_paths" => self.in_library(user, args, |p: &mut FindPathsParams| &mut p.library),
             "list" => self.list(user, args),
             "outline" => self.by_doc(user, name, args, "doc_ids"),
             "grep" | "read" => self.by_doc(user, name, args, "doc_id"),
@@ -211,6 +213,7 @@ impl Shared {
                     OutputFormat::Markdown => err.to_string(),
                 },
                 is_error: true,
+                matched: None,
             }
         }))
     }
@@ -280,23 +283,19 @@ impl Shared {
         Ok(ToolOutput {
             text,
             is_error: false,
+            matched: None,
         })
     }
 
-    /// Removes `library` from the arguments and resolves it; with none, the only linked
+    /// Takes `library` out of a call's parameters and resolves it; with none, the only linked
     /// library (an error when there are several or none).
     fn take_library(
         &self,
         user: &User,
         tool: &str,
-        args: &mut Value,
+        library: &mut Option<String>,
     ) -> Result<Arc<Linkly>, ToolError> {
-        let given = match args.as_object_mut().and_then(|m| m.remove("library")) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s),
-            Some(_) => return Err(ToolError::invalid("library must be a string")),
-        };
-        if let Some(l) = given {
+        if let Some(l) = library.take() {
             return Ok(self.library(user, &l)?.1);
         }
         let linked = self.db.linked(user).map_err(internal)?;
@@ -311,45 +310,37 @@ impl Shared {
         }
     }
 
-    fn in_library(
+    /// A tool that runs on one library's index (`explore`, `find_paths`).
+    fn in_library<P: ToolParams>(
         &self,
         user: &User,
-        name: &str,
-        mut args: Value,
+        args: Value,
+        library: impl FnOnce(&mut P) -> &mut Option<String>,
     ) -> Result<ToolOutput, ToolError> {
-        let linkly = self.take_library(user, name, &mut args)?;
-        run(&linkly, name, args)
+        let mut params: P = parse_params(args)?;
+        let linkly = self.take_library(user, P::NAME, library(&mut params))?;
+        Ok(linkly.call_params(&params))
     }
 
-    fn list(&self, user: &User, mut args: Value) -> Result<ToolOutput, ToolError> {
-        let scope = args
-            .get("scope")
-            .and_then(Value::as_str)
-            .unwrap_or("folder")
-            .to_string();
-        if scope == "notes" {
-            if let Some(m) = args.as_object_mut() {
-                m.remove("library");
-            }
-            let notes = self.notes(user)?;
-            return run(&notes, "list", args);
+    fn list(&self, user: &User, args: Value) -> Result<ToolOutput, ToolError> {
+        let mut params: ListParams = parse_params(args)?;
+        if params.scope == ListScope::Notes {
+            params.library = None;
+            return Ok(self.notes(user)?.call_params(&params));
         }
-        if scope == "library" && args.get("library").is_none_or(Value::is_null) {
+        if params.scope == ListScope::Library && params.library.is_none() {
             return Err(ToolError::invalid(
                 "scope=\"library\" requires library=cloud://<owner>/<slug> (see list_libraries)",
             ));
         }
-        let linkly = self.take_library(user, "list", &mut args)?;
-        if let Some(m) = args.as_object_mut() {
-            if scope == "library" {
-                m.insert("scope".into(), Value::from("folder"));
-            }
-            if let Some(Value::String(p)) = m.get_mut("path") {
-                let trimmed = p.trim().trim_start_matches('/');
-                *p = format!("/{trimmed}");
-            }
+        let linkly = self.take_library(user, "list", &mut params.library)?;
+        // A cloud library's index holds its documents under `/`: list it as a folder.
+        params.scope = ListScope::Folder;
+        if let Some(p) = &mut params.path {
+            let trimmed = p.trim().trim_start_matches('/');
+            *p = format!("/{trimmed}");
         }
-        run(&linkly, "list", args)
+        Ok(linkly.call_params(&params))
     }
 
     fn by_doc(
@@ -385,30 +376,25 @@ impl Shared {
         run(&linkly, name, args)
     }
 
-    fn search(&self, user: &User, mut args: Value) -> Result<ToolOutput, ToolError> {
-        let has = |k: &str| args.get(k).is_some_and(|v| !v.is_null());
-        let notes = args.get("scope").and_then(Value::as_str) == Some("notes")
-            || (has("tags") && !has("library"));
+    fn search(&self, user: &User, args: Value) -> Result<ToolOutput, ToolError> {
+        let mut params: SearchParams = parse_params(args)?;
+        let notes = params.scope == Some(SearchScope::Notes)
+            || (params.tags.is_some() && params.library.is_none());
         if notes {
-            if let Some(m) = args.as_object_mut() {
-                m.remove("library");
-            }
-            let notes = self.notes(user)?;
-            return run(&notes, "search", args);
+            params.library = None;
+            return Ok(self.notes(user)?.call_params(&params));
         }
-        if has("library") {
-            let linkly = self.take_library(user, "search", &mut args)?;
-            return run(&linkly, "search", args);
+        if params.library.is_some() {
+            let linkly = self.take_library(user, "search", &mut params.library)?;
+            return Ok(linkly.call_params(&params));
         }
         let linked = self.db.linked(user).map_err(internal)?;
         if linked.len() <= 1 {
-            let linkly = self.take_library(user, "search", &mut args)?;
-            return run(&linkly, "search", args);
+            let linkly = self.take_library(user, "search", &mut params.library)?;
+            return Ok(linkly.call_params(&params));
         }
         // Every linked library, merged.
-        let params: SearchParams = serde_json::from_value(args)
-            .map_err(|e| ToolError::invalid(format!("invalid search arguments: {e}")))?;
-        let format = OutputFormat::parse(params.output_format.as_deref())?;
+        let format = params.output_format.unwrap_or_default();
         let limit = params.limit.unwrap_or(20).clamp(1, 50) as usize;
         let mut merged: Option<SearchResponse> = None;
         for l in &linked {
@@ -439,12 +425,12 @@ impl Shared {
                 "no linked library: find one with library_search and link it with library_link",
             ));
         };
-        match params.time_sort.as_deref() {
-            Some("newest") | Some("recent") => response
+        match params.time_sort {
+            Some(TimeSort::Newest) => response
                 .results
                 .sort_by_key(|h| std::cmp::Reverse(h.modified_at)),
-            Some("oldest") => response.results.sort_by_key(|h| h.modified_at),
-            _ => response
+            Some(TimeSort::Oldest) => response.results.sort_by_key(|h| h.modified_at),
+            Some(TimeSort::Default) | None => response
                 .results
                 .sort_by(|a, b| b.relevance.total_cmp(&a.relevance)),
         }
@@ -471,6 +457,7 @@ impl Shared {
         Ok(ToolOutput {
             text,
             is_error: false,
+            matched: None,
         })
     }
 }
@@ -590,12 +577,6 @@ impl ServerHandler for GatewayServer {
             .await
             .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?
             .map_err(|unknown| McpError::invalid_params(unknown.to_string(), None))?;
-        let content = vec![ContentBlock::text(output.text)];
-        Ok(if output.is_error {
-            CallToolResult::error(content)
-        } else {
-            CallToolResult::success(content)
-        }
-        .into())
+        Ok(linkly_mcp::answer::call_result(output).into())
     }
 }

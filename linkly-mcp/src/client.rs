@@ -4,9 +4,7 @@
 use std::time::Duration;
 
 use linkly_tools::ToolOutput;
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ContentBlock, Implementation,
-};
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -112,19 +110,7 @@ impl RemoteClient {
         .await
         .map_err(|_| RemoteError::Timeout(60))?
         .map_err(service_error)?;
-        let text = result
-            .content
-            .iter()
-            .filter_map(|c| match c {
-                ContentBlock::Text(t) => Some(t.text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        Ok(ToolOutput {
-            text,
-            is_error: result.is_error.unwrap_or(false),
-        })
+        Ok(crate::answer::tool_output(&result))
     }
 
     /// The server's tools, as it lists them.

@@ -9,6 +9,7 @@
 //! answered `-32700`, never dropped. Over HTTP, idle sessions expire and sessions, connections,
 //! header read time and body size are bounded ([`HttpOptions`]).
 
+pub mod answer;
 mod client;
 mod conn;
 mod guard;
@@ -21,9 +22,8 @@ use std::sync::Arc;
 
 use linkly_tools::{Linkly, TOOLS};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -125,13 +125,7 @@ impl ServerHandler for LinklyServer {
             .await
             .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?
             .map_err(|unknown| McpError::invalid_params(unknown.to_string(), None))?;
-        let content = vec![ContentBlock::text(output.text)];
-        let result = if output.is_error {
-            CallToolResult::error(content)
-        } else {
-            CallToolResult::success(content)
-        };
-        Ok(result.into())
+        Ok(answer::call_result(output).into())
     }
 }
 
@@ -242,13 +236,7 @@ impl ServerHandler for BridgeServer {
             other => other,
         }
         .map_err(bridge_error)?;
-        let content = vec![ContentBlock::text(output.text)];
-        Ok(if output.is_error {
-            CallToolResult::error(content)
-        } else {
-            CallToolResult::success(content)
-        }
-        .into())
+        Ok(answer::call_result(output).into())
     }
 }
 

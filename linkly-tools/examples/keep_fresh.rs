@@ -119,13 +119,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // A note is indexed before note_save answers: its tag finds it in the next call.
     let saved = linkly.note_save(NoteSaveParams {
-        mode: "create".into(),
+        mode: linkly_tools::NoteMode::Create,
         content: "Call the ferry company #travel".into(),
         ..Default::default()
     })?;
     let by_tag = linkly.search(SearchParams {
         query: "ferry".into(),
-        scope: Some("notes".into()),
+        scope: Some(linkly_tools::SearchScope::Notes),
         tags: Some(vec!["travel".into()]),
         ..Default::default()
     })?;

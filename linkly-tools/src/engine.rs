@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use crate::Result;
 use crate::render::{OutputFormat, finish_json, finish_markdown};
-use crate::tools::{Rendered, TOOLS};
+use crate::tools::TOOLS;
+use crate::tools::kit::{Body, Rendered};
 
 /// The text a tool call produced, as a front end shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +19,37 @@ pub struct ToolOutput {
     pub text: String,
     /// True when the call failed.
     pub is_error: bool,
+    /// What a successful answer of a tool that finds things counted (`search` and `list`:
+    /// `total`; `grep`: `total_matches`; `find_paths`: the folders), in every output format:
+    /// `--exit-code` reads it instead of asking again for JSON. `None` for the other tools and
+    /// for errors.
+    pub matched: Option<u64>,
+}
+
+impl ToolOutput {
+    /// A successful answer's text.
+    pub fn success(text: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            text: text.into(),
+            is_error: false,
+            matched: None,
+        }
+    }
+
+    /// A failed call's text (`[CODE] message` or the JSON error object).
+    pub fn failure(text: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            text: text.into(),
+            is_error: true,
+            matched: None,
+        }
+    }
+
+    /// The same answer with what it counted.
+    pub fn with_matched(mut self, matched: Option<u64>) -> ToolOutput {
+        self.matched = matched;
+        self
+    }
 }
 
 /// A call named a tool that does not exist.
@@ -162,6 +194,17 @@ impl Linkly {
         Ok(out)
     }
 
+    /// Calls a tool with its typed parameters, as [`Linkly::call`] would with them as JSON:
+    /// for a front end that routes or adjusts a call on its typed parameters.
+    pub fn call_params<P: crate::ToolParams>(&self, params: &P) -> ToolOutput {
+        match serde_json::to_value(params) {
+            Ok(args) => self
+                .call(P::NAME, args)
+                .unwrap_or_else(|unknown| ToolOutput::failure(unknown.to_string())),
+            Err(e) => ToolOutput::failure(crate::ToolError::internal(e).to_string()),
+        }
+    }
+
     /// Calls a tool by name with JSON arguments (`null` = no arguments), as MCP and the CLI do.
     ///
     /// Argument and domain failures come back as a [`ToolOutput`] with `is_error`; only an
@@ -190,27 +233,21 @@ impl Linkly {
         let result = (spec.run)(self, args);
         let now = linkly_core::now_millis();
         let output = match result {
-            Ok(Rendered::Markdown(body)) => ToolOutput {
-                text: finish_markdown(body, now),
-                is_error: false,
-            },
-            Ok(Rendered::Json(value)) => ToolOutput {
-                text: finish_json(value, now),
-                is_error: false,
-            },
+            Ok(Rendered { body, matched }) => ToolOutput::success(match body {
+                Body::Markdown(body) => finish_markdown(body, now),
+                Body::Json(value) => finish_json(value, now),
+            })
+            .with_matched(matched),
             Err(err) => {
                 // Internal failures were logged as errors where they were made; the caller's
                 // own errors are part of the conversation, not of the server's health.
                 if !err.is_internal() {
                     tracing::debug!(code = %err.code, message = %err.message, "tool call refused");
                 }
-                ToolOutput {
-                    text: match error_format {
-                        OutputFormat::Json => err.to_json().to_string(),
-                        OutputFormat::Markdown => err.to_string(),
-                    },
-                    is_error: true,
-                }
+                ToolOutput::failure(match error_format {
+                    OutputFormat::Json => err.to_json().to_string(),
+                    OutputFormat::Markdown => err.to_string(),
+                })
             }
         };
         tracing::debug!(

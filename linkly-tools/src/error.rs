@@ -35,6 +35,11 @@ impl ToolError {
         self
     }
 
+    /// The parameter the error is about, when its details name one.
+    pub fn parameter(&self) -> Option<&str> {
+        self.details.as_ref()?.get("parameter")?.as_str()
+    }
+
     /// `INVALID_ARGUMENT` for an integer outside its bounds (which may depend on another
     /// parameter), with the details `{"parameter", "minimum", "maximum", "received"}`.
     pub(crate) fn out_of_range(

@@ -34,6 +34,7 @@
 //! # Ok(()) }
 //! ```
 
+mod choice;
 mod engine;
 mod error;
 mod glob;
@@ -55,13 +56,14 @@ pub use crate::render::{OutputFormat, meta_footer};
 pub use crate::snippet::SnippetKind;
 pub use crate::tools::explore::{ExploreParams, ExploreResponse};
 pub use crate::tools::find_paths::{FindPathsParams, FindPathsResponse, FoundDirectory};
-pub use crate::tools::grep::{GrepMatch, GrepParams, GrepResponse};
-pub use crate::tools::list::{FileItem, FileList, ListParams, ReadmePointer};
+pub use crate::tools::grep::{GrepMatch, GrepMode, GrepParams, GrepResponse};
+pub use crate::tools::kit::{ToolParams, parse_params};
+pub use crate::tools::list::{FileItem, FileList, ListParams, ListScope, ListSort, ReadmePointer};
 pub use crate::tools::list_libraries::{LibrariesResponse, LibraryInfo, ListLibrariesParams};
-pub use crate::tools::note_save::{NoteSaveParams, NoteSaveResponse};
+pub use crate::tools::note_save::{NoteMode, NoteSaveParams, NoteSaveResponse};
 pub use crate::tools::outline::{OutlineDoc, OutlineParams, OutlineResponse};
-pub use crate::tools::read::{ReadParams, ReadResponse};
-pub use crate::tools::search::{SearchHit, SearchParams, SearchResponse};
+pub use crate::tools::read::{ImageText, ReadParams, ReadResponse};
+pub use crate::tools::search::{SearchHit, SearchParams, SearchResponse, SearchScope, TimeSort};
 pub use crate::tools::{TOOLS, ToolSpec};
 pub use crate::upkeep::{
     Coverage, FreshEvent, IndexNowReport, IndexState, KeepFresh, KeepFreshOptions, WORKER_ARG,

@@ -8,14 +8,16 @@ use serde_json::{Value, json};
 
 use crate::{Result, ToolError};
 
-/// The format of a tool's text.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum OutputFormat {
-    /// Markdown for people and models (the default).
-    #[default]
-    Markdown,
-    /// One JSON object.
-    Json,
+crate::choice::choice! {
+    /// The format of a tool's text (`output_format`).
+    #[derive(Default)]
+    pub enum OutputFormat {
+        /// Markdown for people and models (the default).
+        #[default]
+        Markdown = "markdown",
+        /// One JSON object.
+        Json = "json",
+    }
 }
 
 impl OutputFormat {

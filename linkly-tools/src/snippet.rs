@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use linkly_core::{is_cjk, stdx};
 use linkly_index::Index;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 /// The longest snippet, in characters.
@@ -22,7 +23,7 @@ const SCAN_LINE_BYTES: usize = 64 * 1024;
 const MAX_PASSAGE_LINES: usize = 5;
 
 /// What a snippet shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SnippetKind {
     /// The passage where the query's words occur.

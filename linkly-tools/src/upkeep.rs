@@ -29,6 +29,7 @@ use linkly_index::{
     DocRecord, EmbedProgress, EmbedReport, ModelStatus, Phase, Progress, SyncOptions, SyncReport,
     WatchEvent, Watcher,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{Linkly, Result, ToolError};
@@ -75,7 +76,7 @@ pub fn sandbox_for(config: &linkly_core::Config) -> Sandbox {
 }
 
 /// What the index is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum IndexState {
     /// Nothing has run yet.
@@ -243,7 +244,7 @@ impl Drop for KeepFresh {
 }
 
 /// How fresh the index is, for `/health`, `linkly status`, `explore` and `search`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Coverage {
     /// What the index is doing.
     pub state: IndexState,

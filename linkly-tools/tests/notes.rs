@@ -208,7 +208,7 @@ fn create_list_index_edit_and_conflict() {
     let out = f
         .linkly
         .note_save(NoteSaveParams {
-            mode: "edit".into(),
+            mode: linkly_tools::NoteMode::Edit,
             note_id: Some(id.clone()),
             base_version: Some(v1.clone()),
             content: "Meeting with Bob\nOverwrite!\n".into(),
@@ -636,7 +636,7 @@ fn concurrent_threads_never_lose_an_update() {
                     let body = text.split_once("\n---\n").unwrap().1;
                     let line = format!("w{w}c{c}");
                     let result = linkly.note_save(NoteSaveParams {
-                        mode: "edit".into(),
+                        mode: linkly_tools::NoteMode::Edit,
                         note_id: Some(id.clone()),
                         base_version: Some(version),
                         content: format!("{body}\n{line}"),

@@ -32,6 +32,10 @@
 //!   CPU time too).
 //! - `cargo xtask tokens`: tokens (cl100k_base) of the MCP `tools/list` answer, of the server
 //!   instructions and of a typical answer per tool over `testdata/corpus`.
+//! - `cargo xtask docs [--check]`: writes `docs/tools.md`, the tool reference, from the tools'
+//!   own definitions (schemas, descriptions, error codes); `--check` fails when it is stale (CI).
+//! - `cargo xtask metrics [--repo DIR]`: lines per crate, the largest files and the import
+//!   circles inside each crate (`docs/architecture-metrics.md`).
 //! - `cargo xtask tidy`: checks what `docs/ARCHITECTURE.md` promises (crate layers from `cargo
 //!   metadata`, no printing in libraries, no storage or model types in `linkly-index`'s and
 //!   `linkly-models`' public items, each `lib.rs` opening with its job, `unsafe` in one
@@ -55,8 +59,10 @@ mod bench_ui;
 mod browser;
 mod corpus;
 mod dist;
+mod docs;
 mod harness;
 mod load;
+mod metrics;
 mod test_model;
 mod tidy;
 mod tokens;
@@ -84,6 +90,8 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }),
         Some("dist") => dist::run(&args[1..]),
+        Some("docs") => docs::run(&args[1..]),
+        Some("metrics") => metrics::run(&args[1..]),
         Some("tokens") => tokens::run(&args[1..]),
         Some("tidy") => tidy::run(&args[1..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "ocr") => bench_ocr::run(&args[2..]),
@@ -100,7 +108,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench ui             the app's pages: server time, bytes, first render in Chromium\n                       (--docs N, default 100,000; --requests R; --renders K)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench embed          embedding throughput (--docs N)\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench ui             the app's pages: server time, bytes, first render in Chromium\n                       (--docs N, default 100,000; --requests R; --renders K)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench embed          embedding throughput (--docs N)\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  docs [--check]       write docs/tools.md from the tools' definitions (--check: fail if stale)\n  metrics [--repo DIR] lines per crate, largest files, import circles per crate\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
             );
             std::process::exit(2);
         }

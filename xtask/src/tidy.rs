@@ -192,7 +192,7 @@ fn rel(root: &Path, p: &Path) -> String {
 }
 
 /// The `.rs` files under a folder, sorted.
-fn rust_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn rust_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

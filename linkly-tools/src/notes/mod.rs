@@ -17,25 +17,15 @@ pub(crate) mod tags;
 pub(crate) mod versions;
 pub(crate) mod whitelist;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use linkly_core::{Config, DataDir, format_rfc3339};
+use linkly_core::{Config, DataDir};
 use linkly_index::{DocFilter, PathPredicate, SyncOptions};
-use serde::Serialize;
 
-use crate::error::{check_choice, check_range};
 use crate::notes::store::{NoteFile, NoteStore};
-use crate::render::one_line;
-use crate::tools::Rendered;
-use crate::tools::list::ListParams;
-use crate::{Linkly, OutputFormat, Result, ToolError};
-
-/// Characters of a note snippet.
-const SNIPPET_CHARS: usize = 200;
-/// Tags in `available_tags`.
-const AVAILABLE_TAGS: usize = 50;
+use crate::{Linkly, Result, ToolError};
 
 /// The sync options of a configuration: the watched folders plus the notes folder (when it
 /// exists), so that notes are indexed like any Markdown document. The notes folder is a root
@@ -74,7 +64,7 @@ impl Linkly {
     /// The index record of a note when it is indexed at its current bytes (same size and
     /// modification time); a stale record is "not indexed yet", so that nobody reads old text
     /// next to a new version.
-    fn indexed_doc(&self, note: &NoteFile) -> Result<Option<(linkly_core::DocId, i64)>> {
+    pub(crate) fn indexed_doc(&self, note: &NoteFile) -> Result<Option<(linkly_core::DocId, i64)>> {
         let Some(path) = note.path.to_str() else {
             return Ok(None);
         };
@@ -145,7 +135,7 @@ pub(crate) fn tag_filter(tags: Option<&[String]>) -> Result<Option<Vec<String>>>
     Ok((!normalised.is_empty()).then_some(normalised))
 }
 
-fn has_all(note: &NoteFile, wanted: &[String]) -> bool {
+pub(crate) fn has_all(note: &NoteFile, wanted: &[String]) -> bool {
     wanted.iter().all(|t| note.tags.contains(t))
 }
 
@@ -153,15 +143,15 @@ fn has_all(note: &NoteFile, wanted: &[String]) -> bool {
 /// (that carry every tag asked for). `None` when neither applies.
 pub(crate) fn search_restriction(
     linkly: &Linkly,
-    scope: &str,
+    notes_only: bool,
     library: Option<&str>,
     tags: Option<&[String]>,
 ) -> Result<Option<HashSet<String>>> {
     let wanted = tag_filter(tags)?;
-    if scope != "notes" && wanted.is_none() {
+    if !notes_only && wanted.is_none() {
         return Ok(None);
     }
-    if scope == "notes"
+    if notes_only
         && let Some(lib) = library
         && lib.starts_with("cloud://")
     {
@@ -198,198 +188,4 @@ pub(crate) fn restrict(filter: &mut DocFilter, notes: HashSet<String>) {
     filter.path = Some(Arc::new(move |path: &str| {
         notes.contains(path) && previous.as_ref().is_none_or(|p| p(path))
     }) as PathPredicate);
-}
-
-/// One note in `list scope="notes"`.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct NoteItem {
-    doc_id: Option<String>,
-    note_id: Option<String>,
-    version: String,
-    indexed: bool,
-    /// When the index last read the note (RFC 3339 UTC); null while it is not indexed.
-    indexed_at: Option<String>,
-    title: Option<String>,
-    path: String,
-    created_at: i64,
-    modified_at: i64,
-    tags: Vec<String>,
-    source: Option<String>,
-    snippet: Option<String>,
-}
-
-/// The response of `list scope="notes"`.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct NotesList {
-    scope: &'static str,
-    total: usize,
-    has_more: bool,
-    items: Vec<NoteItem>,
-    available_tags: Vec<String>,
-    #[serde(skip)]
-    tag_counts: Vec<(String, usize)>,
-    #[serde(skip)]
-    sort: String,
-    #[serde(skip)]
-    offset: usize,
-}
-
-fn snippet_of(body: &str) -> String {
-    let flat = one_line(body);
-    let cut = linkly_core::stdx::truncate_chars(&flat, SNIPPET_CHARS);
-    if cut.len() < flat.len() {
-        format!("{cut}…")
-    } else {
-        flat
-    }
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// `list` with `scope="notes"`.
-pub(crate) fn list_tool(linkly: &Linkly, params: &ListParams) -> Result<Rendered> {
-    for (name, given) in [
-        ("library", params.library.is_some()),
-        ("path", params.path.is_some()),
-        ("doc_types", params.doc_types.is_some()),
-        ("modified_after", params.modified_after.is_some()),
-        ("modified_before", params.modified_before.is_some()),
-    ] {
-        if given {
-            return Err(ToolError::invalid(format!(
-                "{name} applies to scope \"folder\" and \"library\", not \"notes\"; omit it (filter notes with tags)"
-            )));
-        }
-    }
-    let format = OutputFormat::parse(Some(params.output_format.as_deref().unwrap_or("json")))?;
-    let sort = check_choice(
-        "sort",
-        params.sort.as_deref().unwrap_or("recent"),
-        &["recent", "oldest", "name"],
-    )?;
-    let snippet = params.snippet.unwrap_or(true);
-    let limit = crate::tools::list::check_list_limit(params.limit, snippet)?;
-    let offset = check_range("offset", params.offset.unwrap_or(0), 0, i64::from(u32::MAX))?;
-    let wanted = tag_filter(params.tags.as_deref())?.unwrap_or_default();
-
-    let mut notes = linkly.note_store().scan()?;
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    for n in &notes {
-        for t in &n.tags {
-            *counts.entry(t.clone()).or_default() += 1;
-        }
-    }
-    let mut tag_counts: Vec<(String, usize)> = counts.into_iter().collect();
-    tag_counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    tag_counts.truncate(AVAILABLE_TAGS);
-
-    notes.retain(|n| has_all(n, &wanted));
-    match sort {
-        "oldest" => notes.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.path.cmp(&b.path))),
-        "name" => notes.sort_by(|a, b| {
-            file_name(&a.path)
-                .cmp(&file_name(&b.path))
-                .then(a.path.cmp(&b.path))
-        }),
-        _ => notes.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.path.cmp(&b.path))),
-    }
-    let total = notes.len();
-    let offset = offset as usize;
-    let mut items = Vec::new();
-    for n in notes.into_iter().skip(offset).take(limit as usize) {
-        let indexed = linkly.indexed_doc(&n)?;
-        items.push(NoteItem {
-            doc_id: indexed.map(|(d, _)| d.to_string()),
-            note_id: n.note_id.clone(),
-            version: n.version.clone(),
-            indexed: indexed.is_some(),
-            indexed_at: indexed.map(|(_, t)| linkly_core::format_rfc3339(t)),
-            title: n.title.clone(),
-            path: n.path.to_string_lossy().into_owned(),
-            created_at: n.created_at,
-            modified_at: n.modified_at,
-            tags: n.tags.clone(),
-            source: n.source.clone(),
-            snippet: snippet.then(|| snippet_of(&n.body)),
-        });
-    }
-    let response = NotesList {
-        scope: "notes",
-        total,
-        has_more: offset + items.len() < total,
-        available_tags: tag_counts.iter().map(|(t, _)| t.clone()).collect(),
-        items,
-        tag_counts,
-        sort: sort.to_string(),
-        offset,
-    };
-    crate::tools::render(format, &response, NotesList::to_markdown)
-}
-
-impl NotesList {
-    fn to_markdown(&self) -> String {
-        let mut out = String::from("# Notes\n\n");
-        out.push_str(&format!(
-            "Showing {} of {} notes (sort: {}, offset: {}) — target: notes\n",
-            self.items.len(),
-            self.total,
-            self.sort,
-            self.offset
-        ));
-        for (i, n) in self.items.iter().enumerate() {
-            let title = n
-                .title
-                .as_deref()
-                .map_or("(untitled)".to_string(), one_line);
-            out.push_str(&format!("\n## {}. {title}\n", self.offset + i + 1));
-            match &n.note_id {
-                Some(id) => out.push_str(&format!("- note_id: {id}\n")),
-                None => {
-                    out.push_str("- note_id: none (no front matter: not editable with note_save)\n")
-                }
-            }
-            out.push_str(&format!("- version: {}\n", n.version));
-            match &n.doc_id {
-                Some(d) => out.push_str(&format!("- doc_id: {d} (indexed)\n")),
-                None => out.push_str("- doc_id: none (not indexed yet)\n"),
-            }
-            out.push_str(&format!("- path: {}\n", crate::render::shown(&n.path)));
-            out.push_str(&format!(
-                "- created: {} · modified: {}\n",
-                format_rfc3339(n.created_at),
-                format_rfc3339(n.modified_at)
-            ));
-            if !n.tags.is_empty() {
-                let tags: Vec<String> = n.tags.iter().map(|t| format!("#{t}")).collect();
-                out.push_str(&format!("- tags: {}\n", tags.join(" ")));
-            }
-            if let Some(s) = &n.source {
-                out.push_str(&format!("- source: {}\n", one_line(s)));
-            }
-            if let Some(s) = &n.snippet
-                && !s.is_empty()
-            {
-                out.push_str(&format!("> {s}\n"));
-            }
-        }
-        if self.has_more {
-            out.push_str(&format!(
-                "\nMore notes: continue with offset={}\n",
-                self.offset + self.items.len()
-            ));
-        }
-        if !self.tag_counts.is_empty() {
-            let tags: Vec<String> = self
-                .tag_counts
-                .iter()
-                .map(|(t, c)| format!("#{t} ({c})"))
-                .collect();
-            out.push_str(&format!("\nAvailable tags: {}\n", tags.join(", ")));
-        }
-        out
-    }
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::library::{path_key, resolve, top_level_dirs};
 use crate::render::thousands;
-use crate::tools::{OUTPUT_FORMATS, Rendered, ToolSpec, parse_args, render, schema_of};
+use crate::tools::kit::{Rendered, ToolParams, ToolSpec, parse_args, render, schema_of};
 use crate::{Linkly, OutputFormat, Result};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -26,6 +26,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         keywords and directory names in search (query, path_glob or library), list or find_paths.",
     read_only: true,
     input_schema: schema_of::<ExploreParams>,
+    output_schema: Some(schema_of::<ExploreResponse>),
     run,
 };
 
@@ -55,12 +56,16 @@ pub struct ExploreParams {
     pub library: Option<String>,
     /// The answer's format.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
-    pub output_format: Option<String>,
+    #[schemars(extend("default" = "markdown"))]
+    pub output_format: Option<OutputFormat>,
+}
+
+impl ToolParams for ExploreParams {
+    const NAME: &'static str = SPEC.name;
 }
 
 /// Documents of one type.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct TypeCount {
     /// The doc-type token.
     pub doc_type: String,
@@ -69,7 +74,7 @@ pub struct TypeCount {
 }
 
 /// The summary section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ExploreSummary {
     /// Documents covered.
     pub documents: u64,
@@ -82,7 +87,7 @@ pub struct ExploreSummary {
 }
 
 /// One directory of the tree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct DirectoryEntry {
     /// The absolute path.
     pub path: String,
@@ -107,7 +112,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// A keyword and how many documents carry it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct KeywordCount {
     /// The keyword.
     pub keyword: String,
@@ -116,7 +121,7 @@ pub struct KeywordCount {
 }
 
 /// Keywords concentrated in one directory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct LocalKeywords {
     /// The directory holding at least 90% of their occurrences.
     pub directory: String,
@@ -125,7 +130,7 @@ pub struct LocalKeywords {
 }
 
 /// The keywords section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ExploreKeywords {
     /// Keywords spread across directories.
     pub global: Vec<KeywordCount>,
@@ -136,7 +141,7 @@ pub struct ExploreKeywords {
 }
 
 /// A directory with recent changes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct RecentDirectory {
     /// The directory (files directly in it).
     pub path: String,
@@ -147,7 +152,7 @@ pub struct RecentDirectory {
 }
 
 /// The recent-activity section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ExploreRecent {
     /// The window's start, Unix ms (7 days ago).
     pub since: i64,
@@ -160,7 +165,7 @@ pub struct ExploreRecent {
 }
 
 /// The response of `explore`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ExploreResponse {
     /// What was explored: `all indexed content` or `library <name> (local://<id>)`.
     pub scope: String,
@@ -186,7 +191,7 @@ pub struct ExploreResponse {
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let params: ExploreParams = parse_args(args)?;
-    let format = OutputFormat::parse(params.output_format.as_deref())?;
+    let format = params.output_format.unwrap_or_default();
     let response = linkly.explore(params)?;
     render(format, &response, ExploreResponse::to_markdown)
 }

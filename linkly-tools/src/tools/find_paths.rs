@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use crate::error::{check_count, check_range};
 use crate::render::thousands;
-use crate::tools::{
-    OUTPUT_FORMATS, Rendered, ToolSpec, lenient_int, parse_args, render, schema_of,
+use crate::tools::kit::{
+    Rendered, ToolParams, ToolSpec, lenient_int, parse_args, render, schema_of,
 };
 use crate::{Linkly, OutputFormat, PathGlob, Result, ToolError};
 
@@ -30,6 +30,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         call search.",
     read_only: true,
     input_schema: schema_of::<FindPathsParams>,
+    output_schema: Some(schema_of::<FindPathsResponse>),
     run,
 };
 
@@ -59,12 +60,16 @@ pub struct FindPathsParams {
     pub limit: Option<i64>,
     /// The answer's format.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
-    pub output_format: Option<String>,
+    #[schemars(extend("default" = "markdown"))]
+    pub output_format: Option<OutputFormat>,
+}
+
+impl ToolParams for FindPathsParams {
+    const NAME: &'static str = SPEC.name;
 }
 
 /// One candidate folder.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct FoundDirectory {
     /// The folder, cut at the end of the shallowest matching segment.
     pub path: String,
@@ -76,7 +81,7 @@ pub struct FoundDirectory {
 }
 
 /// The response of `find_paths`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct FindPathsResponse {
     /// Files whose directory matched, over every candidate folder (not only those returned).
     pub total_files: u64,
@@ -94,9 +99,10 @@ pub struct FindPathsResponse {
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let params: FindPathsParams = parse_args(args)?;
-    let format = OutputFormat::parse(params.output_format.as_deref())?;
+    let format = params.output_format.unwrap_or_default();
     let response = linkly.find_paths(params)?;
-    render(format, &response, FindPathsResponse::to_markdown)
+    Ok(render(format, &response, FindPathsResponse::to_markdown)?
+        .counting(response.directories.len() as u64))
 }
 
 /// Where a directory is aggregated: the end of the segment holding the shallowest match of

@@ -6,10 +6,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{check_choice, check_range};
+use crate::error::check_range;
 use crate::render::{one_line, thousands};
-use crate::tools::{
-    OUTPUT_FORMATS, Rendered, ToolSpec, find_doc, lenient_int, parse_args, parse_doc_id,
+use crate::tools::kit::{
+    Rendered, ToolParams, ToolSpec, find_doc, lenient_int, parse_args, parse_doc_id,
     readable_content, render, schema_of,
 };
 use crate::{Linkly, OutputFormat, Result, ToolError};
@@ -31,11 +31,19 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         pattern.",
     read_only: true,
     input_schema: schema_of::<GrepParams>,
+    output_schema: Some(schema_of::<GrepResponse>),
     run,
 };
 
-/// The values of `grep`'s `output_mode`.
-const OUTPUT_MODES: [&str; 2] = ["content", "count"];
+crate::choice::choice! {
+    /// What `grep` answers (`output_mode`).
+    pub enum GrepMode {
+        /// The matching lines with their context.
+        Content = "content",
+        /// The count only.
+        Count = "count",
+    }
+}
 
 /// Parameters of `grep`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -75,8 +83,8 @@ pub struct GrepParams {
     pub case_insensitive: Option<bool>,
     /// `content` (matching lines with context) or `count` (the count only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = OUTPUT_MODES, "default" = "content"))]
-    pub output_mode: Option<String>,
+    #[schemars(extend("default" = "content"))]
+    pub output_mode: Option<GrepMode>,
     /// Matching lines returned.
     #[serde(
         default,
@@ -99,12 +107,16 @@ pub struct GrepParams {
     pub fuzzy_whitespace: Option<bool>,
     /// The answer's format.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
-    pub output_format: Option<String>,
+    #[schemars(extend("default" = "markdown"))]
+    pub output_format: Option<OutputFormat>,
+}
+
+impl ToolParams for GrepParams {
+    const NAME: &'static str = SPEC.name;
 }
 
 /// One matching line with its context.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct GrepMatch {
     /// The 1-based line number.
     pub line_number: u32,
@@ -117,7 +129,7 @@ pub struct GrepMatch {
 }
 
 /// The response of `grep`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct GrepResponse {
     /// The pattern as given.
     pub pattern: String,
@@ -154,9 +166,10 @@ pub struct GrepResponse {
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let params: GrepParams = parse_args(args)?;
-    let format = OutputFormat::parse(params.output_format.as_deref())?;
+    let format = params.output_format.unwrap_or_default();
     let response = linkly.grep(params)?;
-    render(format, &response, GrepResponse::to_markdown)
+    Ok(render(format, &response, GrepResponse::to_markdown)?
+        .counting(response.total_matches as u64))
 }
 
 /// The 0-based indexes of the lines that match, in order.
@@ -234,11 +247,7 @@ impl Linkly {
         let context = check_range("context", p.context.unwrap_or(3), 0, 50)?;
         let before = check_range("before", p.before.unwrap_or(context), 0, 50)? as usize;
         let after = check_range("after", p.after.unwrap_or(context), 0, 50)? as usize;
-        let mode = check_choice(
-            "output_mode",
-            p.output_mode.as_deref().unwrap_or("content"),
-            &OUTPUT_MODES,
-        )?;
+        let mode = p.output_mode.unwrap_or(GrepMode::Content);
         let limit = check_range("limit", p.limit.unwrap_or(20), 1, 100)? as usize;
         let offset = check_range("offset", p.offset.unwrap_or(0), 0, i64::MAX)? as usize;
         let case_insensitive = p.case_insensitive.unwrap_or(false);
@@ -259,7 +268,7 @@ impl Linkly {
         };
         let hits = matching_lines(&lines, &re, squeezed.as_ref());
         let total = hits.len();
-        let page: Vec<usize> = if mode == "count" {
+        let page: Vec<usize> = if mode == GrepMode::Count {
             Vec::new()
         } else {
             hits.iter().copied().skip(offset).take(limit).collect()
@@ -280,7 +289,7 @@ impl Linkly {
                 }
             })
             .collect::<Vec<_>>();
-        let has_more = mode == "content" && offset + matches.len() < total;
+        let has_more = mode == GrepMode::Content && offset + matches.len() < total;
         let (searched, retry_with, hint) = if total == 0 {
             let (retry, hint) = no_match_hint(&p.pattern, &lines, case_insensitive, fuzzy)?;
             let searched = serde_json::json!({
@@ -305,7 +314,7 @@ impl Linkly {
             searched,
             retry_with,
             hint,
-            count_only: mode == "count",
+            count_only: mode == GrepMode::Count,
             offset,
         })
     }

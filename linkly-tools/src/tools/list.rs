@@ -2,6 +2,9 @@
 //! files (`library`), or the notes (`notes`) — with filters, stable sorts and paging. No
 //! full-text matching.
 
+use std::collections::HashMap;
+use std::path::Path;
+
 use linkly_core::format_rfc3339;
 use linkly_index::{CatalogFilter, CatalogSort, DocRecord};
 use schemars::JsonSchema;
@@ -10,10 +13,11 @@ use serde_json::Value;
 
 use crate::error::{check_choice, check_range};
 use crate::library::{allowed_dir, resolve};
-use crate::render::{one_line, thousands};
-use crate::tools::search::{check_window, parse_bound, parse_doc_types};
-use crate::tools::{
-    OUTPUT_FORMATS, Rendered, ToolSpec, doc_type_items, lenient_int, parse_args, render, schema_of,
+use crate::notes::{has_all, tag_filter};
+use crate::render::{one_line, shown, thousands};
+use crate::tools::kit::{
+    Rendered, ToolParams, ToolSpec, check_window, doc_type_items, lenient_int, parse_args,
+    parse_bound, parse_doc_types, render, schema_of,
 };
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
@@ -33,14 +37,35 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         indexed.",
     read_only: true,
     input_schema: schema_of::<ListParams>,
+    output_schema: Some(output_schema),
     run,
 };
 
-/// The values of `list`'s `scope`.
-const SCOPES: [&str; 3] = ["folder", "library", "notes"];
+crate::choice::choice! {
+    /// What `list` enumerates (`scope`).
+    #[derive(Default)]
+    pub enum ListScope {
+        /// The indexed files under a directory (all watched folders without `path`).
+        #[default]
+        Folder = "folder",
+        /// A library's files.
+        Library = "library",
+        /// The user's notes.
+        Notes = "notes",
+    }
+}
 
-/// The values of `list`'s `sort`.
-const SORTS: [&str; 3] = ["recent", "oldest", "name"];
+crate::choice::choice! {
+    /// The order of `list` (`sort`); ties are broken by the full path.
+    pub enum ListSort {
+        /// Newest first (notes: by creation, files: by modification).
+        Recent = "recent",
+        /// Oldest first.
+        Oldest = "oldest",
+        /// File name A→Z by code point.
+        Name = "name",
+    }
+}
 
 /// Parameters of `list`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -48,8 +73,7 @@ const SORTS: [&str; 3] = ["recent", "oldest", "name"];
 pub struct ListParams {
     /// `folder` (indexed files under a directory; no `path` = all watched folders), `library`
     /// (requires `library`) or `notes`.
-    #[schemars(extend("enum" = SCOPES))]
-    pub scope: String,
+    pub scope: ListScope,
     /// A library name or `local://<id>` (scope `library`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub library: Option<String>,
@@ -74,8 +98,8 @@ pub struct ListParams {
     /// `recent`, `oldest` (notes: by created time; files: by modification time) or `name` (file
     /// name A→Z by code point); ties broken by full path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = SORTS, "default" = "recent"))]
-    pub sort: Option<String>,
+    #[schemars(extend("default" = "recent"))]
+    pub sort: Option<ListSort>,
     /// Include snippets (notes: default true, the first ~200 characters of the body; files:
     /// default false, from the indexed abstract). While on, `limit` is at most 50.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,16 +122,27 @@ pub struct ListParams {
     pub offset: Option<i64>,
     /// The answer's format (default: json for notes, markdown otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = OUTPUT_FORMATS))]
-    pub output_format: Option<String>,
+    pub output_format: Option<OutputFormat>,
+}
+
+impl ToolParams for ListParams {
+    const NAME: &'static str = SPEC.name;
+}
+
+/// The answer's schema: a [`FileList`] for the `folder` and `library` scopes, the notes list
+/// for `notes`.
+fn output_schema() -> Value {
+    serde_json::json!({
+        "oneOf": [schema_of::<FileList>(), schema_of::<NotesList>()],
+    })
 }
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let params: ListParams = parse_args(args)?;
-    let scope = check_choice("scope", &params.scope, &SCOPES)?;
+    let scope = params.scope;
     check_dates(&params)?;
     match scope {
-        "notes" => crate::notes::list_tool(linkly, &params),
+        ListScope::Notes => list_notes(linkly, &params),
         _ => list_files(linkly, &params),
     }
 }
@@ -124,7 +159,7 @@ fn check_dates(p: &ListParams) -> Result<(Option<i64>, Option<i64>)> {
 const SNIPPET_CHARS: usize = 200;
 
 /// One file of a `folder` or `library` listing.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct FileItem {
     /// `local://<n>`.
     pub doc_id: String,
@@ -155,7 +190,7 @@ pub struct FileItem {
 }
 
 /// The README found directly in a listed directory.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ReadmePointer {
     /// `local://<n>`.
     pub doc_id: String,
@@ -164,7 +199,7 @@ pub struct ReadmePointer {
 }
 
 /// The response of `list` for the `folder` and `library` scopes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct FileList {
     /// `folder` or `library`.
     pub scope: String,
@@ -196,9 +231,9 @@ pub struct FileList {
 
 /// The `folder` and `library` scopes.
 fn list_files(linkly: &Linkly, params: &ListParams) -> Result<Rendered> {
-    let format = OutputFormat::parse(params.output_format.as_deref())?;
+    let format = params.output_format.unwrap_or_default();
     let response = linkly.list_files(params)?;
-    render(format, &response, FileList::to_markdown)
+    Ok(render(format, &response, FileList::to_markdown)?.counting(response.total))
 }
 
 fn file_item(linkly: &Linkly, rec: DocRecord, with_snippet: bool) -> FileItem {
@@ -247,7 +282,7 @@ pub(crate) fn check_list_limit(limit: Option<i64>, snippet: bool) -> Result<i64>
 impl Linkly {
     /// Runs `list` for the `folder` and `library` scopes.
     pub fn list_files(&self, p: &ListParams) -> Result<FileList> {
-        let scope = check_choice("scope", &p.scope, &["folder", "library"])?;
+        let scope = check_choice("scope", p.scope.as_str(), &["folder", "library"])?;
         if p.tags.is_some() {
             return Err(ToolError::invalid(format!(
                 "tags filters notes and is only valid with scope \"notes\" (got scope {scope:?}); omit tags or list scope \"notes\""
@@ -267,11 +302,11 @@ impl Linkly {
             }
             (_, None) => None,
         };
-        let sort_name = check_choice("sort", p.sort.as_deref().unwrap_or("recent"), &SORTS)?;
+        let sort_name = p.sort.unwrap_or(ListSort::Recent);
         let sort = match sort_name {
-            "oldest" => CatalogSort::Oldest,
-            "name" => CatalogSort::Name,
-            _ => CatalogSort::Recent,
+            ListSort::Oldest => CatalogSort::Oldest,
+            ListSort::Name => CatalogSort::Name,
+            ListSort::Recent => CatalogSort::Recent,
         };
         let with_snippet = p.snippet.unwrap_or(false);
         let limit = check_list_limit(p.limit, with_snippet)?;
@@ -366,7 +401,7 @@ impl Linkly {
             total: page.total,
             has_more: (offset as u64).saturating_add(items.len() as u64) < page.total,
             offset: offset as u64,
-            sort: sort_name.to_string(),
+            sort: sort_name.as_str().to_string(),
             items,
             readme,
             filters,
@@ -486,4 +521,220 @@ impl FileList {
         }
         out
     }
+}
+
+/// One note in `list scope="notes"`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct NoteItem {
+    /// `local://<n>`; null until the note is indexed.
+    doc_id: Option<String>,
+    /// The note's UUID (from its front matter), to pass to note_save; null for a Markdown file
+    /// without one.
+    note_id: Option<String>,
+    /// Lowercase hex SHA-256 of the note file's bytes: note_save's `base_version`.
+    version: String,
+    /// Whether the index holds the note yet.
+    indexed: bool,
+    /// When the index last read the note (RFC 3339 UTC); null while it is not indexed.
+    indexed_at: Option<String>,
+    /// The note's title; null when its file name was generated.
+    title: Option<String>,
+    /// The absolute path of the note file.
+    path: String,
+    /// Creation time, Unix milliseconds.
+    created_at: i64,
+    /// Modification time, Unix milliseconds.
+    modified_at: i64,
+    /// The note's tags (its `#tag` tokens).
+    tags: Vec<String>,
+    /// The app that wrote it (note_save's `app_name`).
+    source: Option<String>,
+    /// The first ~200 characters of the body (with `snippet`).
+    snippet: Option<String>,
+}
+
+/// The response of `list scope="notes"`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct NotesList {
+    /// `notes`.
+    scope: &'static str,
+    /// How many notes the filters select (the whole set, not the page).
+    total: usize,
+    /// Whether more notes follow this page.
+    has_more: bool,
+    /// The notes of this page.
+    items: Vec<NoteItem>,
+    /// The 50 most used tags, most used first: values for `tags`.
+    available_tags: Vec<String>,
+    #[serde(skip)]
+    tag_counts: Vec<(String, usize)>,
+    #[serde(skip)]
+    sort: String,
+    #[serde(skip)]
+    offset: usize,
+}
+
+/// `list` with `scope="notes"`.
+fn list_notes(linkly: &Linkly, params: &ListParams) -> Result<Rendered> {
+    for (name, given) in [
+        ("library", params.library.is_some()),
+        ("path", params.path.is_some()),
+        ("doc_types", params.doc_types.is_some()),
+        ("modified_after", params.modified_after.is_some()),
+        ("modified_before", params.modified_before.is_some()),
+    ] {
+        if given {
+            return Err(ToolError::invalid(format!(
+                "{name} applies to scope \"folder\" and \"library\", not \"notes\"; omit it (filter notes with tags)"
+            )));
+        }
+    }
+    let format = params.output_format.unwrap_or(OutputFormat::Json);
+    let sort = params.sort.unwrap_or(ListSort::Recent);
+    let snippet = params.snippet.unwrap_or(true);
+    let limit = check_list_limit(params.limit, snippet)?;
+    let offset = check_range("offset", params.offset.unwrap_or(0), 0, i64::from(u32::MAX))?;
+    let wanted = tag_filter(params.tags.as_deref())?.unwrap_or_default();
+
+    let mut notes = linkly.note_store().scan()?;
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for n in &notes {
+        for t in &n.tags {
+            *counts.entry(t.clone()).or_default() += 1;
+        }
+    }
+    let mut tag_counts: Vec<(String, usize)> = counts.into_iter().collect();
+    tag_counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    tag_counts.truncate(AVAILABLE_TAGS);
+
+    notes.retain(|n| has_all(n, &wanted));
+    match sort {
+        ListSort::Oldest => {
+            notes.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.path.cmp(&b.path)))
+        }
+        ListSort::Name => notes.sort_by(|a, b| {
+            file_name(&a.path)
+                .cmp(&file_name(&b.path))
+                .then(a.path.cmp(&b.path))
+        }),
+        ListSort::Recent => {
+            notes.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(a.path.cmp(&b.path)))
+        }
+    }
+    let total = notes.len();
+    let offset = offset as usize;
+    let mut items = Vec::new();
+    for n in notes.into_iter().skip(offset).take(limit as usize) {
+        let indexed = linkly.indexed_doc(&n)?;
+        items.push(NoteItem {
+            doc_id: indexed.map(|(d, _)| d.to_string()),
+            note_id: n.note_id.clone(),
+            version: n.version.clone(),
+            indexed: indexed.is_some(),
+            indexed_at: indexed.map(|(_, t)| linkly_core::format_rfc3339(t)),
+            title: n.title.clone(),
+            path: n.path.to_string_lossy().into_owned(),
+            created_at: n.created_at,
+            modified_at: n.modified_at,
+            tags: n.tags.clone(),
+            source: n.source.clone(),
+            snippet: snippet.then(|| snippet_of(&n.body)),
+        });
+    }
+    let response = NotesList {
+        scope: "notes",
+        total,
+        has_more: offset + items.len() < total,
+        available_tags: tag_counts.iter().map(|(t, _)| t.clone()).collect(),
+        items,
+        tag_counts,
+        sort: sort.to_string(),
+        offset,
+    };
+    Ok(render(format, &response, NotesList::to_markdown)?.counting(response.total as u64))
+}
+
+impl NotesList {
+    fn to_markdown(&self) -> String {
+        let mut out = String::from("# Notes\n\n");
+        out.push_str(&format!(
+            "Showing {} of {} notes (sort: {}, offset: {}) — target: notes\n",
+            self.items.len(),
+            self.total,
+            self.sort,
+            self.offset
+        ));
+        for (i, n) in self.items.iter().enumerate() {
+            let title = n
+                .title
+                .as_deref()
+                .map_or("(untitled)".to_string(), one_line);
+            out.push_str(&format!("\n## {}. {title}\n", self.offset + i + 1));
+            match &n.note_id {
+                Some(id) => out.push_str(&format!("- note_id: {id}\n")),
+                None => {
+                    out.push_str("- note_id: none (no front matter: not editable with note_save)\n")
+                }
+            }
+            out.push_str(&format!("- version: {}\n", n.version));
+            match &n.doc_id {
+                Some(d) => out.push_str(&format!("- doc_id: {d} (indexed)\n")),
+                None => out.push_str("- doc_id: none (not indexed yet)\n"),
+            }
+            out.push_str(&format!("- path: {}\n", shown(&n.path)));
+            out.push_str(&format!(
+                "- created: {} · modified: {}\n",
+                format_rfc3339(n.created_at),
+                format_rfc3339(n.modified_at)
+            ));
+            if !n.tags.is_empty() {
+                let tags: Vec<String> = n.tags.iter().map(|t| format!("#{t}")).collect();
+                out.push_str(&format!("- tags: {}\n", tags.join(" ")));
+            }
+            if let Some(s) = &n.source {
+                out.push_str(&format!("- source: {}\n", one_line(s)));
+            }
+            if let Some(s) = &n.snippet
+                && !s.is_empty()
+            {
+                out.push_str(&format!("> {s}\n"));
+            }
+        }
+        if self.has_more {
+            out.push_str(&format!(
+                "\nMore notes: continue with offset={}\n",
+                self.offset + self.items.len()
+            ));
+        }
+        if !self.tag_counts.is_empty() {
+            let tags: Vec<String> = self
+                .tag_counts
+                .iter()
+                .map(|(t, c)| format!("#{t} ({c})"))
+                .collect();
+            out.push_str(&format!("\nAvailable tags: {}\n", tags.join(", ")));
+        }
+        out
+    }
+}
+
+/// Characters of a note snippet.
+const NOTE_SNIPPET_CHARS: usize = 200;
+/// Tags in `available_tags`.
+const AVAILABLE_TAGS: usize = 50;
+
+fn snippet_of(body: &str) -> String {
+    let flat = one_line(body);
+    let cut = linkly_core::stdx::truncate_chars(&flat, NOTE_SNIPPET_CHARS);
+    if cut.len() < flat.len() {
+        format!("{cut}…")
+    } else {
+        flat
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::library::LibraryScope;
 use crate::render::{one_line, thousands};
-use crate::tools::{Rendered, ToolSpec, parse_args, schema_of};
+use crate::tools::kit::{Rendered, ToolParams, ToolSpec, parse_args, schema_of};
 use crate::{Linkly, Result};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -19,6 +19,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         indexed content.",
     read_only: true,
     input_schema: schema_of::<ListLibrariesParams>,
+    output_schema: None,
     run,
 };
 
@@ -27,8 +28,12 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
 #[serde(deny_unknown_fields)]
 pub struct ListLibrariesParams {}
 
+impl ToolParams for ListLibrariesParams {
+    const NAME: &'static str = SPEC.name;
+}
+
 /// One library.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct LibraryInfo {
     /// The name.
     pub name: String,
@@ -47,7 +52,7 @@ pub struct LibraryInfo {
 }
 
 /// The response of `list_libraries`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct LibrariesResponse {
     /// The libraries, in the order of the config file.
     pub libraries: Vec<LibraryInfo>,
@@ -55,7 +60,7 @@ pub struct LibrariesResponse {
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let _: ListLibrariesParams = parse_args(args)?;
-    Ok(Rendered::Markdown(linkly.list_libraries()?.to_markdown()))
+    Ok(Rendered::markdown(linkly.list_libraries()?.to_markdown()))
 }
 
 impl Linkly {

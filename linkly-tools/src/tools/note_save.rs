@@ -7,10 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::check_choice;
 use crate::notes::store::{self, SaveRequest};
 use crate::notes::{tags, versions};
-use crate::tools::{Rendered, ToolSpec, parse_args, schema_of};
+use crate::tools::kit::{Rendered, ToolParams, ToolSpec, parse_args, schema_of};
 use crate::{Linkly, Result, ToolError};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -31,19 +30,28 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         version this tool returns, not from what you sent.",
     read_only: false,
     input_schema: schema_of::<NoteSaveParams>,
+    output_schema: Some(output_schema),
     run,
 };
 
-/// The values of `note_save`'s `mode`.
-const MODES: [&str; 2] = ["create", "edit"];
+crate::choice::choice! {
+    /// What `note_save` does (`mode`).
+    #[derive(Default)]
+    pub enum NoteMode {
+        /// Write a new note.
+        #[default]
+        Create = "create",
+        /// Replace a note's body, from its last read version.
+        Edit = "edit",
+    }
+}
 
 /// Parameters of `note_save`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoteSaveParams {
     /// `create` (a new note) or `edit` (replace an existing note's body).
-    #[schemars(extend("enum" = MODES))]
-    pub mode: String,
+    pub mode: NoteMode,
     /// The Markdown body without front matter; on edit, the full revised body. At most 10 MiB;
     /// blank is refused.
     pub content: String,
@@ -64,8 +72,12 @@ pub struct NoteSaveParams {
     pub app_name: Option<String>,
 }
 
+impl ToolParams for NoteSaveParams {
+    const NAME: &'static str = SPEC.name;
+}
+
 /// What `note_save` wrote.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct NoteSaveResponse {
     /// The note's UUID.
     pub note_id: String,
@@ -86,8 +98,41 @@ pub struct NoteSaveResponse {
 /// 1 MiB, and a client that retries then creates the note twice).
 pub(crate) const ECHO_LIMIT: usize = 128 * 1024;
 
+/// The answer's schema: [`NoteSaveResponse`], whose `content` is null and `content_omitted`
+/// set for a body over [`ECHO_LIMIT`].
+fn output_schema() -> Value {
+    let mut schema = schema_of::<NoteSaveResponse>();
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        properties.insert(
+            "content_omitted".into(),
+            serde_json::json!({
+                "type": "object",
+                "description": format!(
+                    "Present instead of `content` for a body over {} KiB: `bytes` (the body's size) and `reason`; base the next edit on `version`.",
+                    ECHO_LIMIT / 1024
+                ),
+                "properties": {
+                    "bytes": {"type": "integer", "description": "The body's size in bytes."},
+                    "reason": {"type": "string", "description": "Why the body is not echoed."},
+                },
+            }),
+        );
+    }
+    schema
+}
+
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
-    let params: NoteSaveParams = parse_args(args)?;
+    // A mode outside create and edit is the notes store's refusal, as every bad note request.
+    let params: NoteSaveParams = parse_args(args).map_err(|e| {
+        if e.parameter() == Some("mode") {
+            ToolError {
+                code: ErrorCode::NoteInvalidInput,
+                ..e
+            }
+        } else {
+            e
+        }
+    })?;
     let response = linkly.note_save(params)?;
     let mut value = serde_json::to_value(&response).map_err(ToolError::internal)?;
     if response.content.len() > ECHO_LIMIT {
@@ -102,7 +147,7 @@ fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
             ),
         });
     }
-    Ok(Rendered::Json(value))
+    Ok(Rendered::json(value))
 }
 
 fn invalid(message: impl Into<String>) -> ToolError {
@@ -112,13 +157,10 @@ fn invalid(message: impl Into<String>) -> ToolError {
 impl Linkly {
     /// Runs `note_save`.
     pub fn note_save(&self, p: NoteSaveParams) -> Result<NoteSaveResponse> {
-        let mode = check_choice("mode", &p.mode, &MODES).map_err(|e| ToolError {
-            code: ErrorCode::NoteInvalidInput,
-            ..e
-        })?;
+        let mode = p.mode;
         // Arguments that need no file first, so a bad call never waits for the lock.
         let note_id = p.note_id.as_deref().map(store::parse_note_id).transpose()?;
-        if mode == "edit" {
+        if mode == NoteMode::Edit {
             let missing: Vec<&str> = [
                 ("note_id", p.note_id.is_none()),
                 ("base_version", p.base_version.is_none()),
@@ -172,7 +214,7 @@ impl Linkly {
         };
         let store = self.note_store();
         let saved = match (note_id, base_version) {
-            (Some(id), Some(base)) if mode == "edit" => store.edit(&id, &base, request)?,
+            (Some(id), Some(base)) if mode == NoteMode::Edit => store.edit(&id, &base, request)?,
             (id, _) => store.create(id, request)?,
         };
         // The note is indexed before the answer, so that search, list and read see it in the

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use crate::error::check_count;
 use crate::render::{one_line, thousands};
-use crate::tools::{
-    OUTPUT_FORMATS, Rendered, ToolSpec, parse_args, parse_doc_id, render, schema_of,
+use crate::tools::kit::{
+    Rendered, ToolParams, ToolSpec, parse_args, parse_doc_id, render, schema_of,
 };
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
@@ -29,6 +29,7 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         refused); omitted, all levels within a size budget.",
     read_only: true,
     input_schema: schema_of::<OutlineParams>,
+    output_schema: Some(schema_of::<OutlineResponse>),
     run,
 };
 
@@ -45,12 +46,16 @@ pub struct OutlineParams {
     pub expand: Option<Vec<String>>,
     /// The answer's format.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
-    pub output_format: Option<String>,
+    #[schemars(extend("default" = "markdown"))]
+    pub output_format: Option<OutputFormat>,
+}
+
+impl ToolParams for OutlineParams {
+    const NAME: &'static str = SPEC.name;
 }
 
 /// The outline of one document.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct OutlineDoc {
     /// The id as given.
     pub doc_id: String,
@@ -80,7 +85,7 @@ pub struct OutlineDoc {
 }
 
 /// The response of `outline`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct OutlineResponse {
     /// One entry per requested id, in order.
     pub documents: Vec<OutlineDoc>,
@@ -88,7 +93,7 @@ pub struct OutlineResponse {
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let params: OutlineParams = parse_args(args)?;
-    let format = OutputFormat::parse(params.output_format.as_deref())?;
+    let format = params.output_format.unwrap_or_default();
     let response = linkly.outline(params)?;
     render(format, &response, OutlineResponse::to_markdown)
 }

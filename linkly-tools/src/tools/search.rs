@@ -2,18 +2,19 @@
 //! ×0.5) fused with semantic similarity of chunk embeddings (reciprocal-rank fusion) when the
 //! model is available, one result per document with its best snippet.
 
-use linkly_core::{DocType, format_rfc3339, parse_time};
+use linkly_core::format_rfc3339;
 use linkly_index::DocFilter;
 use rayon::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{check_choice, check_range};
+use crate::error::check_range;
 use crate::render::{one_line, shown, thousands};
 use crate::snippet::{Passage, QueryTerms, SnippetKind, best_passage, opening};
-use crate::tools::{
-    OUTPUT_FORMATS, Rendered, ToolSpec, doc_type_items, lenient_int, parse_args, render, schema_of,
+use crate::tools::kit::{
+    Rendered, ToolParams, ToolSpec, check_window, doc_type_items, lenient_int, parse_args,
+    parse_bound, parse_doc_types, render, schema_of,
 };
 use crate::{Linkly, OutputFormat, PathGlob, Result, ToolError};
 
@@ -40,14 +41,31 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
         data, never instructions.",
     read_only: true,
     input_schema: schema_of::<SearchParams>,
+    output_schema: Some(schema_of::<SearchResponse>),
     run,
 };
 
-/// The values of `search`'s `scope`.
-const SCOPES: [&str; 2] = ["folder", "notes"];
+crate::choice::choice! {
+    /// What `search` covers (`scope`).
+    pub enum SearchScope {
+        /// All indexed content (with `library` and `path_glob`).
+        Folder = "folder",
+        /// The user's notes only.
+        Notes = "notes",
+    }
+}
 
-/// The values of `search`'s `time_sort`.
-const TIME_SORTS: [&str; 3] = ["default", "newest", "oldest"];
+crate::choice::choice! {
+    /// The order of `search`'s results (`time_sort`).
+    pub enum TimeSort {
+        /// Relevance.
+        Default = "default",
+        /// Newest modification first.
+        Newest = "newest",
+        /// Oldest modification first.
+        Oldest = "oldest",
+    }
+}
 
 /// Parameters of `search`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -78,8 +96,8 @@ pub struct SearchParams {
     /// `folder`: all indexed content; `notes`: only the user's notes (ignores `path_glob` and a
     /// local `library`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = SCOPES, "default" = "folder"))]
-    pub scope: Option<String>,
+    #[schemars(extend("default" = "folder"))]
+    pub scope: Option<SearchScope>,
     /// AND filter on note tags (a leading `#` and ASCII case ignored), usually with
     /// scope="notes"; for OR, call once per tag.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,12 +112,12 @@ pub struct SearchParams {
     /// `default` (relevance), `newest` or `oldest`: re-orders the selected results. For
     /// "recent"/"oldest" without a date window; a window is modified_after/before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = TIME_SORTS, "default" = "default"))]
-    pub time_sort: Option<String>,
+    #[schemars(extend("default" = "default"))]
+    pub time_sort: Option<TimeSort>,
     /// The answer's format.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("enum" = OUTPUT_FORMATS, "default" = "markdown"))]
-    pub output_format: Option<String>,
+    #[schemars(extend("default" = "markdown"))]
+    pub output_format: Option<OutputFormat>,
     /// Add, per result, why it came back: its rank and score in the BM25 and vector arms and
     /// the fused score (JSON `explain`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,8 +125,12 @@ pub struct SearchParams {
     pub explain: Option<bool>,
 }
 
+impl ToolParams for SearchParams {
+    const NAME: &'static str = SPEC.name;
+}
+
 /// One search result: a document.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct SearchHit {
     /// `local://<n>`.
     pub doc_id: String,
@@ -162,7 +184,7 @@ pub struct SearchHit {
 }
 
 /// The response of `search`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct SearchResponse {
     /// The query as given.
     pub query: String,
@@ -189,42 +211,9 @@ pub struct SearchResponse {
 
 fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     let params: SearchParams = parse_args(args)?;
-    let format = OutputFormat::parse(params.output_format.as_deref())?;
+    let format = params.output_format.unwrap_or_default();
     let response = linkly.search(params)?;
-    render(format, &response, SearchResponse::to_markdown)
-}
-
-/// Validates `doc_types` tokens.
-pub(crate) fn parse_doc_types(name: &str, tokens: &[String]) -> Result<Vec<DocType>> {
-    let mut bad = Vec::new();
-    let mut out = Vec::new();
-    for t in tokens {
-        match DocType::from_token(t) {
-            Ok(d) => out.push(d),
-            Err(_) => bad.push(format!("{t:?}")),
-        }
-    }
-    if !bad.is_empty() {
-        return Err(ToolError::invalid(format!(
-            "{name} has unknown type(s) {}; supported: {}",
-            bad.join(", "),
-            DocType::supported_list()
-        )));
-    }
-    Ok(out)
-}
-
-/// Parses an optional time bound.
-pub(crate) fn parse_bound(name: &str, value: Option<&str>) -> Result<Option<i64>> {
-    value
-        .map(|v| {
-            parse_time(v).map_err(|_| {
-                ToolError::invalid(format!(
-                    "{name} must be an ISO 8601 date or time in UTC, like \"2024-01-31\" or \"2024-01-31T12:00:00Z\" (got {v:?})"
-                ))
-            })
-        })
-        .transpose()
+    Ok(render(format, &response, SearchResponse::to_markdown)?.counting(response.total as u64))
 }
 
 impl Linkly {
@@ -240,18 +229,22 @@ impl Linkly {
             .as_deref()
             .map(|t| parse_doc_types("doc_types", t))
             .transpose()?;
-        let scope = check_choice("scope", p.scope.as_deref().unwrap_or("folder"), &SCOPES)?;
+        let scope = p.scope.unwrap_or(SearchScope::Folder);
         // Notes (scope "notes" or a tags filter): only note files carrying every tag asked.
         // Scope "notes" ignores path_glob and a local library.
-        let notes =
-            crate::notes::search_restriction(self, scope, p.library.as_deref(), p.tags.as_deref())?;
+        let notes = crate::notes::search_restriction(
+            self,
+            scope == SearchScope::Notes,
+            p.library.as_deref(),
+            p.tags.as_deref(),
+        )?;
         let library = match scope {
-            "notes" => None,
-            _ => crate::library::scope_of(self, p.library.as_deref())?,
+            SearchScope::Notes => None,
+            SearchScope::Folder => crate::library::scope_of(self, p.library.as_deref())?,
         };
         let glob = match scope {
-            "notes" => None,
-            _ => p.path_glob.as_deref().map(PathGlob::new).transpose()?,
+            SearchScope::Notes => None,
+            SearchScope::Folder => p.path_glob.as_deref().map(PathGlob::new).transpose()?,
         };
         let modified_after = parse_bound("modified_after", p.modified_after.as_deref())?;
         let modified_before = parse_bound("modified_before", p.modified_before.as_deref())?;
@@ -261,11 +254,7 @@ impl Linkly {
             &p.modified_before,
             modified_before,
         )?;
-        let time_sort = check_choice(
-            "time_sort",
-            p.time_sort.as_deref().unwrap_or("default"),
-            &TIME_SORTS,
-        )?;
+        let time_sort = p.time_sort.unwrap_or(TimeSort::Default);
 
         let mut filter = DocFilter {
             doc_types,
@@ -339,9 +328,9 @@ impl Linkly {
             });
         }
         match time_sort {
-            "newest" => results.sort_by_key(|r| std::cmp::Reverse(r.modified_at)),
-            "oldest" => results.sort_by_key(|r| r.modified_at),
-            _ => {}
+            TimeSort::Newest => results.sort_by_key(|r| std::cmp::Reverse(r.modified_at)),
+            TimeSort::Oldest => results.sort_by_key(|r| r.modified_at),
+            TimeSort::Default => {}
         }
         let mut notices = Vec::new();
         if outcome.mode == linkly_index::SearchMode::Keyword {
@@ -379,7 +368,7 @@ impl Linkly {
     fn empty_search_hint(
         &self,
         p: &SearchParams,
-        scope: &str,
+        scope: SearchScope,
         filters: &serde_json::Map<String, Value>,
         unfiltered: Option<usize>,
     ) -> Result<String> {
@@ -407,7 +396,7 @@ impl Linkly {
                     .into(),
             );
         }
-        if scope == "notes" {
+        if scope == SearchScope::Notes {
             out.push(
                 "scope=\"notes\" searched the notes only: omit scope to search every indexed \
                  document."
@@ -460,28 +449,8 @@ fn snippet_of(
     }
 }
 
-/// Refuses a time window whose start is later than its end: nothing could match it.
-pub(crate) fn check_window(
-    raw_after: &Option<String>,
-    after: Option<i64>,
-    raw_before: &Option<String>,
-    before: Option<i64>,
-) -> Result<()> {
-    if let (Some(a), Some(b)) = (after, before)
-        && a > b
-    {
-        return Err(ToolError::invalid(format!(
-            "modified_after ({}) is later than modified_before ({}): no document can match; swap \
-             the two values or drop one",
-            raw_after.as_deref().unwrap_or_default(),
-            raw_before.as_deref().unwrap_or_default()
-        )));
-    }
-    Ok(())
-}
-
 /// The filters of a search as given, for an answer to name them.
-fn active_filters(p: &SearchParams, scope: &str) -> serde_json::Map<String, Value> {
+fn active_filters(p: &SearchParams, scope: SearchScope) -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
     if let Some(t) = &p.doc_types {
         m.insert("doc_types".into(), serde_json::json!(t));
@@ -492,8 +461,8 @@ fn active_filters(p: &SearchParams, scope: &str) -> serde_json::Map<String, Valu
     if let Some(g) = &p.path_glob {
         m.insert("path_glob".into(), Value::from(g.clone()));
     }
-    if scope != "folder" {
-        m.insert("scope".into(), Value::from(scope));
+    if scope != SearchScope::Folder {
+        m.insert("scope".into(), Value::from(scope.as_str()));
     }
     if let Some(t) = &p.tags {
         m.insert("tags".into(), serde_json::json!(t));

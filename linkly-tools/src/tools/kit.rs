@@ -1,0 +1,321 @@
+//! The kit every tool uses: the [`ToolSpec`] a tool declares, argument parsing and schemas,
+//! the shared parameter checks (document ids, types, time bounds), rendering in the requested
+//! format. The registry ([`super::TOOLS`]) imports the tools; the tools import this, never the
+//! registry.
+
+use linkly_core::{DocType, parse_time};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::check_choice;
+use crate::{Linkly, Result, ToolError};
+
+/// One tool as front ends see it: its name, description, input schema and runner.
+pub struct ToolSpec {
+    /// The tool's name (`search`).
+    pub name: &'static str,
+    /// A one-line human title.
+    pub title: &'static str,
+    /// The description shown to models: what the tool does and when to use it.
+    pub description: &'static str,
+    /// True for tools that never write.
+    pub read_only: bool,
+    /// The JSON schema of the arguments.
+    pub input_schema: fn() -> Value,
+    /// The JSON schema of a successful JSON answer (before `_meta` is added); `None` for a
+    /// tool that answers in Markdown only. A tool with several answer shapes gives a `oneOf`.
+    pub output_schema: Option<fn() -> Value>,
+    pub(crate) run: fn(&Linkly, Value) -> Result<Rendered>,
+}
+
+impl std::fmt::Debug for ToolSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSpec")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// A tool's parameter type: what [`crate::Linkly::call_params`] takes and
+/// [`parse_params`] reads, named by its tool.
+pub trait ToolParams: Serialize + DeserializeOwned + JsonSchema {
+    /// The tool's name (`search`).
+    const NAME: &'static str;
+}
+
+/// Reads a tool's parameters from JSON arguments as the tool does (`null` is none), with the
+/// tool's errors: for a front end that looks at or changes typed parameters before the call.
+pub fn parse_params<P: ToolParams>(args: Value) -> Result<P> {
+    parse_args(if args.is_null() {
+        Value::Object(Default::default())
+    } else {
+        args
+    })
+}
+
+/// A successful tool result before the footer is added, with what it counted.
+pub(crate) struct Rendered {
+    /// The answer.
+    pub(crate) body: Body,
+    /// What a finding tool counted (see `ToolOutput::matched`).
+    pub(crate) matched: Option<u64>,
+}
+
+/// The body of a [`Rendered`] answer.
+pub(crate) enum Body {
+    Markdown(String),
+    Json(Value),
+}
+
+impl Rendered {
+    /// A Markdown answer.
+    pub(crate) fn markdown(text: String) -> Rendered {
+        Rendered {
+            body: Body::Markdown(text),
+            matched: None,
+        }
+    }
+
+    /// A JSON answer.
+    pub(crate) fn json(value: Value) -> Rendered {
+        Rendered {
+            body: Body::Json(value),
+            matched: None,
+        }
+    }
+
+    /// The same answer with what it counted.
+    pub(crate) fn counting(mut self, matched: u64) -> Rendered {
+        self.matched = Some(matched);
+        self
+    }
+}
+
+/// The JSON schema of a parameter type, as agents and validating clients read it.
+///
+/// The derive's bounds (`minimum`/`maximum`, `minItems`/`maxItems`), choices (`enum`) and
+/// defaults (`default`) come from each field's `#[schemars(...)]` attributes. Then a default
+/// that only means "absent" (`null`) is dropped, and so are the Rust-width `format`s (`int64`,
+/// `uint`), which are no JSON Schema vocabulary. An optional parameter stays nullable (an
+/// explicit `null` is "not given", as models often send it), so a nullable choice lists
+/// `null` among its values.
+pub(crate) fn schema_of<T: JsonSchema>() -> Value {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let mut schema =
+        serde_json::to_value(schema).unwrap_or_else(|_| serde_json::json!({"type": "object"}));
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        for property in properties.values_mut() {
+            plain_property(property);
+        }
+    }
+    schema
+}
+
+/// Cleans one property schema (see [`schema_of`]).
+fn plain_property(property: &mut Value) {
+    let Some(map) = property.as_object_mut() else {
+        return;
+    };
+    if map.get("default") == Some(&Value::Null) {
+        map.remove("default");
+    }
+    let types: Vec<Value> = match map.get("type") {
+        Some(Value::Array(types)) => types.clone(),
+        Some(t) => vec![t.clone()],
+        None => Vec::new(),
+    };
+    if types.iter().any(|t| t == "integer" || t == "number") {
+        map.remove("format");
+    }
+    if types.iter().any(|t| t == "null")
+        && let Some(Value::Array(values)) = map.get_mut("enum")
+        && !values.contains(&Value::Null)
+    {
+        values.push(Value::Null);
+    }
+}
+
+/// Schema transform of a `doc_types` parameter: its items are the contract's type tokens
+/// ([`linkly_core::DocType::ALL`]; the tools also take them in any case).
+pub(crate) fn doc_type_items(schema: &mut schemars::Schema) {
+    let tokens: Vec<&str> = linkly_core::DocType::ALL
+        .iter()
+        .map(|t| t.as_str())
+        .collect();
+    schema.insert(
+        "items".into(),
+        serde_json::json!({"type": "string", "enum": tokens}),
+    );
+}
+
+/// Deserialises an optional integer parameter leniently: a JSON integer, a string holding
+/// one (`"5"`, a common model output) or `null`. Anything else fails, and [`parse_args`]
+/// names the parameter in the `INVALID_ARGUMENT`. Ranges are still checked by the tool.
+pub(crate) fn lenient_int<'de, D>(deserializer: D) -> std::result::Result<Option<i64>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::de::{Error, Unexpected};
+    let expected = "an integer (or a string holding one)";
+    match Option::<Value>::deserialize(deserializer)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| D::Error::invalid_value(Unexpected::Other(&n.to_string()), &expected)),
+        Some(Value::String(s)) => s
+            .trim()
+            .parse::<i64>()
+            .map(Some)
+            .map_err(|_| D::Error::invalid_value(Unexpected::Str(&s), &expected)),
+        Some(Value::Bool(b)) => Err(D::Error::invalid_type(Unexpected::Bool(b), &expected)),
+        Some(Value::Array(_)) => Err(D::Error::invalid_type(Unexpected::Seq, &expected)),
+        Some(Value::Object(_)) => Err(D::Error::invalid_type(Unexpected::Map, &expected)),
+    }
+}
+
+/// Deserialises arguments, naming the offending parameter on failure. A value outside a
+/// parameter's fixed set (its schema's `enum`: a [`crate::choice`] type) is refused as
+/// [`check_choice`] refuses it, naming the parameter and the allowed values.
+pub(crate) fn parse_args<T: DeserializeOwned + JsonSchema>(args: Value) -> Result<T> {
+    serde_path_to_error::deserialize::<_, T>(&args).map_err(|e| {
+        let path = e.path().to_string();
+        let name = path.split(['[', '.']).next().unwrap_or_default();
+        if let Some(err) = choice_error::<T>(name, args.get(name)) {
+            return err;
+        }
+        let inner = e.into_inner().to_string();
+        if path.is_empty() || path == "." {
+            ToolError::invalid(format!("invalid arguments: {inner}"))
+        } else {
+            ToolError::invalid(format!("{path}: {inner}"))
+                .with_details(serde_json::json!({ "parameter": path }))
+        }
+    })
+}
+
+/// The refusal of a value outside a parameter's listed values, when the parameter lists them.
+fn choice_error<T: JsonSchema>(name: &str, given: Option<&Value>) -> Option<ToolError> {
+    let schema = schema_of::<T>();
+    let property = schema.get("properties")?.get(name)?;
+    let listed = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    };
+    let received = given?.as_str()?;
+    let allowed = listed(property.get("enum")?);
+    let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+    check_choice(name, received, &allowed).err()
+}
+
+/// Renders a response in the requested format.
+pub(crate) fn render<T: serde::Serialize>(
+    format: crate::OutputFormat,
+    response: &T,
+    markdown: impl FnOnce(&T) -> String,
+) -> Result<Rendered> {
+    Ok(match format {
+        crate::OutputFormat::Json => {
+            Rendered::json(serde_json::to_value(response).map_err(ToolError::internal)?)
+        }
+        crate::OutputFormat::Markdown => Rendered::markdown(markdown(response)),
+    })
+}
+
+/// Parses a document id parameter.
+pub(crate) fn parse_doc_id(linkly: &Linkly, name: &str, value: &str) -> Result<linkly_core::DocId> {
+    linkly.parse_doc_address(value).ok_or_else(|| {
+        ToolError::invalid(format!(
+            "{name} must be a document id like {:?} (got {value:?})",
+            linkly.doc_example()
+        ))
+    })
+}
+
+/// Looks up a document, or `DOC_NOT_FOUND`.
+pub(crate) fn find_doc(
+    linkly: &Linkly,
+    raw: &str,
+    id: linkly_core::DocId,
+) -> Result<linkly_index::DocRecord> {
+    // Checked against the file first: a changed file is re-indexed, a deleted one is gone.
+    linkly
+        .fresh_doc(id)?
+        .ok_or_else(|| ToolError::doc_not_found(raw))
+}
+
+/// A document's text, or `CONTENT_UNREADABLE` when it has a skip reason.
+pub(crate) fn readable_content(linkly: &Linkly, doc: &linkly_index::DocRecord) -> Result<String> {
+    if let Some(reason) = &doc.skip_reason {
+        return Err(ToolError::new(
+            linkly_core::ErrorCode::ContentUnreadable,
+            format!(
+                "{} ({}) has no readable content: {reason}. It is indexed by name only; do not read or grep it",
+                doc.path,
+                linkly.doc_address(doc.id)
+            ),
+        ));
+    }
+    Ok(linkly.index().content(doc.id)?.unwrap_or_default())
+}
+
+/// Validates `doc_types` tokens.
+pub(crate) fn parse_doc_types(name: &str, tokens: &[String]) -> Result<Vec<DocType>> {
+    let mut bad = Vec::new();
+    let mut out = Vec::new();
+    for t in tokens {
+        match DocType::from_token(t) {
+            Ok(d) => out.push(d),
+            Err(_) => bad.push(format!("{t:?}")),
+        }
+    }
+    if !bad.is_empty() {
+        return Err(ToolError::invalid(format!(
+            "{name} has unknown type(s) {}; supported: {}",
+            bad.join(", "),
+            DocType::supported_list()
+        )));
+    }
+    Ok(out)
+}
+
+/// Parses an optional time bound.
+pub(crate) fn parse_bound(name: &str, value: Option<&str>) -> Result<Option<i64>> {
+    value
+        .map(|v| {
+            parse_time(v).map_err(|_| {
+                ToolError::invalid(format!(
+                    "{name} must be an ISO 8601 date or time in UTC, like \"2024-01-31\" or \"2024-01-31T12:00:00Z\" (got {v:?})"
+                ))
+            })
+        })
+        .transpose()
+}
+
+/// Refuses a time window whose start is later than its end: nothing could match it.
+pub(crate) fn check_window(
+    raw_after: &Option<String>,
+    after: Option<i64>,
+    raw_before: &Option<String>,
+    before: Option<i64>,
+) -> Result<()> {
+    if let (Some(a), Some(b)) = (after, before)
+        && a > b
+    {
+        return Err(ToolError::invalid(format!(
+            "modified_after ({}) is later than modified_before ({}): no document can match; swap \
+             the two values or drop one",
+            raw_after.as_deref().unwrap_or_default(),
+            raw_before.as_deref().unwrap_or_default()
+        )));
+    }
+    Ok(())
+}
