@@ -138,10 +138,10 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
             tokio::spawn(async move {
                 let started = Instant::now();
                 while started.elapsed() < Duration::from_secs(10)
-                    && !read_port_file_full(&port_file)
+                    && read_port_file_full(&port_file)
                         .ok()
                         .flatten()
-                        .is_some_and(|p| p.pid == std::process::id())
+                        .is_none_or(|p| p.pid != std::process::id())
                 {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -318,7 +318,7 @@ fn handover_file(data: &DataDir) -> PathBuf {
 /// time limit: a mark left by a crashed server does not hold anything up for long).
 fn handover_pending(data: &DataDir) -> bool {
     fs_err::metadata(handover_file(data))
-        .and_then(|m| m.modified().map_err(Into::into))
+        .and_then(|m| m.modified())
         .is_ok_and(|t| t.elapsed().is_ok_and(|age| age < HANDOVER_TIMEOUT))
 }
 
