@@ -63,7 +63,9 @@ pub(crate) enum Command {
     Library(LibraryCommand),
     /// Create a note, or edit one with compare-and-swap versions.
     NoteSave(NoteSaveArgs),
-    /// Index the watched folders, then serve MCP over Streamable HTTP on 127.0.0.1.
+    /// Index the watched folders, then serve MCP over Streamable HTTP on 127.0.0.1. A server
+    /// that `linkly mcp` started in the background hands over to this one; one started by hand
+    /// is stopped with `linkly stop`.
     Serve(ServeArgs),
     /// Open the window (the local web app) in the default browser: the data directory's
     /// server, started in the background when none runs. Prints its address.
@@ -81,8 +83,12 @@ pub(crate) enum Command {
     /// The embedding model for semantic search: status, download, use `<name>`.
     #[command(subcommand)]
     Model(ModelCommand),
-    /// Show the server, index and model state.
+    /// Show the server (which process, since when, started by whom, with which options),
+    /// index and model state.
     Status,
+    /// Stop the data directory's server gracefully (requests in flight finish first). `linkly
+    /// mcp` clients still running start a background one again at their next call.
+    Stop,
     /// Check the installation step by step, with advice for each failure.
     Doctor(DoctorArgs),
     /// Internal: extracts one file for the indexer's isolated worker (request on stdin).
@@ -235,12 +241,15 @@ pub(crate) struct ReadArgs {
     pub(crate) image_text: Option<ImageText>,
 }
 
+/// The first port `linkly serve` tries.
+pub(crate) const DEFAULT_PORT: u16 = 60606;
+
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// Folders to add to the watched folders before indexing.
     pub(crate) paths: Vec<PathBuf>,
     /// The first port to try (the next ones are tried while it is busy).
-    #[arg(long, default_value_t = 60606)]
+    #[arg(long, default_value_t = DEFAULT_PORT)]
     pub(crate) port: u16,
     /// Also accept LAN clients: binds 0.0.0.0 (or --bind) and requires a bearer token from
     /// non-local clients (generated once and kept in the config; `linkly status` shows it).
@@ -307,12 +316,50 @@ pub(crate) enum GatewayCommand {
     /// Manage the gateway's users.
     #[command(subcommand)]
     User(GatewayUserCommand),
-    /// Let a user link a showcase or private library.
+    /// Let a user link a showcase or private library (with --remove: withdraw the invitation).
     Invite {
         /// The library: `cloud://<owner>/<slug>`.
         library: String,
         /// The user invited.
         user: String,
+        /// Withdraw the invitation: the user no longer sees the library (unless it is public)
+        /// and loses their link to it.
+        #[arg(long)]
+        remove: bool,
+        #[command(flatten)]
+        db: GatewayDb,
+    },
+    /// Users' tokens.
+    #[command(subcommand)]
+    Token(GatewayTokenCommand),
+    /// Every library of the gateway, for an administrator: list, remove.
+    #[command(subcommand)]
+    Library(GatewayLibraryCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GatewayTokenCommand {
+    /// Give a user a new token and print it (shown once); the old one stops working at once,
+    /// on every gateway process.
+    Rotate {
+        /// The user name.
+        name: String,
+        #[command(flatten)]
+        db: GatewayDb,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GatewayLibraryCommand {
+    /// List every library, whatever its visibility: address, visibility, documents, links.
+    List {
+        #[command(flatten)]
+        db: GatewayDb,
+    },
+    /// Remove a library with its documents, links and invitations.
+    Remove {
+        /// The library: `cloud://<owner>/<slug>`.
+        library: String,
         #[command(flatten)]
         db: GatewayDb,
     },

@@ -57,6 +57,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Model(cmd) => model::run(&data, cmd, printer),
         Command::NoteSave(args) => notes::note_save(&data, args, printer),
         Command::Status => status::status(&data, printer),
+        Command::Stop => daemon::stop(&data, printer),
         Command::Doctor(args) => status::doctor(&data, args.fix, printer),
         Command::ExtractWorker => Ok(ExitCode::from(
             u8::try_from(linkly_extract::run_worker()).unwrap_or(2),

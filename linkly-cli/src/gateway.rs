@@ -1,5 +1,6 @@
 //! `linkly gateway …`: Linkly Cloud, self-hosted. `serve` runs the multi-user gateway
-//! (`linkly_gateway::serve`); `user add|remove|list` and `invite` administer its database
+//! (`linkly_gateway::serve`); `user add|remove|list`, `token rotate`, `invite [--remove]` and
+//! `library list|remove` administer its database
 //! directly (SQLite at `<data dir>/gateway/gateway.sqlite` unless `--database` names another
 //! file or a PostgreSQL URL), so they work whether or not a gateway runs.
 
@@ -13,7 +14,10 @@ use linkly_gateway::db::{Db, DbSpec};
 use linkly_gateway::model::{LibraryKey, Limits, Plan};
 use serde_json::json;
 
-use crate::args::{GatewayCommand, GatewayDb, GatewayServeArgs, GatewayUserCommand, PlanArg};
+use crate::args::{
+    GatewayCommand, GatewayDb, GatewayLibraryCommand, GatewayServeArgs, GatewayTokenCommand,
+    GatewayUserCommand, PlanArg,
+};
 use crate::backend::runtime;
 use crate::daemon::shutdown_signal;
 use crate::output::Printer;
@@ -43,6 +47,8 @@ pub(crate) fn run(
 ) -> anyhow::Result<ExitCode> {
     match cmd {
         GatewayCommand::Serve(args) => serve(data, args),
+        GatewayCommand::Token(cmd) => token(data, cmd, printer),
+        GatewayCommand::Library(cmd) => libraries(data, cmd, printer),
         GatewayCommand::User(GatewayUserCommand::Add { name, plan, db }) => {
             let db = open_db(data, &db)?;
             let plan = match plan {
@@ -105,7 +111,30 @@ pub(crate) fn run(
             }
             Ok(ExitCode::SUCCESS)
         }
-        GatewayCommand::Invite { library, user, db } => {
+        GatewayCommand::Invite {
+            library,
+            user,
+            remove: true,
+            db,
+        } => {
+            let key = LibraryKey::parse(&library)?;
+            let db = open_db(data, &db)?;
+            let removed = db.uninvite(&key, &user)?;
+            if printer.json {
+                println!(
+                    "{}",
+                    json!({"status": "success", "library": key.address(), "user": user, "removed": removed})
+                );
+            } else if removed {
+                println!("Withdrew {user}'s invitation to {key}.");
+            } else {
+                println!("{user} had no invitation to {key}: nothing to withdraw.");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        GatewayCommand::Invite {
+            library, user, db, ..
+        } => {
             let key = LibraryKey::parse(&library)?;
             let db = open_db(data, &db)?;
             db.invite(&key, &user)?;
@@ -120,6 +149,85 @@ pub(crate) fn run(
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `linkly gateway token rotate`.
+fn token(data: &DataDir, cmd: GatewayTokenCommand, printer: Printer) -> anyhow::Result<ExitCode> {
+    match cmd {
+        GatewayTokenCommand::Rotate { name, db } => {
+            let db = open_db(data, &db)?;
+            let Some(token) = db.rotate_token(&name)? else {
+                bail!("no user {name:?} on this gateway (`linkly gateway user list`)");
+            };
+            if printer.json {
+                println!(
+                    "{}",
+                    json!({"status": "success", "user": name, "token": token})
+                );
+            } else {
+                println!(
+                    "New token for {name} (shown once; the old one no longer works):\n{token}"
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `linkly gateway library list|remove`: every library, for an administrator.
+fn libraries(
+    data: &DataDir,
+    cmd: GatewayLibraryCommand,
+    printer: Printer,
+) -> anyhow::Result<ExitCode> {
+    match cmd {
+        GatewayLibraryCommand::List { db } => {
+            let db = open_db(data, &db)?;
+            let libraries = db.all_libraries()?;
+            if printer.json {
+                let list: Vec<_> = libraries
+                    .iter()
+                    .map(|l| {
+                        json!({
+                            "library": l.key.address(),
+                            "title": l.title,
+                            "visibility": l.visibility.as_str(),
+                            "documents": l.doc_count,
+                            "links": l.links,
+                            "updated_at": linkly_core::format_rfc3339(l.updated_at),
+                        })
+                    })
+                    .collect();
+                println!("{}", json!({"status": "success", "libraries": list}));
+            } else if libraries.is_empty() {
+                println!("No libraries yet: users publish them with `linkly publish`.");
+            } else {
+                for l in &libraries {
+                    println!(
+                        "{}\t{}\t{} documents\t{} links\t{}",
+                        l.key.address(),
+                        l.visibility.as_str(),
+                        l.doc_count,
+                        l.links,
+                        linkly_core::format_rfc3339(l.updated_at)
+                    );
+                }
+            }
+        }
+        GatewayLibraryCommand::Remove { library, db } => {
+            let key = LibraryKey::parse(&library)?;
+            let db = open_db(data, &db)?;
+            if !db.remove_library(&key)? {
+                bail!("no library {key} on this gateway (`linkly gateway library list`)");
+            }
+            if printer.json {
+                println!("{}", json!({"status": "success", "removed": key.address()}));
+            } else {
+                println!("Removed {key}, with its documents, links and invitations.");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn serve(data: &DataDir, a: GatewayServeArgs) -> anyhow::Result<ExitCode> {

@@ -6,7 +6,7 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use linkly_mcp::{Health, PortFile};
+use linkly_mcp::{Health, PortFile, ServerInfo, StartedBy};
 
 /// A server's base URL (`http://host:port`), its MCP endpoint and how to reach it.
 #[derive(Debug, Clone)]
@@ -70,20 +70,42 @@ impl Target {
 
     /// `GET /health`: the status code, the body, and the latency.
     pub(crate) fn health(&self, timeout: Duration) -> anyhow::Result<(u16, String, Duration)> {
+        self.request("GET", "/health", &[], "", timeout)
+    }
+
+    /// One HTTP/1.1 request (`Connection: close`) with extra headers and a JSON body: the
+    /// status code, the body, and the latency.
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<(u16, String, Duration)> {
         let started = Instant::now();
         let mut stream = TcpStream::connect_timeout(&self.addr()?, timeout)?;
         stream.set_read_timeout(Some(timeout))?;
         stream.set_write_timeout(Some(timeout))?;
-        let auth = self
-            .token
-            .as_ref()
-            .map(|t| format!("Authorization: Bearer {t}\r\n"))
-            .unwrap_or_default();
-        write!(
-            stream,
-            "GET /health HTTP/1.1\r\nHost: {}:{}\r\n{auth}Connection: close\r\n\r\n",
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}:{}\r\nConnection: close\r\n",
             self.host, self.port
-        )?;
+        );
+        if let Some(t) = &self.token {
+            head.push_str(&format!("Authorization: Bearer {t}\r\n"));
+        }
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        if !body.is_empty() || method != "GET" {
+            head.push_str(&format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                body.len()
+            ));
+        }
+        head.push_str("\r\n");
+        stream.write_all(head.as_bytes())?;
+        stream.write_all(body.as_bytes())?;
         let mut raw = Vec::new();
         stream.read_to_end(&mut raw)?;
         let text = String::from_utf8_lossy(&raw);
@@ -109,26 +131,49 @@ impl Target {
     }
 }
 
+/// How `linkly status` and the messages name a server: `pid 12, started by hand at …`.
+pub(crate) fn describe(info: &ServerInfo) -> String {
+    let by = match info.started_by {
+        StartedBy::Hand => "by hand",
+        StartedBy::Background => "in the background by `linkly mcp`",
+    };
+    let options = if info.options.is_empty() {
+        "no options".to_string()
+    } else {
+        format!("options: {}", info.options.join(" "))
+    };
+    format!(
+        "pid {}, started {by} at {}, {options}",
+        info.pid, info.started_at
+    )
+}
+
 /// The port in a port file ([`PortFile`]), with the anchor's error messages.
 pub(crate) fn read_port_file(path: &std::path::Path) -> anyhow::Result<Option<u16>> {
+    Ok(read_port_file_full(path)?.map(|p| p.port))
+}
+
+/// The whole port file ([`PortFile`]: port, pid, control token).
+pub(crate) fn read_port_file_full(path: &std::path::Path) -> anyhow::Result<Option<PortFile>> {
     let text = match fs_err::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let PortFile { port, .. } = serde_json::from_str(&text).with_context(|| {
+    let file: PortFile = serde_json::from_str(&text).with_context(|| {
         format!(
             "the port file {} is corrupted (expected {{\"port\": 1-65535, \"pid\": N}})",
             path.display()
         )
     })?;
-    if port == 0 {
+    if file.port == 0 {
         bail!(
-            "Invalid port {port} in {} (must be 1-65535)",
+            "Invalid port {} in {} (must be 1-65535)",
+            file.port,
             path.display()
         );
     }
-    Ok(Some(port))
+    Ok(Some(file))
 }
 
 #[cfg(test)]

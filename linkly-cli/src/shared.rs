@@ -7,27 +7,25 @@
 //! All writes (sync, watcher, embeddings, notes) happen in that one process: no lock errors, no
 //! double indexing. The server lives while a client pings it and stops a few minutes after the
 //! last one; a client whose server died (killed, say) starts a new one and reconnects on its
-//! next call. `linkly mcp --embedded` serves from the process itself instead.
+//! next call, and one whose background server handed over to a server started by hand
+//! reconnects to that one (`daemon`). `linkly mcp --embedded` serves from the process itself
+//! instead.
 
-use std::process::{ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context as _, bail};
 use linkly_core::DataDir;
 use linkly_mcp::{Connector, RemoteClient, RemoteError};
 use linkly_tools::{KeepFreshOptions, Linkly};
 
 use crate::args::McpArgs;
 use crate::backend::{self, runtime};
+use crate::daemon::ensure_server;
 use crate::health::{Target, read_port_file};
 
-/// How long a server started by `linkly mcp` lives without any request (`LINKLY_MCP_IDLE_SECS`).
-const DEFAULT_IDLE_SECS: u64 = 300;
 /// How often a client pings its server (well within the idle time).
 const KEEPALIVE: Duration = Duration::from_secs(20);
-/// How long a client waits for a server it started to answer.
-const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(crate) fn mcp(data: &DataDir, args: McpArgs) -> anyhow::Result<ExitCode> {
     let conn = backend::connection();
@@ -121,90 +119,6 @@ fn embedded(data: &DataDir) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(linkly_mcp::serve_stdio(linkly))?;
     drop(engine);
     Ok(ExitCode::SUCCESS)
-}
-
-/// The running server of the data directory, if its port file answers `/health`.
-fn running(data: &DataDir) -> Option<Target> {
-    let port = read_port_file(&data.port_file()).ok().flatten()?;
-    let target = Target::local(port);
-    target
-        .health(Duration::from_millis(1500))
-        .ok()
-        .filter(|(status, _, _)| (200..300).contains(status))
-        .map(|_| target)
-}
-
-/// The data directory's server: the running one, else one started now in the background.
-/// Two clients starting at once both end up with the same server: the second `serve` finds
-/// the first one's lock and exits, and both wait for the port file of the winner.
-pub(crate) fn ensure_server(data: &DataDir) -> anyhow::Result<Target> {
-    if let Some(t) = running(data) {
-        return Ok(t);
-    }
-    data.ensure()?;
-    let exe = std::env::current_exe().context("cannot find the linkly executable")?;
-    let log_path = data.root().join("serve.log");
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .with_context(|| format!("cannot open {}", log_path.display()))?;
-    let idle = std::env::var("LINKLY_MCP_IDLE_SECS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_IDLE_SECS);
-    let mut cmd = std::process::Command::new(exe);
-    cmd.arg("--home")
-        .arg(data.root())
-        .args(["serve", "--exit-when-unused", &idle.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(log));
-    // Its own process group: a client that kills its process group does not stop the server
-    // other clients share.
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = cmd.spawn().context("cannot start `linkly serve`")?;
-    let started = Instant::now();
-    let mut exited = None;
-    loop {
-        if let Some(t) = running(data) {
-            // Reap it when it stops (it outlives this process otherwise; init reaps it then).
-            if exited.is_none() {
-                std::thread::spawn(move || {
-                    let _ = child.wait();
-                });
-            }
-            // A server just started loads the embedding model (when on disk) before anything
-            // else: the client's first searches are then hybrid. A fraction of a second.
-            while started.elapsed() < START_TIMEOUT
-                && t.health_json(Duration::from_secs(2))
-                    .is_ok_and(|h| h.index_status == linkly_mcp::IndexStatus::Scanning)
-            {
-                std::thread::sleep(Duration::from_millis(25));
-            }
-            return Ok(t);
-        }
-        if exited.is_none()
-            && let Ok(Some(status)) = child.try_wait()
-        {
-            // Lost the race for the lock to another client's server, or failed: keep waiting
-            // a little for the winner's port file.
-            exited = Some(status);
-        }
-        if started.elapsed() > START_TIMEOUT
-            || exited.is_some() && started.elapsed() > Duration::from_secs(5)
-        {
-            bail!(
-                "`linkly serve` did not start (see {}){}",
-                log_path.display(),
-                exited
-                    .map(|s| format!("; it exited with {s}"))
-                    .unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
 }
 
 /// Pings the server while this client lives, so that a server started for clients stops only

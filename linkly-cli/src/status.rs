@@ -10,7 +10,7 @@ use linkly_mcp::IndexStatus;
 use serde_json::{Value, json};
 
 use crate::backend::{connection, runtime, server_target};
-use crate::health::{Target, read_port_file};
+use crate::health::{Target, describe, read_port_file};
 use crate::output::Printer;
 
 fn index_label(status: IndexStatus) -> &'static str {
@@ -101,6 +101,8 @@ pub(crate) fn status(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
                 v["index_status"] = json!(h.index_status);
                 v["coverage"] = json!(h.coverage);
                 v["base"] = json!(t.base);
+                // Which process, since when, started by whom, with which options.
+                v["process"] = json!(h.server);
             }
             (Some(_), Some(Err(e))) => {
                 v["status"] = json!("error");
@@ -139,6 +141,9 @@ pub(crate) fn status(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCod
     match (&target, health) {
         (Some(_), Some(Ok(h))) => {
             println!("  Server: v{}", h.version);
+            if let Some(info) = &h.server {
+                println!("  Process: {}", describe(info));
+            }
             println!("  MCP:    {}", h.mcp_endpoint);
             println!("  Docs:   {} indexed", count(h.doc_count));
             println!("  Index:  {}", index_label(h.index_status));

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, probe_python, repo_dir};
-use serde_json::Value;
+use common::{StdioClient, bin, probe_python, repo_dir};
+use serde_json::{Value, json};
 
 /// A running `linkly gateway serve`; stopped with SIGTERM when dropped.
 struct Gateway {
@@ -23,6 +23,11 @@ struct Gateway {
 impl Gateway {
     /// Starts a gateway on a free port with this data directory and optional database.
     fn start(home: &Path, database: Option<&str>) -> Gateway {
+        Gateway::start_at(home, database, 0)
+    }
+
+    /// Starts a gateway on `port` (0: a free one) with this data directory and database.
+    fn start_at(home: &Path, database: Option<&str>, port: u16) -> Gateway {
         fs_err::create_dir_all(home).unwrap();
         let port_file = home.join("gateway.port");
         let _ = fs_err::remove_file(&port_file);
@@ -32,7 +37,13 @@ impl Gateway {
             .env_remove("LINKLY_GATEWAY_DATABASE")
             .arg("--home")
             .arg(home)
-            .args(["gateway", "serve", "--port", "0", "--port-file"])
+            .args([
+                "gateway",
+                "serve",
+                "--port",
+                &port.to_string(),
+                "--port-file",
+            ])
             .arg(&port_file)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -476,4 +487,244 @@ fn two_gateway_processes_share_a_postgresql_catalogue() {
         &["link-search", &two.mcp(), &reader_token, &library, "quasar"],
         &two,
     );
+}
+
+/// Whether the gateway's `/mcp` accepts this token (an MCP session opens).
+fn token_works(gateway: &Gateway, token: &str) -> bool {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        match linkly_mcp::RemoteClient::connect(&gateway.mcp(), Some(token)).await {
+            Ok(c) => {
+                c.close().await;
+                true
+            }
+            Err(_) => false,
+        }
+    })
+}
+
+/// Publishes a local library (`name`) of `home` to `gateway` with `token`.
+fn publish(home: &Path, name: &str, gateway: &Gateway, token: &str, visibility: &str) -> Value {
+    linkly_json(
+        home,
+        &[
+            "publish",
+            name,
+            "--gateway",
+            &gateway.base(),
+            "--token",
+            token,
+            "--visibility",
+            visibility,
+        ],
+    )
+}
+
+#[test]
+fn an_administrator_rotates_tokens_withdraws_invitations_and_removes_libraries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gw_home = tmp.path().join("gateway-home");
+    let gateway = Gateway::start(&gw_home, None);
+    let alice = add_user(&gw_home, "alice", None);
+    let bob = add_user(&gw_home, "bob", None);
+    let alice_home = tmp.path().join("alice-home");
+    local_libraries(
+        &alice_home,
+        &tmp.path().join("alice-docs"),
+        &[("private-docs", PRIVATE), ("public-docs", PUBLIC)],
+    );
+    publish(&alice_home, "private-docs", &gateway, &alice, "private");
+    publish(&alice_home, "public-docs", &gateway, &alice, "public");
+
+    // Every library, private ones included, for the administrator.
+    let v = linkly_json(&gw_home, &["gateway", "library", "list"]);
+    let listed: Vec<(&str, &str, u64)> = v["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["library"].as_str().unwrap(),
+                l["visibility"].as_str().unwrap(),
+                l["documents"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("cloud://alice/private-docs", "private", 1),
+            ("cloud://alice/public-docs", "public", 2)
+        ],
+        "{v}"
+    );
+
+    // Bob is invited, links the private library and searches it; the invitation is withdrawn:
+    // the library is gone for him at once.
+    let library = "cloud://alice/private-docs";
+    linkly_json(&gw_home, &["gateway", "invite", library, "bob"]);
+    let bob_home = tmp.path().join("bob-home");
+    fs_err::create_dir_all(&bob_home).unwrap();
+    let mut client = StdioClient::start(
+        Command::new(bin())
+            .env_remove("LINKLY_LOG")
+            .arg("--home")
+            .arg(&bob_home)
+            .args(["mcp", "--remote", &gateway.base(), "--token", &bob]),
+    );
+    let (text, error) = client.call("library_link", json!({"library": library}));
+    assert!(!error, "{text}");
+    let (text, error) = client.call("search", json!({"query": "obsidian", "library": library}));
+    assert!(!error && text.contains("diary"), "{text}");
+    let v = linkly_json(&gw_home, &["gateway", "invite", library, "bob", "--remove"]);
+    assert_eq!(v["removed"], true, "{v}");
+    let (text, error) = client.call("search", json!({"query": "obsidian", "library": library}));
+    assert!(error && text.contains("LIBRARY_NOT_FOUND"), "{text}");
+    let out = linkly(&gw_home, &["gateway", "invite", library, "bob", "--remove"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to withdraw"));
+
+    // A rotated token: the old one stops at once, the new one works.
+    assert!(token_works(&gateway, &alice));
+    let v = linkly_json(&gw_home, &["gateway", "token", "rotate", "alice"]);
+    let new = v["token"].as_str().unwrap().to_string();
+    assert!(!token_works(&gateway, &alice), "the old token still works");
+    assert!(token_works(&gateway, &new));
+    let out = linkly(
+        &alice_home,
+        &[
+            "publish",
+            "public-docs",
+            "--gateway",
+            &gateway.base(),
+            "--token",
+            &alice,
+        ],
+    );
+    assert!(!out.status.success());
+    let out = linkly(&gw_home, &["gateway", "token", "rotate", "nobody"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no user \"nobody\""));
+
+    // Removing a library takes it away from the gateway.
+    let v = linkly_json(
+        &gw_home,
+        &["gateway", "library", "remove", "cloud://alice/public-docs"],
+    );
+    assert_eq!(v["removed"], "cloud://alice/public-docs", "{v}");
+    let v = linkly_json(&gw_home, &["gateway", "library", "list"]);
+    assert_eq!(v["libraries"].as_array().unwrap().len(), 1, "{v}");
+    let out = linkly(
+        &gw_home,
+        &["gateway", "library", "remove", "cloud://alice/public-docs"],
+    );
+    assert!(!out.status.success());
+    let (text, _) = client.call("library_search", json!({"query": "public"}));
+    assert!(!text.contains("public-docs"), "{text}");
+}
+
+#[test]
+fn a_remote_session_carries_on_across_a_gateway_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gw_home = tmp.path().join("gateway-home");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut gateway = Gateway::start_at(&gw_home, None, port);
+    let ann = add_user(&gw_home, "ann", None);
+    let home = tmp.path().join("ann-home");
+    local_libraries(&home, &tmp.path().join("ann-docs"), &[("stars", PUBLIC)]);
+    publish(&home, "stars", &gateway, &ann, "public");
+    let library = "cloud://ann/stars";
+    let mut client = StdioClient::start(
+        Command::new(bin())
+            .env_remove("LINKLY_LOG")
+            .arg("--home")
+            .arg(&home)
+            .args(["mcp", "--remote", &gateway.base(), "--token", &ann]),
+    );
+    let (text, error) = client.call("library_link", json!({"library": library}));
+    assert!(!error, "{text}");
+    let search = json!({"query": "quasar", "library": library, "output_format": "json"});
+    let (before, error) = client.call("search", search.clone());
+    assert!(!error, "{before}");
+    let total = serde_json::from_str::<Value>(&before).unwrap()["total"].clone();
+    assert_eq!(total, 2, "{before}");
+
+    // The gateway restarts on the same port: the session carries on.
+    assert!(gateway.stop());
+    let gateway = Gateway::start_at(&gw_home, None, port);
+    let (after, error) = client.call("search", search);
+    assert!(
+        !error,
+        "{after}\ngateway log: {}",
+        fs_err::read_to_string(&gateway.log).unwrap_or_default()
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&after).unwrap()["total"],
+        total
+    );
+    let (text, error) = client.call("library_search", json!({"query": "stars"}));
+    assert!(!error && text.contains(library), "{text}");
+    // Local tools answer throughout.
+    let (text, error) = client.call("list_libraries", json!({}));
+    assert!(!error && text.contains("stars"), "{text}");
+}
+
+#[test]
+fn notes_are_saved_by_every_process_of_a_gateway() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Two processes on one data directory and one database (SQLite here; PostgreSQL in
+    // two_gateway_processes_share_a_postgresql_catalogue).
+    let gw_home = tmp.path().join("gateway-home");
+    let one = Gateway::start(&gw_home, None);
+    let two = Gateway::start_at(&gw_home, None, 0);
+    let token = add_user(&gw_home, "nia", None);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let clients: Vec<linkly_mcp::RemoteClient> = [&one, &two]
+        .iter()
+        .map(|g| {
+            rt.block_on(linkly_mcp::RemoteClient::connect(&g.mcp(), Some(&token)))
+                .unwrap()
+        })
+        .collect();
+    // Turn by turn, with no pause: each process saves while the other has just written.
+    for round in 0..3 {
+        for (i, client) in clients.iter().enumerate() {
+            let out = rt
+                .block_on(client.call(
+                    "note_save",
+                    json!({
+                        "mode": "create",
+                        "content": format!("Note {round} {i}: zeppelin{round}x{i} saved through process {i}"),
+                    }),
+                ))
+                .unwrap();
+            assert!(!out.is_error, "round {round}, process {i}: {}", out.text);
+        }
+    }
+    // Each process finds every note, whichever process saved it.
+    for client in &clients {
+        for round in 0..3 {
+            for i in 0..2 {
+                let out = rt
+                    .block_on(client.call(
+                        "search",
+                        json!({"query": format!("zeppelin{round}x{i}"), "scope": "notes", "output_format": "json"}),
+                    ))
+                    .unwrap();
+                assert!(!out.is_error, "{}", out.text);
+                let v: Value = serde_json::from_str(&out.text).unwrap();
+                assert_eq!(v["total"], 1, "zeppelin{round}x{i}: {}", out.text);
+            }
+        }
+    }
 }

@@ -41,8 +41,6 @@ pub const DEFAULT_RATE_PER_MINUTE: u32 = 600;
 pub const MAX_PATH_BYTES: usize = 1024;
 /// The largest document text, in bytes.
 pub const MAX_TEXT_BYTES: usize = 256 << 20;
-/// How long a token → user answer is reused.
-const TOKEN_CACHE_TTL: Duration = Duration::from_secs(5);
 
 /// How a gateway serves.
 #[derive(Clone)]
@@ -228,7 +226,6 @@ fn app(shared: Arc<Shared>, opts: &GatewayOptions) -> (Router, impl FnOnce() + S
         .with_state(shared.clone());
     let auth = Arc::new(Auth {
         db: shared.db().clone(),
-        tokens: Mutex::default(),
         buckets: Mutex::default(),
         rate: opts.rate.max(1),
         sessions: Mutex::default(),
@@ -317,7 +314,6 @@ async fn health(State(shared): State<Arc<Shared>>) -> Response {
 /// Token checks and rate limits.
 struct Auth {
     db: Db,
-    tokens: Mutex<HashMap<String, (Instant, User)>>,
     buckets: Mutex<HashMap<i64, Bucket>>,
     rate: u32,
     /// MCP session id → the user who opened it (and when it was last used).
@@ -334,29 +330,14 @@ struct Bucket {
 }
 
 impl Auth {
+    /// The user a token names, read from the database on every request (one indexed
+    /// lookup): a token rotated or a user removed by any process stops working at once.
     async fn user(&self, token: &str) -> Result<Option<User>> {
-        {
-            let mut cache = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((at, user)) = cache.get(token) {
-                if at.elapsed() < TOKEN_CACHE_TTL {
-                    return Ok(Some(user.clone()));
-                }
-                cache.remove(token);
-            }
-        }
         let db = self.db.clone();
         let t = token.to_string();
-        let user = tokio::task::spawn_blocking(move || db.user_by_token(&t))
+        tokio::task::spawn_blocking(move || db.user_by_token(&t))
             .await
-            .map_err(|e| GatewayError::Io(std::io::Error::other(e.to_string())))??;
-        if let Some(u) = &user {
-            let mut cache = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
-            if cache.len() > 10_000 {
-                cache.retain(|_, (at, _)| at.elapsed() < TOKEN_CACHE_TTL);
-            }
-            cache.insert(token.to_string(), (Instant::now(), u.clone()));
-        }
-        Ok(user)
+            .map_err(|e| GatewayError::Io(std::io::Error::other(e.to_string())))?
     }
 
     /// Takes one request from the user's bucket; `Err(seconds to wait)` when empty.
@@ -595,6 +576,25 @@ async fn delete_library(
     run.await.unwrap_or_else(IntoResponse::into_response)
 }
 
+/// Catches a library's index up with the database in the background, as a publish's batches
+/// arrive (one catch-up at a time per library; a batch arriving meanwhile asks for one more
+/// round), so that the first search after a large publish does not build the index itself.
+fn warm(shared: Arc<Shared>, key: LibraryKey) {
+    if !shared.libraries().begin_warming(&key) {
+        return;
+    }
+    tokio::task::spawn_blocking(move || {
+        loop {
+            if let Err(e) = shared.libraries().linkly(&key) {
+                tracing::warn!(library = %key, error = %e, "cannot catch the library's index up");
+            }
+            if !shared.libraries().end_warming(&key) {
+                break;
+            }
+        }
+    });
+}
+
 /// The caller's own library, or 404.
 fn own_library(db: &Db, user: &User, slug: &str) -> Result<i64> {
     let key = LibraryKey {
@@ -684,12 +684,17 @@ async fn post_documents(
             check_document(d).map_err(ApiError::from)?;
         }
         let db = shared.db().clone();
+        let key = LibraryKey {
+            owner: user.name.clone(),
+            slug: slug.clone(),
+        };
         let stored = blocking(move || {
             let id = own_library(&db, &user, &slug)?;
             db.put_documents(id, &docs.documents)?;
             Ok(docs.documents.len())
         })
         .await?;
+        warm(shared, key);
         Ok::<_, ApiError>(axum::Json(json!({ "stored": stored })).into_response())
     };
     run.await.unwrap_or_else(IntoResponse::into_response)
@@ -726,7 +731,6 @@ mod tests {
         let db = Db::open(&crate::db::DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
         let auth = Auth {
             db,
-            tokens: Mutex::default(),
             buckets: Mutex::default(),
             rate: 2,
             sessions: Mutex::default(),

@@ -69,6 +69,8 @@ pub struct Libraries {
     /// Held for the life of the process: the instance directory is ours.
     _instance_lock: File,
     open: Mutex<Lru>,
+    /// Libraries being caught up in the background now; `true`: once more when done.
+    warming: Mutex<HashMap<LibraryKey, bool>>,
 }
 
 impl std::fmt::Debug for Libraries {
@@ -101,6 +103,7 @@ impl Libraries {
             capacity: capacity.max(1),
             _instance_lock: lock_file,
             open: Mutex::default(),
+            warming: Mutex::default(),
         })
     }
 
@@ -128,6 +131,38 @@ impl Libraries {
             lib = self.entry(key)?;
         }
         lib.catch_up(&self.db, &info)
+    }
+
+    /// Starts a background catch-up of a library (`true`), or asks the one running to go once
+    /// more when done (`false`): a publish builds the library's index as its batches arrive,
+    /// so the first search after it finds the index ready.
+    pub fn begin_warming(&self, key: &LibraryKey) -> bool {
+        let mut warming = lock(&self.warming);
+        match warming.get_mut(key) {
+            Some(again) => {
+                *again = true;
+                false
+            }
+            None => {
+                warming.insert(key.clone(), false);
+                true
+            }
+        }
+    }
+
+    /// Ends a background catch-up round: `true` when another was asked meanwhile.
+    pub fn end_warming(&self, key: &LibraryKey) -> bool {
+        let mut warming = lock(&self.warming);
+        match warming.get_mut(key) {
+            Some(again) if *again => {
+                *again = false;
+                true
+            }
+            _ => {
+                warming.remove(key);
+                false
+            }
+        }
     }
 
     /// The open entry of a library, opened (and the least recently used one closed) when needed.

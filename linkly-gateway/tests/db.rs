@@ -808,3 +808,123 @@ fn search_over_ten_thousand_libraries_is_fast() {
         assert_eq!(all.entries[0].library.key.slug, "lib9999");
     });
 }
+
+#[test]
+fn racing_creates_of_one_library_both_succeed_and_one_creates() {
+    each(|spec| {
+        let setup = Db::open(spec).unwrap();
+        let (owner, _) = setup.add_user("owner", Plan::Pro).unwrap();
+        // Two handles: two pools of connections, as two gateway processes have.
+        let a = Db::open(spec).unwrap();
+        let b = Db::open(spec).unwrap();
+        for round in 0..12 {
+            let slug = format!("race-{round}");
+            let barrier = Arc::new(Barrier::new(2));
+            let handles: Vec<_> = [(a.clone(), "from a"), (b.clone(), "from b")]
+                .into_iter()
+                .map(|(db, title)| {
+                    let (barrier, owner, slug) = (barrier.clone(), owner.clone(), slug.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        db.put_library(&owner, &slug, &meta(title, "", "", Visibility::Public))
+                    })
+                })
+                .collect();
+            let outcomes: Vec<_> = handles
+                .into_iter()
+                .map(|h| h.join().unwrap().expect("both creates succeed"))
+                .collect();
+            let created = outcomes.iter().filter(|(_, created)| *created).count();
+            assert_eq!(created, 1, "{outcomes:?}");
+            assert_eq!(outcomes[0].0.id, outcomes[1].0.id);
+            let stored = setup.library(&key("owner", &slug)).unwrap().unwrap();
+            assert!(["from a", "from b"].contains(&stored.title.as_str()));
+        }
+    });
+}
+
+#[test]
+fn administration_rotates_tokens_withdraws_invitations_and_lists_every_library() {
+    each(|spec| {
+        let db = Db::open(spec).unwrap();
+        let (alice, old) = db.add_user("alice", Plan::Free).unwrap();
+        let (bob, _) = db.add_user("bob", Plan::Free).unwrap();
+
+        // A rotated token replaces the old one at once.
+        let new = db.rotate_token("alice").unwrap().unwrap();
+        assert_ne!(new, old);
+        assert!(new.starts_with("lk_"), "{new}");
+        assert_eq!(db.user_by_token(&old).unwrap(), None);
+        assert_eq!(db.user_by_token(&new).unwrap().unwrap().id, alice.id);
+        assert_eq!(db.rotate_token("nobody").unwrap(), None);
+
+        // A withdrawn invitation takes the link to a private library with it.
+        db.upsert_library(&alice, "diary", &meta("", "", "", Visibility::Private))
+            .unwrap();
+        db.upsert_library(&alice, "open", &meta("", "", "", Visibility::Public))
+            .unwrap();
+        for slug in ["diary", "open"] {
+            db.invite(&key("alice", slug), "bob").unwrap();
+            assert!(matches!(
+                db.link(
+                    &bob,
+                    &key("alice", slug),
+                    &Limits {
+                        free_slots: 5,
+                        ..Limits::default()
+                    }
+                )
+                .unwrap(),
+                LinkOutcome::Linked { .. }
+            ));
+        }
+        assert!(db.is_linked(&bob, &key("alice", "diary")).unwrap());
+        assert!(db.uninvite(&key("alice", "diary"), "bob").unwrap());
+        assert!(!db.uninvite(&key("alice", "diary"), "bob").unwrap());
+        assert!(!db.is_linked(&bob, &key("alice", "diary")).unwrap());
+        assert!(
+            db.visible_library(&bob, &key("alice", "diary"))
+                .unwrap()
+                .is_none()
+        );
+        assert!(matches!(
+            db.link(&bob, &key("alice", "diary"), &Limits::default())
+                .unwrap(),
+            LinkOutcome::InviteRequired | LinkOutcome::NotFound
+        ));
+        // A public library stays linked.
+        assert!(db.uninvite(&key("alice", "open"), "bob").unwrap());
+        assert!(db.is_linked(&bob, &key("alice", "open")).unwrap());
+        assert!(matches!(
+            db.uninvite(&key("alice", "nope"), "bob"),
+            Err(GatewayError::NotFound(_))
+        ));
+        assert!(matches!(
+            db.uninvite(&key("alice", "open"), "nobody"),
+            Err(GatewayError::NotFound(_))
+        ));
+
+        // An administrator sees every library, private ones included, and removes one.
+        db.upsert_library(&bob, "maps", &meta("", "", "", Visibility::Showcase))
+            .unwrap();
+        let all: Vec<String> = db
+            .all_libraries()
+            .unwrap()
+            .iter()
+            .map(|l| l.key.address())
+            .collect();
+        assert_eq!(
+            all,
+            [
+                "cloud://alice/diary",
+                "cloud://alice/open",
+                "cloud://bob/maps"
+            ]
+        );
+        assert!(db.remove_library(&key("alice", "open")).unwrap());
+        assert!(!db.remove_library(&key("alice", "open")).unwrap());
+        assert!(!db.remove_library(&key("nobody", "open")).unwrap());
+        assert!(!db.is_linked(&bob, &key("alice", "open")).unwrap());
+        assert_eq!(db.all_libraries().unwrap().len(), 2);
+    });
+}

@@ -643,3 +643,35 @@ async fn a_session_stays_with_its_user() {
     assert_eq!(status, 403);
     gw.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_publish_builds_the_library_index_in_the_background() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(&DbSpec::Sqlite(tmp.path().join("gw.sqlite"))).unwrap();
+    let (_, token) = db.add_user("pia", Plan::Free).unwrap();
+    let dir = tmp.path().join("gw");
+    let server = start(options(&db, &dir)).await;
+    let docs: Vec<Value> = (0..40)
+        .map(|i| doc(&format!("r/n{i}.md"), &format!("note {i} about quokkas\n")))
+        .collect();
+    publish(&server.base, &token, "quokkas", "public", docs).await;
+    // No call names the library: the publish itself catches its index up with the database.
+    let info = db
+        .library(&linkly_gateway::model::LibraryKey::parse("cloud://pia/quokkas").unwrap())
+        .unwrap()
+        .unwrap();
+    let applied = dir.join("cache/0/libraries/pia/quokkas/applied_seq");
+    let started = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&applied).unwrap_or_default();
+        if text.trim() == format!("{} {}", info.id, info.content_seq) {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the library's index was not built after the publish: {text:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    server.stop().await;
+}

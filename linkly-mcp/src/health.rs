@@ -49,22 +49,80 @@ pub struct Health {
     pub index_status: IndexStatus,
     /// How fresh the index is (null when it cannot be read).
     pub coverage: Option<Coverage>,
+    /// Which process serves, since when, started by whom and how (absent from servers that do
+    /// not say: the gateway, older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerInfo>,
 }
 
-/// The port file (`<data dir>/port`) of a running server: `{"port", "pid"}`.
+/// Who started a data directory's server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StartedBy {
+    /// A person, with `linkly serve`: it runs until stopped.
+    Hand,
+    /// `linkly mcp`, for its clients (`serve --exit-when-unused`): it stops when they are gone,
+    /// and hands over to a server a person starts.
+    Background,
+}
+
+impl StartedBy {
+    /// The token of `/health`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartedBy::Hand => "hand",
+            StartedBy::Background => "background",
+        }
+    }
+}
+
+/// The serving process, as `/health` and `linkly status` describe it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// Its process id.
+    pub pid: u32,
+    /// When it started, RFC 3339 UTC.
+    pub started_at: String,
+    /// Who started it.
+    pub started_by: StartedBy,
+    /// The options it was started with, as command-line flags (`--lan`, `--port 7000`).
+    pub options: Vec<String>,
+}
+
+/// The port file (`<data dir>/port`) of a running server: `{"port", "pid"}`, and the
+/// control token when the server takes control requests (`POST /control/stop`). The file lies
+/// in the data directory (0700), so whoever may read it may stop the server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortFile {
     /// The port the server listens on.
     pub port: u16,
     /// The server's process id.
     pub pid: u32,
+    /// The token `POST /control/stop` must carry in its `Linkly-Control` header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<String>,
 }
 
 impl PortFile {
     /// The file's text.
     pub fn to_json(&self) -> String {
-        serde_json::json!({ "port": self.port, "pid": self.pid }).to_string()
+        serde_json::to_string(self).unwrap_or_default()
     }
+}
+
+/// The header that carries the control token of a [`PortFile`].
+pub const CONTROL_HEADER: &str = "linkly-control";
+
+/// The body of `POST /control/stop`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopRequest {
+    /// A server started by hand takes over: refused (409) unless this server was started in
+    /// the background.
+    #[serde(default)]
+    pub handover: bool,
+    /// The process id of whoever asks (for the log).
+    #[serde(default)]
+    pub by_pid: Option<u32>,
 }
 
 #[cfg(test)]
@@ -79,11 +137,22 @@ mod tests {
             mcp_endpoint: "http://127.0.0.1:60606/mcp".into(),
             index_status: IndexStatus::Rebuilding,
             coverage: None,
+            server: Some(ServerInfo {
+                pid: 9,
+                started_at: "2026-01-02T03:04:05Z".into(),
+                started_by: StartedBy::Background,
+                options: vec!["--port".into(), "7000".into()],
+            }),
         };
         let v = serde_json::to_value(&h).unwrap();
         assert_eq!(v["index_status"], "rebuilding");
         assert_eq!(v["doc_count"], 7);
         assert!(v["coverage"].is_null());
+        assert_eq!(v["server"]["started_by"], "background");
+        assert_eq!(
+            v["server"]["options"],
+            serde_json::json!(["--port", "7000"])
+        );
         assert_eq!(serde_json::from_value::<Health>(v).unwrap(), h);
         for s in [
             IndexStatus::Watching,
@@ -102,11 +171,28 @@ mod tests {
         let p = PortFile {
             port: 60606,
             pid: 42,
+            control: None,
         };
         let text = p.to_json();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v, serde_json::json!({"port": 60606, "pid": 42}));
         assert_eq!(serde_json::from_str::<PortFile>(&text).unwrap(), p);
+        let with = PortFile {
+            control: Some("c0ffee".into()),
+            ..p
+        };
+        assert_eq!(
+            serde_json::from_str::<PortFile>(&with.to_json()).unwrap(),
+            with
+        );
+        // A health answer of an older server (no `server`) still reads.
+        let old = r#"{"version":"0.1.0","doc_count":1,"mcp_endpoint":"x","index_status":"idle","coverage":null}"#;
+        assert!(
+            serde_json::from_str::<Health>(old)
+                .unwrap()
+                .server
+                .is_none()
+        );
         assert!(serde_json::from_str::<PortFile>(r#"{"port": 70000, "pid": 1}"#).is_err());
     }
 }

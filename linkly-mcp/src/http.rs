@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use axum::Json;
 use axum::Router;
 use axum::extract::State;
-use axum::routing::get;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use linkly_tools::Linkly;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -17,7 +19,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use crate::LinklyServer;
 use crate::conn::ConnLimits;
 use crate::guard::{Access, McpLimits};
-use crate::health::{Health, IndexStatus, PortFile};
+use crate::health::{
+    CONTROL_HEADER, Health, IndexStatus, PortFile, ServerInfo, StartedBy, StopRequest,
+};
 use crate::inbound::MAX_MESSAGE_BYTES;
 
 /// State shared between the server and whoever keeps the index fresh.
@@ -26,6 +30,10 @@ pub struct ServerState {
     status: Mutex<IndexStatus>,
     /// When the last HTTP request arrived.
     last_request: Mutex<Instant>,
+    /// The serving process, for `/health`.
+    info: Mutex<Option<ServerInfo>>,
+    /// A stop asked by `POST /control/stop`.
+    stop: tokio::sync::watch::Sender<Option<StopRequest>>,
 }
 
 impl ServerState {
@@ -34,7 +42,37 @@ impl ServerState {
         Arc::new(ServerState {
             status: Mutex::new(status),
             last_request: Mutex::new(Instant::now()),
+            info: Mutex::new(None),
+            stop: tokio::sync::watch::Sender::new(None),
         })
+    }
+
+    /// Describes the serving process in `/health`.
+    pub fn set_info(&self, info: ServerInfo) {
+        *self.info.lock().unwrap_or_else(|e| e.into_inner()) = Some(info);
+    }
+
+    /// The serving process, as `/health` describes it.
+    pub fn info(&self) -> Option<ServerInfo> {
+        self.info.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Asks the server to stop (what `POST /control/stop` does).
+    pub fn request_stop(&self, request: StopRequest) {
+        self.stop.send_replace(Some(request));
+    }
+
+    /// Resolves once a stop is asked, with the request.
+    pub async fn stop_requested(&self) -> StopRequest {
+        let mut rx = self.stop.subscribe();
+        loop {
+            if let Some(r) = rx.borrow_and_update().clone() {
+                return r;
+            }
+            if rx.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
     }
 
     /// How long since the last request (of any kind, `/health` included).
@@ -89,6 +127,10 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// Where the keep-fresh engine reports progress for the window (the app at `/`).
     pub live: Arc<linkly_window::Live>,
+    /// With a token, `POST /control/stop` stops the server when its `Linkly-Control` header
+    /// carries it (written to the port file, so `linkly stop` and a server taking over can
+    /// read it; 404 without one).
+    pub control_token: Option<String>,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -105,6 +147,10 @@ impl std::fmt::Debug for HttpOptions {
             .field("header_read_timeout", &self.header_read_timeout)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("live", &self.live)
+            .field(
+                "control_token",
+                &self.control_token.as_ref().map(|_| "<set>"),
+            )
             .finish()
     }
 }
@@ -123,6 +169,7 @@ impl Default for HttpOptions {
             header_read_timeout: Duration::from_secs(10),
             max_body_bytes: MAX_MESSAGE_BYTES,
             live: Arc::default(),
+            control_token: None,
         }
     }
 }
@@ -132,6 +179,7 @@ struct AppState {
     linkly: Arc<Linkly>,
     state: Arc<ServerState>,
     endpoint: String,
+    control: Option<Arc<str>>,
 }
 
 async fn health(State(app): State<AppState>) -> Json<Health> {
@@ -150,7 +198,73 @@ async fn health(State(app): State<AppState>) -> Json<Health> {
         mcp_endpoint: app.endpoint,
         index_status: app.state.get(),
         coverage,
+        server: app.state.info(),
     })
+}
+
+/// `POST /control/stop`: stops the server (its requests in flight finish first) when the
+/// `Linkly-Control` header carries the port file's token. `{"handover": true}` is how a server
+/// started by hand takes over: only a server started in the background accepts it (409
+/// otherwise).
+async fn control_stop(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let Some(expected) = app.control.as_deref() else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let presented = headers
+        .get(CONTROL_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if !crate::guard::constant_time_eq(presented.trim().as_bytes(), expected.as_bytes()) {
+        return (
+            StatusCode::FORBIDDEN,
+            "missing or wrong control token (it is in the data directory's port file)",
+        )
+            .into_response();
+    }
+    let request: StopRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        StopRequest {
+            handover: false,
+            by_pid: None,
+        }
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(r) => r,
+            Err(e) => {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    format!("the body must be {{\"handover\": bool, \"by_pid\": N}}: {e}"),
+                )
+                    .into_response();
+            }
+        }
+    };
+    let info = app.state.info();
+    if request.handover
+        && info
+            .as_ref()
+            .is_some_and(|i| i.started_by != StartedBy::Background)
+    {
+        return (
+            StatusCode::CONFLICT,
+            "this server was started by hand: it does not hand over (stop it with `linkly stop`)",
+        )
+            .into_response();
+    }
+    tracing::info!(
+        handover = request.handover,
+        by_pid = request.by_pid,
+        "stop requested"
+    );
+    app.state.request_stop(request);
+    Json(serde_json::json!({
+        "stopping": true,
+        "pid": std::process::id(),
+    }))
+    .into_response()
 }
 
 /// A listening socket, ready to serve.
@@ -233,6 +347,23 @@ pub async fn bind_http(opts: HttpOptions) -> anyhow::Result<BoundHttp> {
     ))
 }
 
+/// Writes `text` to `path`, readable by its owner only (it may hold the control token): to a
+/// temporary file renamed over it, so a reader never sees half of it.
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+    let mut f = open
+        .open(&tmp)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", tmp.display())))?;
+    f.write_all(text.as_bytes())?;
+    drop(f);
+    fs_err::rename(&tmp, path)
+}
+
 /// Serves `/mcp` and `/health` until `shutdown` resolves; writes the port file first and
 /// removes it on the way out.
 ///
@@ -303,10 +434,12 @@ pub async fn serve_http(
     );
     let app = Router::new()
         .route("/health", get(health))
+        .route("/control/stop", post(control_stop))
         .with_state(AppState {
             linkly,
             state,
             endpoint: endpoint.clone(),
+            control: opts.control_token.as_deref().map(Arc::from),
         })
         .merge(mcp)
         .layer(axum::middleware::from_fn_with_state(
@@ -325,11 +458,12 @@ pub async fn serve_http(
         if let Some(dir) = file.parent() {
             fs_err::create_dir_all(dir)?;
         }
-        fs_err::write(
+        write_private(
             file,
-            PortFile {
+            &PortFile {
                 port,
                 pid: std::process::id(),
+                control: opts.control_token.clone(),
             }
             .to_json(),
         )?;

@@ -31,7 +31,9 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 pub use crate::client::{CLIENT_NAME, RemoteClient, RemoteError};
 pub use crate::conn::{ConnLimits, serve as serve_connections};
 pub use crate::guard::{McpLimits, filter_mcp};
-pub use crate::health::{Health, IndexStatus, PortFile};
+pub use crate::health::{
+    CONTROL_HEADER, Health, IndexStatus, PortFile, ServerInfo, StartedBy, StopRequest,
+};
 pub use crate::http::{BoundHttp, HttpOptions, OpenSessions, ServerState, bind_http, serve_http};
 pub use crate::stdio::StdioTransport;
 

@@ -2,10 +2,13 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A data directory and a folder of documents, both temporary.
 pub struct Env {
@@ -197,4 +200,111 @@ pub fn probe_python() -> PathBuf {
         py.display()
     );
     py
+}
+
+/// A child process killed when dropped.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `linkly mcp` over its stdio, as an MCP client drives it.
+pub struct StdioClient {
+    pub proc: Proc,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+    next_id: u64,
+}
+
+impl StdioClient {
+    /// Starts `cmd` (a `linkly mcp …` command) and initialises an MCP session over its stdio.
+    pub fn start(cmd: &mut Command) -> StdioClient {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut client = StdioClient {
+            proc: Proc(child),
+            stdin,
+            lines,
+            next_id: 1,
+        };
+        let init = client.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "handover-test", "version": "0"}
+            }),
+        );
+        assert!(init["result"]["serverInfo"].is_object(), "{init}");
+        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Sends a request and waits (60 s at most) for the answer with its id.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|e| panic!("no answer to {method} (id {id}): {e}"));
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// Calls a tool: its text and whether it is an error.
+    pub fn call(&mut self, name: &str, arguments: Value) -> (String, bool) {
+        let v = self.request("tools/call", json!({"name": name, "arguments": arguments}));
+        let result = &v["result"];
+        assert!(result.is_object(), "{name}: {v}");
+        (
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            result["isError"] == true,
+        )
+    }
+
+    /// `search` in JSON through the bridge: the parsed answer.
+    pub fn search(&mut self, query: &str) -> Value {
+        let v = self.request(
+            "tools/call",
+            json!({"name": "search", "arguments": {"query": query, "output_format": "json"}}),
+        );
+        let result = &v["result"];
+        assert_eq!(result["isError"], false, "{v}");
+        serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
+    }
 }

@@ -487,59 +487,63 @@ impl Db {
         let title = meta.title.trim();
         let description = meta.description.trim();
         self.tx(true, |tx| {
-            let existing = tx.one(
-                &format!(
-                    "SELECT id, title, description, category, visibility FROM libraries \
+            // Two processes creating the same library at once: the second one's insert finds
+            // the first one's row (`ON CONFLICT DO NOTHING` waits for its transaction), and it
+            // goes round again to update that row instead of failing.
+            let (id, created) = loop {
+                let existing = tx.one(
+                    &format!(
+                        "SELECT id, title, description, category, visibility FROM libraries \
                      WHERE owner_id = $1 AND slug = $2{}",
-                    tx.for_update()
-                ),
-                &[Val::I(owner.id), Val::T(slug.into())],
-            )?;
-            let now = now_ms();
-            let (id, created) = match existing {
-                Some(row) => {
-                    let id = row.i(0);
-                    let new_title = if title.is_empty() {
-                        row.t(1)
-                    } else {
-                        title.into()
-                    };
-                    let new_description = if description.is_empty() {
-                        row.t(2)
-                    } else {
-                        description.into()
-                    };
-                    let new_category = category.map(str::to_string).unwrap_or_else(|| row.t(3));
-                    let new_visibility = meta
-                        .visibility
-                        .map(|v| v.as_str().to_string())
-                        .unwrap_or_else(|| row.t(4));
-                    let changed = (new_title.as_str(), new_description.as_str())
-                        != (row.t(1).as_str(), row.t(2).as_str())
-                        || new_category != row.t(3)
-                        || new_visibility != row.t(4);
-                    if changed {
-                        tx.exec(
-                            "UPDATE libraries SET title = $1, description = $2, category = $3, \
+                        tx.for_update()
+                    ),
+                    &[Val::I(owner.id), Val::T(slug.into())],
+                )?;
+                let now = now_ms();
+                break match existing {
+                    Some(row) => {
+                        let id = row.i(0);
+                        let new_title = if title.is_empty() {
+                            row.t(1)
+                        } else {
+                            title.into()
+                        };
+                        let new_description = if description.is_empty() {
+                            row.t(2)
+                        } else {
+                            description.into()
+                        };
+                        let new_category = category.map(str::to_string).unwrap_or_else(|| row.t(3));
+                        let new_visibility = meta
+                            .visibility
+                            .map(|v| v.as_str().to_string())
+                            .unwrap_or_else(|| row.t(4));
+                        let changed = (new_title.as_str(), new_description.as_str())
+                            != (row.t(1).as_str(), row.t(2).as_str())
+                            || new_category != row.t(3)
+                            || new_visibility != row.t(4);
+                        if changed {
+                            tx.exec(
+                                "UPDATE libraries SET title = $1, description = $2, category = $3, \
                              visibility = $4, updated_at = $5 WHERE id = $6",
-                            &[
-                                Val::T(new_title),
-                                Val::T(new_description),
-                                Val::T(new_category),
-                                Val::T(new_visibility),
-                                Val::I(now),
-                                Val::I(id),
-                            ],
-                        )?;
+                                &[
+                                    Val::T(new_title),
+                                    Val::T(new_description),
+                                    Val::T(new_category),
+                                    Val::T(new_visibility),
+                                    Val::I(now),
+                                    Val::I(id),
+                                ],
+                            )?;
+                        }
+                        (id, false)
                     }
-                    (id, false)
-                }
-                None => {
-                    let row = tx
-                        .one(
+                    None => {
+                        let row = tx.one(
                             "INSERT INTO libraries (owner_id, slug, title, description, category, \
                              visibility, created_at, updated_at) \
-                             VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id",
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
+                             ON CONFLICT (owner_id, slug) DO NOTHING RETURNING id",
                             &[
                                 Val::I(owner.id),
                                 Val::T(slug.into()),
@@ -554,10 +558,14 @@ impl Db {
                                 ),
                                 Val::I(now),
                             ],
-                        )?
-                        .ok_or_else(|| GatewayError::Database("insert returned no row".into()))?;
-                    (row.i(0), true)
-                }
+                        )?;
+                        match row {
+                            Some(row) => (row.i(0), true),
+                            // Another process created it meanwhile: update that one.
+                            None => continue,
+                        }
+                    }
+                };
             };
             let info = library_by_id(tx, id)?
                 .ok_or_else(|| GatewayError::Database("library vanished".into()))?;
@@ -704,6 +712,79 @@ impl Db {
             )?;
             Ok(())
         })
+    }
+
+    /// Withdraws an invitation: the user may no longer see a showcase or private library, and
+    /// loses their link to it (a public library stays linked). False when there was no such
+    /// invitation.
+    pub fn uninvite(&self, key: &LibraryKey, user: &str) -> Result<bool> {
+        self.tx(true, |tx| {
+            let library = tx
+                .one(
+                    &format!(
+                        "SELECT l.id, l.visibility, l.owner_id {FROM_LIB} WHERE u.name = $1 AND l.slug = $2"
+                    ),
+                    &[Val::T(key.owner.clone()), Val::T(key.slug.clone())],
+                )?
+                .ok_or_else(|| GatewayError::not_found(format!("no library {key}")))?;
+            let invitee = tx
+                .one(
+                    "SELECT id FROM users WHERE name = $1",
+                    &[Val::T(user.into())],
+                )?
+                .ok_or_else(|| GatewayError::not_found(format!("no user {user:?}")))?;
+            let (library_id, user_id) = (library.i(0), invitee.i(0));
+            let removed = tx.exec(
+                "DELETE FROM invites WHERE library_id = $1 AND user_id = $2",
+                &[Val::I(library_id), Val::I(user_id)],
+            )? > 0;
+            if library.t(1) != Visibility::Public.as_str() && library.i(2) != user_id {
+                tx.exec(
+                    "DELETE FROM links WHERE library_id = $1 AND user_id = $2",
+                    &[Val::I(library_id), Val::I(user_id)],
+                )?;
+            }
+            Ok(removed)
+        })
+    }
+
+    /// Every library of the gateway, whatever its visibility (for an administrator), by owner
+    /// and slug.
+    pub fn all_libraries(&self) -> Result<Vec<LibraryInfo>> {
+        self.tx(false, |tx| {
+            Ok(tx
+                .query(
+                    &format!("SELECT {LIB_COLS} {FROM_LIB} ORDER BY u.name, l.slug"),
+                    &[],
+                )?
+                .iter()
+                .map(library_of)
+                .collect())
+        })
+    }
+
+    /// Removes a library by address (for an administrator), with its documents, links and
+    /// invitations. False when there was none.
+    pub fn remove_library(&self, key: &LibraryKey) -> Result<bool> {
+        let Some(owner) = self.user(&key.owner)? else {
+            return Ok(false);
+        };
+        self.delete_library(&owner, &key.slug)
+    }
+
+    /// Gives a user a new token; the old one stops working at once (every gateway process
+    /// reads the token's hash from the database on each request). The new token is shown once;
+    /// `None` when there is no such user.
+    pub fn rotate_token(&self, name: &str) -> Result<Option<String>> {
+        let token = admin::new_token();
+        let hash = admin::token_hash(&token);
+        let changed = self.tx(true, |tx| {
+            tx.exec(
+                "UPDATE users SET token_hash = $1 WHERE name = $2",
+                &[Val::T(hash.clone()), Val::T(name.into())],
+            )
+        })?;
+        Ok((changed > 0).then_some(token))
     }
 
     /// Links a library to the user's account, in one transaction whose slot check no other

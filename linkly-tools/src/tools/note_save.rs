@@ -150,6 +150,10 @@ fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
     Ok(Rendered::json(value))
 }
 
+/// How long a saved note waits for another process's index writer before it is left to that
+/// process's watcher.
+const NOTE_INDEX_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
 fn invalid(message: impl Into<String>) -> ToolError {
     ToolError::new(ErrorCode::NoteInvalidInput, message)
 }
@@ -218,8 +222,22 @@ impl Linkly {
             (id, _) => store.create(id, request)?,
         };
         // The note is indexed before the answer, so that search, list and read see it in the
-        // next call. When another process holds the index writer, the watcher there indexes it.
-        let doc_id = match self.refresh_paths(std::slice::from_ref(&saved.path)) {
+        // next call. Another process holding the index writer (a gateway process that has just
+        // saved a note keeps it 1.5 s) is waited for a little; past that, the watcher of the
+        // process that writes indexes it.
+        let started = std::time::Instant::now();
+        let refreshed = loop {
+            match self.refresh_paths(std::slice::from_ref(&saved.path)) {
+                Err(e)
+                    if e.code == ErrorCode::IndexBusy
+                        && started.elapsed() < NOTE_INDEX_PATIENCE =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                other => break other,
+            }
+        };
+        let doc_id = match refreshed {
             Ok(_) => saved
                 .path
                 .to_str()
