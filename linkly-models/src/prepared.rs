@@ -202,7 +202,7 @@ impl Cache {
 }
 
 /// Writes numbers and arrays, little-endian, each array after its length and from a multiple
-/// of [`ALIGN`].
+/// of `ALIGN` (64 bytes).
 pub struct Writer {
     inner: io::BufWriter<std::fs::File>,
     at: usize,
