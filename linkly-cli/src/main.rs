@@ -9,7 +9,7 @@
 //! main
 //!  └ commands                        dispatch; `folders`, `index`
 //!     └ documents, discovery, notes  tool commands: flags → the tool's params → `call`
-//!       model, shared, status, gateway, publish, open (→ shared)
+//!       model, shared, status, gateway, publish, open (→ daemon)
 //!        └ daemon                    `serve`, `stop`; find, start or take over the server
 //!        └ call                      one typed tool call, printed; its outcome
 //!           └ backend                embedded tools or a server over MCP; the runtime

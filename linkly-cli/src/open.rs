@@ -8,7 +8,7 @@ use std::process::{ExitCode, Stdio};
 use linkly_core::DataDir;
 
 use crate::args::OpenArgs;
-use crate::shared::ensure_server;
+use crate::daemon::ensure_server;
 
 pub(crate) fn open(data: &DataDir, args: OpenArgs) -> anyhow::Result<ExitCode> {
     let target = ensure_server(data)?;

@@ -28,6 +28,11 @@ macro_rules! choice {
             /// Every value, in the order of the schema.
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
 
+            /// The value a token names, if any (`"newest"` → `Newest`).
+            pub fn from_token(token: &str) -> Option<$name> {
+                $name::ALL.iter().copied().find(|c| c.as_str() == token)
+            }
+
             /// The token, as JSON and the command line write it.
             pub fn as_str(self) -> &'static str {
                 match self {

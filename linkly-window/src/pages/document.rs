@@ -147,7 +147,7 @@ pub(crate) async fn page_handler(
             doc_id,
             offset: Some(i64::from(from)),
             limit: Some(i64::from(PAGE)),
-            image_text: Some("abstract".into()),
+            image_text: Some(linkly_tools::ImageText::Abstract),
             ..ReadParams::default()
         }) {
             Ok(r) => r,

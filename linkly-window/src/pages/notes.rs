@@ -79,7 +79,7 @@ pub(crate) async fn list(
             return linkly
                 .search(SearchParams {
                     query: q2,
-                    scope: Some("notes".into()),
+                    scope: Some(linkly_tools::SearchScope::Notes),
                     tags,
                     limit: Some(50),
                     ..SearchParams::default()
@@ -364,7 +364,7 @@ pub(crate) async fn save(
     // Browsers send CRLF line ends from a textarea.
     let content = f.content.replace("\r\n", "\n");
     let params = NoteSaveParams {
-        mode: f.mode.clone(),
+        mode: linkly_tools::NoteMode::from_token(&f.mode).unwrap_or_default(),
         content: content.clone(),
         note_id: f.note_id.clone().filter(|s| !s.is_empty()),
         base_version: f.base_version.clone().filter(|s| !s.is_empty()),

@@ -90,10 +90,11 @@ impl Query {
             doc_types: (!self.types.is_empty()).then(|| self.types.clone()),
             library: opt(&self.library),
             path_glob: opt(&self.path),
-            scope: self.notes.then(|| "notes".to_string()),
+            scope: self.notes.then_some(linkly_tools::SearchScope::Notes),
             modified_after: opt(&self.after),
             modified_before: opt(&self.before),
-            time_sort: opt(&self.sort).filter(|s| s != "default"),
+            time_sort: linkly_tools::TimeSort::from_token(&self.sort)
+                .filter(|s| *s != linkly_tools::TimeSort::Default),
             ..SearchParams::default()
         }
     }
