@@ -25,6 +25,7 @@ use serde_json::Value;
 /// wires both.
 pub(crate) const LAYERS: &[&str] = &[
     "linkly-core",
+    "linkly-models",
     "linkly-extract",
     "linkly-index",
     "linkly-tools",
