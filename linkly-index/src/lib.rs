@@ -4,13 +4,16 @@
 //! without full-text matching: stable paged listings, counts and light summaries.
 //!
 //! This is the only crate that names tantivy or SQLite; none of their types appear in its
-//! public API. It depends on `linkly-core` and `linkly-extract`, never on `linkly-tools` or a
-//! front end.
+//! public API. It depends on `linkly-core`, `linkly-models` (the embedding model it runs, with
+//! the int8 scan kernel) and `linkly-extract`, never on `linkly-tools` or a front end. It has
+//! no `unsafe` code.
 //!
 //! Concurrency: any number of readers, in any number of processes. One writer at a time: a
 //! sync takes tantivy's writer lock (held across processes) for its duration and fails with
 //! [`Error::Locked`] if another process holds it. Store rows are written dirty before the
 //! lexical commit and marked clean after it, so a crash loses no consistency (see `indexer`).
+
+#![forbid(unsafe_code)]
 
 mod analysis;
 mod catalog;
@@ -33,7 +36,7 @@ use linkly_core::{DocId, DocType};
 use rayon::prelude::*;
 
 pub use crate::catalog::{CatalogFilter, CatalogPage, CatalogSort, DocSummary};
-pub use crate::error::{Error, ModelError, Result, Storage, StorageError, StorageKind};
+pub use crate::error::{Error, Result, Storage, StorageError, StorageKind};
 pub use crate::hybrid::{
     Arms, HybridHit, HybridOptions, HybridOutcome, LexicalArm, SearchMode, VectorArm,
 };
@@ -42,6 +45,7 @@ pub use crate::ingest::IngestDoc;
 pub use crate::store::DocRecord;
 pub use crate::vector::{EmbedProgress, EmbedReport, ModelStatus, VectorStats};
 pub use crate::watcher::{WatchEvent, Watcher};
+pub use linkly_models::ModelError;
 
 use crate::lexical::Lexical;
 use crate::store::{INDEX_FORMAT_VERSION, Store};

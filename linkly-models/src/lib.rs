@@ -1,8 +1,91 @@
-//! Linkly's model runtime: Whisper speech-to-text ([`whisper`]) on candle, from weights in
-//! CTranslate2 or Hugging Face layout.
+//! Linkly's model runtime: Whisper speech-to-text ([`whisper`]), and the sentence-embedding
+//! encoder (BERT and XLM-R families) with its
+//! f32, int16, int8 and bf16 kernels, the model's weights read from safetensors and kept
+//! prepared beside it, the tokenizer, and the model manager with its Hugging Face hub
+//! download (feature `download`).
 //!
-//! It knows no index, store or transport: it turns sound into timestamped text, and the crates
-//! above it (`linkly-extract`) decide what to keep. It depends on `linkly-core` only. None of
-//! candle's or tokenizers' types appear in its public API.
+//! It knows no index, store or transport: it turns texts into vectors and sound into
+//! timestamped text, and the crates above it
+//! (`linkly-index`, and `linkly-extract` when it runs a model) decide what to keep. It depends
+//! on `linkly-core` only. None of candle's, tokenizers' or ureq's types appear in its public
+//! API.
+//!
+//! The workspace's one `unsafe` module is here (`x86`: the AVX-512 VNNI and AMX kernels, the
+//! direct `gemm` call, and the read-only memory map of prepared files); see
+//! `docs/models.md` for the encoder's internals.
 
+mod embedder;
+mod encoder;
+mod error;
+mod int16;
+mod kernels;
+mod model;
+pub mod prepared;
+mod safetensors;
+#[cfg(test)]
+mod test_matrices;
+mod tokenizer_file;
 pub mod whisper;
+mod x86;
+
+use x86::{amx, int8, matmul};
+
+pub use crate::error::{Error, ModelError, Result};
+pub use crate::kernels::{dot, dot_i8_i16};
+pub use crate::model::{
+    DEFAULT_MODEL, DownloadProgress, KNOWN_MODELS, ModelChoice, ModelManager, canonical_name,
+};
+
+use crate::embedder::{Embedder, TextKind};
+
+/// A loaded embedding model on its own, outside any index: embeds queries and passages the way
+/// the index does (prefixes, truncation to the model's sequence length, pooling,
+/// normalisation).
+///
+/// ```no_run
+/// # fn main() -> linkly_models::Result<()> {
+/// use linkly_models::{ModelChoice, TextEmbedder};
+/// let model = TextEmbedder::load(&ModelChoice {
+///     name: "all-MiniLM-L6-v2".into(),
+///     dir: "models/all-MiniLM-L6-v2".into(),
+///     from_env: false,
+/// })?;
+/// let passages = model.embed_passages(&["The cat sits on the mat."])?;
+/// let query = model.embed_query("where is the cat?")?;
+/// let cosine: f32 = passages[0].iter().zip(&query).map(|(a, b)| a * b).sum();
+/// # let _ = cosine;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct TextEmbedder {
+    embedder: Embedder,
+}
+
+impl TextEmbedder {
+    /// Loads the model in `choice.dir` (`config.json`, `model.safetensors`, `tokenizer.json`).
+    pub fn load(choice: &ModelChoice) -> Result<TextEmbedder> {
+        Ok(TextEmbedder {
+            embedder: Embedder::load(&choice.dir, &choice.name)?,
+        })
+    }
+
+    /// The vector dimension.
+    pub fn dim(&self) -> usize {
+        self.embedder.dim()
+    }
+
+    /// Embeds passages as one batch (padded to the longest; sort by length for speed).
+    pub fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.embedder.embed(texts, TextKind::Passage)
+    }
+
+    /// Embeds a search query.
+    pub fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        Ok(self
+            .embedder
+            .embed(&[text], TextKind::Query)?
+            .pop()
+            .unwrap_or_default())
+    }
+}

@@ -556,7 +556,7 @@ impl Linkly {
                 });
             })
             .map(|_| ())
-            .map_err(ToolError::from)
+            .map_err(|e| ToolError::from(linkly_index::Error::from(e)))
     }
 
     #[cfg(not(feature = "download"))]

@@ -1,14 +1,19 @@
 //! `cargo xtask tidy`: checks mechanically what `docs/ARCHITECTURE.md` promises.
 //!
-//! - **Layers:** the dependency direction `core ← extract ← index ← tools ← {mcp, cli}`, read
+//! - **Layers:** the dependency direction `core ← models ← extract ← index ← tools ← mcp ←
+//!   gateway ← cli`, read
 //!   from `cargo metadata` (normal, dev and build dependencies alike): a Linkly crate depends
 //!   only on crates before it in [`LAYERS`], and nothing depends on `xtask`.
 //! - **No printing in libraries:** no `println!`, `print!`, `eprintln!`, `eprint!` or `dbg!` in
 //!   the `src` of a library crate (binaries, `#[cfg(test)]` modules and `tests/` are exempt).
-//! - **Storage stays inside `linkly-index`:** no type of its storage and model crates
-//!   ([`HIDDEN_CRATES`]) in a `pub` item of `linkly-index` (a `pub fn` signature, a `pub`
-//!   field of a `pub struct`, a variant of a `pub enum`, a `pub type`/`const`/`static`/`use`,
-//!   a `pub trait`), named by path (`rusqlite::Error`) or through a `use` of the file.
+//! - **Storage and model crates stay private:** no type of the crates [`HIDDEN_CRATES`] lists
+//!   for a Linkly crate (`linkly-index`: SQLite, tantivy, the ANN graph; `linkly-models`:
+//!   candle, tokenizers, the SIMD and matrix crates, the memory map, ureq) in a `pub` item of
+//!   that crate (a `pub fn` signature, a `pub` field of a `pub struct`, a variant of a
+//!   `pub enum`, a `pub type`/`const`/`static`/`use`, a `pub trait`), named by path
+//!   (`rusqlite::Error`) or through a `use` of the file.
+//! - **`unsafe` in one module:** only [`UNSAFE_MODULE`] may allow `unsafe_code` (the workspace
+//!   denies it; `linkly-index` forbids it).
 //! - **Each `lib.rs` says its job:** its first line is a `//!` line with words.
 //!
 //! The checks read source text; comments and string literals are blanked first, so a
@@ -34,15 +39,37 @@ pub(crate) const LAYERS: &[&str] = &[
     "linkly-cli",
 ];
 
-/// The crates whose types never appear in `linkly-index`'s public API.
-pub(crate) const HIDDEN_CRATES: &[&str] = &[
-    "rusqlite",
-    "tantivy",
+/// Per Linkly crate, the crates whose types never appear in its public API: the index's
+/// storage and ANN graph, the model runtime's inference, tokenizer, SIMD, memory-map and HTTP
+/// crates (and the model ones in the index too, which reaches them only through
+/// `linkly-models`).
+pub(crate) const HIDDEN_CRATES: &[(&str, &[&str])] = &[
+    ("linkly-models", MODEL_CRATES),
+    ("linkly-index", INDEX_CRATES),
+];
+
+/// The crates `linkly-models` keeps out of its public API.
+const MODEL_CRATES: &[&str] = &[
     "candle_core",
     "candle_nn",
     "candle_transformers",
     "tokenizers",
+    "gemm",
+    "pulp",
+    "memmap2",
+    "ownedbytes",
+    "ureq",
+];
+
+/// The crates `linkly-index` keeps out of its public API.
+const INDEX_CRATES: &[&str] = &[
+    "rusqlite",
+    "tantivy",
     "hnsw_rs",
+    "candle_core",
+    "candle_nn",
+    "candle_transformers",
+    "tokenizers",
     "ureq",
 ];
 
@@ -114,8 +141,8 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
             let text = fs_err::read_to_string(&file)?;
             let shown = rel(&root, &file);
             problems.extend(check_no_printing(&shown, &text));
-            if name == "linkly-index" {
-                problems.extend(check_public_types(&shown, &text, HIDDEN_CRATES));
+            if let Some((_, hidden)) = HIDDEN_CRATES.iter().find(|(c, _)| c == name) {
+                problems.extend(check_public_types(&shown, &text, hidden));
             }
         }
     }
@@ -141,8 +168,9 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
     }
     if problems.is_empty() {
         println!(
-            "tidy: ok ({} crates, {} library sources; layers, no printing, no storage types in \
-             linkly-index's public items, lib.rs openings, unsafe only in {UNSAFE_MODULE})",
+            "tidy: ok ({} crates, {} library sources; layers, no printing, no storage or model \
+             types in linkly-index's and linkly-models' public items, lib.rs openings, unsafe \
+             only in {UNSAFE_MODULE})",
             graph.len(),
             files
         );
@@ -180,7 +208,7 @@ fn rust_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 /// The one module allowed `unsafe` (the workspace lint denies it everywhere else).
-pub(crate) const UNSAFE_MODULE: &str = "linkly-index/src/vector/x86/mod.rs";
+pub(crate) const UNSAFE_MODULE: &str = "linkly-models/src/x86/mod.rs";
 
 /// An `allow`/`expect` of `unsafe_code` outside [`UNSAFE_MODULE`].
 pub(crate) fn check_unsafe_allowed(file: &str, text: &str) -> Vec<String> {
@@ -313,7 +341,7 @@ pub(crate) fn check_public_types(file: &str, text: &str, hidden: &[&str]) -> Vec
         }
         for n in named {
             out.push(format!(
-                "{file}:{line}: a public item of linkly-index names {n}; keep storage types \
+                "{file}:{line}: a public item names {n}; keep storage and model types \
                  private (pub(crate)) or wrap them"
             ));
         }
@@ -656,8 +684,12 @@ mod tests {
     fn layers_point_left_only() {
         let ok = g(&[
             ("linkly-core", &["serde"]),
-            ("linkly-extract", &["linkly-core"]),
-            ("linkly-index", &["linkly-core", "linkly-extract"]),
+            ("linkly-models", &["linkly-core", "candle-core"]),
+            ("linkly-extract", &["linkly-core", "linkly-models"]),
+            (
+                "linkly-index",
+                &["linkly-core", "linkly-models", "linkly-extract"],
+            ),
             ("linkly-tools", &["linkly-index", "linkly-core"]),
             ("linkly-mcp", &["linkly-tools"]),
             ("linkly-cli", &["linkly-mcp", "linkly-tools"]),
@@ -670,14 +702,16 @@ mod tests {
             ("linkly-index", &["linkly-index"]),
             ("linkly-mcp", &["linkly-cli", "xtask"]),
             ("linkly-web", &["linkly-core"]),
+            ("linkly-models", &["linkly-index"]),
         ]);
         let p = check_layers(&bad);
-        assert_eq!(p.len(), 5, "{p:#?}");
+        assert_eq!(p.len(), 6, "{p:#?}");
         assert!(p[0].contains("linkly-core depends on linkly-extract"));
         assert!(p[1].contains("linkly-index depends on linkly-index"));
         assert!(p[2].contains("linkly-mcp depends on linkly-cli"));
         assert!(p[3].contains("depends on xtask"));
         assert!(p[4].contains("linkly-web has no place"));
+        assert!(p[5].contains("linkly-models depends on linkly-index"));
     }
 
     #[test]
@@ -776,7 +810,7 @@ pub type Tx<'a> = tantivy::IndexWriter<'a>;
 
 pub use tantivy::TantivyError;
 "#;
-        let p = check_public_types("store.rs", src, HIDDEN_CRATES);
+        let p = check_public_types("store.rs", src, INDEX_CRATES);
         let lines: Vec<&str> = p
             .iter()
             .map(|l| l.split(": a public").next().unwrap())
@@ -799,15 +833,37 @@ pub use tantivy::TantivyError;
     }
 
     #[test]
+    fn the_model_runtime_keeps_its_crates_private_too() {
+        let hidden = |c: &str| {
+            HIDDEN_CRATES
+                .iter()
+                .find(|(n, _)| *n == c)
+                .map(|(_, h)| *h)
+                .unwrap()
+        };
+        let src = "use candle_core::Tensor;\n\npub fn f(t: Tensor) {}\n\
+                   pub(crate) fn g(t: &tokenizers::Tokenizer) {}\n\
+                   pub fn h() -> ownedbytes::OwnedBytes { todo!() }\n";
+        let p = check_public_types("linkly-models/src/lib.rs", src, hidden("linkly-models"));
+        assert_eq!(p.len(), 2, "{p:#?}");
+        assert!(p[0].contains("Tensor (from candle_core)"), "{p:#?}");
+        assert!(p[1].contains("ownedbytes::"), "{p:#?}");
+        // Each crate is held to its own list.
+        let p = check_public_types("x.rs", src, hidden("linkly-index"));
+        assert_eq!(p.len(), 1, "{p:#?}");
+        assert!(p[0].contains("Tensor (from candle_core)"), "{p:#?}");
+    }
+
+    #[test]
     fn a_use_inside_a_function_is_local_to_it() {
         let src = "fn convert(e: u8) -> u8 {\n    use tantivy::TantivyError as T;\n    e\n}\n\n\
                    pub type Result<T, E = Error> = std::result::Result<T, E>;\n";
         assert_eq!(
-            check_public_types("error.rs", src, HIDDEN_CRATES),
+            check_public_types("error.rs", src, INDEX_CRATES),
             Vec::<String>::new()
         );
         let src = "use tantivy::TantivyError as T;\n\npub fn f() -> T { todo!() }\n";
-        assert_eq!(check_public_types("error.rs", src, HIDDEN_CRATES).len(), 1);
+        assert_eq!(check_public_types("error.rs", src, INDEX_CRATES).len(), 1);
     }
 
     #[test]

@@ -24,8 +24,8 @@ use hnsw_rs::prelude::{Distance, Hnsw};
 
 use rayon::prelude::*;
 
-use crate::vector::kernels;
-use crate::vector::prepared::{Array, Reader, Writer, check};
+use linkly_models::prepared::{Array, Reader, Writer, check};
+
 use crate::vector::store::{ChunkRows, StoredChunk};
 
 /// Live chunks from which a graph is built (below, a scan is fast and exact). Measured on two
@@ -102,7 +102,7 @@ impl pulp::WithSimd for Quantize<'_> {
     }
 }
 
-/// The query in 16 bits for [`kernels::dot_i8_i16`], with its scale: as many levels as keep
+/// The query in 16 bits for [`linkly_models::dot_i8_i16`], with its scale: as many levels as keep
 /// every sum below 2^31.
 fn quantize_query(q: &[f32]) -> (Vec<i16>, f32) {
     let levels = (i32::MAX as usize / (q.len().max(1) * 127)).min(i16::MAX as usize) as f32;
@@ -159,14 +159,14 @@ impl<'a> Scan<'a> {
     #[inline(always)]
     fn score(&self, dim: usize, i: usize) -> f32 {
         match *self {
-            Scan::F32 { query, data } => kernels::dot(query, &data[i * dim..(i + 1) * dim]),
+            Scan::F32 { query, data } => linkly_models::dot(query, &data[i * dim..(i + 1) * dim]),
             Scan::Codes {
                 query,
                 query_scale,
                 codes,
                 scales,
             } => {
-                kernels::dot_i8_i16(&codes[i * dim..(i + 1) * dim], query) as f32
+                linkly_models::dot_i8_i16(&codes[i * dim..(i + 1) * dim], query) as f32
                     * (scales[i] * query_scale)
             }
         }
@@ -225,7 +225,7 @@ impl pulp::WithSimd for Dot<'_> {
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _: S) -> f32 {
-        kernels::dot(self.0, self.1)
+        linkly_models::dot(self.0, self.1)
     }
 }
 
@@ -732,7 +732,7 @@ impl GraphWork {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vector::prepared::Cache;
+    use linkly_models::prepared::Cache;
 
     fn chunk(id: u64, doc: u64, v: Vec<f32>) -> StoredChunk {
         StoredChunk {
@@ -1008,7 +1008,7 @@ mod tests {
                 "{dim}"
             );
             assert_eq!(
-                i64::from(kernels::dot_i8_i16(&vec![127; dim], &q)),
+                i64::from(linkly_models::dot_i8_i16(&vec![127; dim], &q)),
                 i64::from(top) * 127 * dim as i64
             );
         }

@@ -1,4 +1,4 @@
-//! The vector side of the index: chunking, embeddings (candle), the vector store
+//! The vector side of the index: chunking, embeddings (through `linkly-models`), the vector store
 //! (`vectors.sqlite`) and the in-memory ANN (`hnsw_rs`); hybrid ranking, which fuses the
 //! vector arm with BM25, is `crate::hybrid`.
 //!
@@ -13,89 +13,25 @@
 
 mod ann;
 mod chunker;
-mod embedder;
-mod encoder;
-mod int16;
-mod kernels;
-mod model;
-mod prepared;
-mod safetensors;
 mod store;
-#[cfg(test)]
-mod test_matrices;
-mod tokenizer_file;
-mod x86;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
-use x86::{amx, int8, matmul};
 
 use linkly_core::DocId;
+use linkly_models::prepared::Cache;
 
-pub use crate::vector::model::{
-    DEFAULT_MODEL, DownloadProgress, KNOWN_MODELS, ModelChoice, ModelManager, canonical_name,
+pub use linkly_models::{
+    DEFAULT_MODEL, DownloadProgress, KNOWN_MODELS, ModelChoice, ModelManager, TextEmbedder,
+    canonical_name,
 };
 
 use crate::vector::ann::Ann;
-use crate::vector::embedder::{Embedder, TextKind};
-use crate::vector::prepared::Cache;
 use crate::vector::store::{DocVectors, VectorStore};
 use crate::{Index, ModelError, Result};
-
-/// A loaded embedding model on its own, outside any index: embeds queries and passages the way
-/// the index does (prefixes, truncation to the model's sequence length, pooling,
-/// normalisation).
-///
-/// ```no_run
-/// # fn main() -> linkly_index::Result<()> {
-/// use linkly_index::vector::{ModelChoice, TextEmbedder};
-/// let model = TextEmbedder::load(&ModelChoice {
-///     name: "all-MiniLM-L6-v2".into(),
-///     dir: "models/all-MiniLM-L6-v2".into(),
-///     from_env: false,
-/// })?;
-/// let passages = model.embed_passages(&["The cat sits on the mat."])?;
-/// let query = model.embed_query("where is the cat?")?;
-/// let cosine: f32 = passages[0].iter().zip(&query).map(|(a, b)| a * b).sum();
-/// # let _ = cosine;
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Debug)]
-pub struct TextEmbedder {
-    embedder: Embedder,
-}
-
-impl TextEmbedder {
-    /// Loads the model in `choice.dir` (`config.json`, `model.safetensors`, `tokenizer.json`).
-    pub fn load(choice: &ModelChoice) -> Result<TextEmbedder> {
-        Ok(TextEmbedder {
-            embedder: Embedder::load(&choice.dir, &choice.name)?,
-        })
-    }
-
-    /// The vector dimension.
-    pub fn dim(&self) -> usize {
-        self.embedder.dim()
-    }
-
-    /// Embeds passages as one batch (padded to the longest; sort by length for speed).
-    pub fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        self.embedder.embed(texts, TextKind::Passage)
-    }
-
-    /// Embeds a search query.
-    pub fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
-        Ok(self
-            .embedder
-            .embed(&[text], TextKind::Query)?
-            .pop()
-            .unwrap_or_default())
-    }
-}
 
 /// Chunks embedded per model call (sorted by length first, so padding stays small).
 const EMBED_BATCH: usize = 16;
@@ -209,7 +145,7 @@ struct AnnState {
 
 struct Loaded {
     name: String,
-    embedder: Arc<Embedder>,
+    embedder: Arc<TextEmbedder>,
 }
 
 /// The vector half of an [`Index`].
@@ -328,7 +264,7 @@ impl VectorSide {
 
     /// The embedder, when loaded and its vectors are the ones in memory; never waits.
     /// The loaded model, when it is ready and the loaded vectors are its own.
-    pub(crate) fn usable_embedder(&self) -> Option<Arc<Embedder>> {
+    pub(crate) fn usable_embedder(&self) -> Option<Arc<TextEmbedder>> {
         let slot = self.model.try_read().ok()?;
         let loaded = slot.as_ref()?;
         let state = self.ann.try_read().ok()?;
@@ -368,15 +304,12 @@ impl VectorSide {
     /// line); `allowed` restricts to documents.
     pub(crate) fn nearest_chunks(
         &self,
-        embedder: &Embedder,
+        embedder: &TextEmbedder,
         query: &str,
         k: usize,
         allowed: Option<&HashSet<u64>>,
     ) -> Result<Vec<(u64, f32, u32, u32)>> {
-        let mut q = embedder
-            .embed(&[query], TextKind::Query)?
-            .pop()
-            .unwrap_or_default();
+        let mut q = embedder.embed_query(query)?;
         ann::normalise(&mut q);
         let state = self.ann.read().unwrap_or_else(|e| e.into_inner());
         let hits = state
@@ -513,7 +446,7 @@ impl Index {
         let name = choice.name.clone();
         self.vectors
             .set_status(ModelStatus::Loading { name: name.clone() });
-        match Embedder::load(&choice.dir, &name) {
+        match TextEmbedder::load(choice) {
             Ok(embedder) => {
                 let dim = embedder.dim();
                 *self
@@ -533,7 +466,7 @@ impl Index {
                     name,
                     reason: e.to_string(),
                 });
-                Err(e)
+                Err(e.into())
             }
         }
     }
@@ -715,7 +648,7 @@ impl Index {
     fn embed_locked(
         &self,
         name: &str,
-        embedder: &Embedder,
+        embedder: &TextEmbedder,
         progress: &mut dyn FnMut(&EmbedProgress),
     ) -> Result<EmbedReport> {
         let started = Instant::now();
@@ -781,7 +714,7 @@ impl Index {
             let mut vectors: Vec<Option<Vec<f32>>> = vec![None; spans.len()];
             for batch in texts.chunks(EMBED_BATCH) {
                 let refs: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-                let out = embedder.embed(&refs, TextKind::Passage)?;
+                let out = embedder.embed_passages(&refs)?;
                 for ((i, _), v) in batch.iter().zip(out) {
                     vectors[*i] = Some(v);
                 }
@@ -816,6 +749,13 @@ mod tests {
     use super::*;
     use crate::{DocFilter, HybridOptions, SearchMode, SyncOptions};
 
+    /// The real test model (all-MiniLM-L6-v2), from `cargo xtask test-model`.
+    fn test_model() -> PathBuf {
+        std::env::var_os("LINKLY_TEST_MODEL_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model"))
+    }
+
     /// Looks at the in-memory vectors' state.
     fn ann<T>(index: &Index, look: impl FnOnce(&AnnState) -> T) -> T {
         look(&index.vectors.ann.read().unwrap_or_else(|e| e.into_inner()))
@@ -847,7 +787,7 @@ mod tests {
         };
         let model = ModelChoice {
             name: "sentence-transformers/all-MiniLM-L6-v2".into(),
-            dir: embedder::tests::test_model(),
+            dir: test_model(),
             from_env: false,
         };
         let dir = tmp.path().join("index");
@@ -886,7 +826,7 @@ mod tests {
         fs_err::write(root.join("tea.md"), "Green tea is brewed at 80 degrees.\n").unwrap();
         let model = ModelChoice {
             name: "sentence-transformers/all-MiniLM-L6-v2".into(),
-            dir: embedder::tests::test_model(),
+            dir: test_model(),
             from_env: false,
         };
         let dir = tmp.path().join("index");

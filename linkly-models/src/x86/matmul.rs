@@ -120,10 +120,10 @@ pub(crate) fn product(a: View<'_>, b: View<'_>, dst: &mut [f32]) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vector::test_matrices::exact;
+    use crate::test_matrices::exact;
 
     fn values(n: usize, seed: u64) -> Vec<f32> {
-        crate::vector::test_matrices::values(n, seed, false)
+        crate::test_matrices::values(n, seed, false)
     }
 
     #[test]

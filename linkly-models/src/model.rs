@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::vector::embedder::MODEL_FILES;
+use crate::embedder::MODEL_FILES;
 use crate::{ModelError, Result};
 
 #[cfg(feature = "download")]

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use crate::vector::prepared::{Array, Reader, Writer, check};
+use crate::prepared::{Array, Reader, Writer, check};
 
 thread_local! {
     /// A work unit's rows in bf16, tile by tile (reused: at most 256 rows of the widest input).
@@ -139,7 +139,7 @@ impl AmxLinear {
         })
     }
 
-    /// Writes the packed weights ([`crate::vector::prepared`]).
+    /// Writes the packed weights ([`crate::prepared`]).
     pub(crate) fn save(&self, w: &mut Writer) -> std::io::Result<()> {
         w.u64(self.k as u64)?;
         w.u64(self.n as u64)?;
@@ -545,7 +545,7 @@ mod tiles {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vector::test_matrices::{assert_rows_near_exact, case, values};
+    use crate::test_matrices::{assert_rows_near_exact, case, values};
 
     #[test]
     fn kernels_match_the_scalar_reference_and_the_f32_product() {
@@ -658,7 +658,7 @@ mod tests {
 #[cfg(test)]
 #[allow(clippy::print_stderr)]
 mod timing {
-    use crate::vector::test_matrices::time_against_gemm;
+    use crate::test_matrices::time_against_gemm;
 
     /// `cargo test --release -p linkly-index --lib amx::timing -- --ignored --nocapture`
     #[test]

@@ -1,13 +1,14 @@
 //! Files of arrays kept beside what they were computed from, read back by mapping them into
 //! memory: the encoder's linear layers as their kernels want them (int16, int8 or bf16,
 //! packed), `<model>/.linkly/prepared-<precision>.bin`, and the index's vectors as the scan
-//! reads them ([`crate::vector::snapshot`]).
+//! reads them (`linkly-index`'s `vectors.snapshot`).
 //!
 //! A process that loads the model (every `linkly search` run without a server) would otherwise
 //! read the 42 MB of f32 weights and round and pack them again: most of a cold search. With
 //! the file, the packed weights are used where they lie in the page cache: the file is mapped
-//! (through tantivy's `MmapDirectory`, the crate's one way to map a file, so no `unsafe`
-//! here), and each array is a view into the mapping. Reading the 21 MB into the process
+//! (by `crate::x86::map`, in the crate's one `unsafe` module: a mapping's soundness rests on
+//! the file not changing under it, which the rename below gives), and each array is a view
+//! into the mapping. Reading the 21 MB into the process
 //! instead cost 15–25 ms on a 2-core VM, nearly all of it the kernel handing out fresh pages;
 //! mapping and touching them costs about 1 ms.
 //!
@@ -21,7 +22,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use bytemuck::{Pod, Zeroable};
-use tantivy::directory::{Directory, MmapDirectory, OwnedBytes};
+use ownedbytes::OwnedBytes;
 
 /// Bumped whenever a packing or this layout changes.
 const VERSION: u32 = 2;
@@ -31,7 +32,9 @@ const MAGIC: &[u8; 8] = b"LNKPREP\0";
 const ALIGN: usize = 64;
 
 /// A read-only array of `T`: computed in this process, or a view into a mapped file.
-pub(crate) enum Array<T> {
+pub struct Array<T>(Values<T>);
+
+enum Values<T> {
     Owned(Vec<T>),
     Mapped {
         bytes: OwnedBytes,
@@ -41,19 +44,19 @@ pub(crate) enum Array<T> {
 
 impl<T: Pod> Array<T> {
     /// The array as a `Vec` to change, copied out of the file the first time.
-    pub(crate) fn to_mut(&mut self) -> &mut Vec<T> {
-        if let Array::Mapped { bytes, .. } = self {
-            *self = Array::Owned(bytemuck::cast_slice::<u8, T>(bytes).to_vec());
+    pub fn to_mut(&mut self) -> &mut Vec<T> {
+        if let Values::Mapped { bytes, .. } = &self.0 {
+            self.0 = Values::Owned(bytemuck::cast_slice::<u8, T>(bytes).to_vec());
         }
-        match self {
-            Array::Owned(v) => v,
-            Array::Mapped { .. } => unreachable!("made owned above"),
+        match &mut self.0 {
+            Values::Owned(v) => v,
+            Values::Mapped { .. } => unreachable!("made owned above"),
         }
     }
 
     /// Whether the values lie in a mapped file.
-    pub(crate) fn is_mapped(&self) -> bool {
-        matches!(self, Array::Mapped { .. })
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.0, Values::Mapped { .. })
     }
 }
 
@@ -61,23 +64,23 @@ impl<T: Pod> std::ops::Deref for Array<T> {
     type Target = [T];
 
     fn deref(&self) -> &[T] {
-        match self {
-            Array::Owned(v) => v,
+        match &self.0 {
+            Values::Owned(v) => v,
             // Length and alignment were checked when the view was made (`Reader::array`).
-            Array::Mapped { bytes, .. } => bytemuck::cast_slice(bytes),
+            Values::Mapped { bytes, .. } => bytemuck::cast_slice(bytes),
         }
     }
 }
 
 impl<T> From<Vec<T>> for Array<T> {
     fn from(v: Vec<T>) -> Array<T> {
-        Array::Owned(v)
+        Array(Values::Owned(v))
     }
 }
 
 impl<T> Default for Array<T> {
     fn default() -> Array<T> {
-        Array::Owned(Vec::new())
+        Array(Values::Owned(Vec::new()))
     }
 }
 
@@ -92,14 +95,15 @@ impl<T: Pod + std::fmt::Debug> std::fmt::Debug for Array<T> {
 }
 
 /// Where a file of arrays lives, and what it must have been made from.
-pub(crate) struct Cache {
+#[derive(Debug)]
+pub struct Cache {
     path: PathBuf,
     key: String,
 }
 
 impl Cache {
     /// The file at `path`, valid when it was made from `key`.
-    pub(crate) fn at(path: PathBuf, key: String) -> Cache {
+    pub fn at(path: PathBuf, key: String) -> Cache {
         Cache { path, key }
     }
 
@@ -121,7 +125,7 @@ impl Cache {
 
     /// Reads the file with `read`, which takes the arrays in order; `None` when there is no
     /// file, it was made from something else, or it does not read whole (`read`'s error).
-    pub(crate) fn load<T>(&self, read: impl FnOnce(&mut Reader) -> io::Result<T>) -> Option<T> {
+    pub fn load<T>(&self, read: impl FnOnce(&mut Reader) -> io::Result<T>) -> Option<T> {
         let bytes = match map(&self.path) {
             Ok(b) => b,
             Err(e) => {
@@ -157,7 +161,7 @@ impl Cache {
 
     /// Writes the file with `write`; failures (a read-only folder) are logged and
     /// otherwise ignored: the next load computes the arrays again.
-    pub(crate) fn save(&self, write: impl FnOnce(&mut Writer) -> io::Result<()>) {
+    pub fn save(&self, write: impl FnOnce(&mut Writer) -> io::Result<()>) {
         let result = (|| {
             let folder = self.path.parent().unwrap_or(Path::new("."));
             std::fs::create_dir_all(folder)?;
@@ -199,7 +203,7 @@ impl Cache {
 
 /// Writes numbers and arrays, little-endian, each array after its length and from a multiple
 /// of [`ALIGN`].
-pub(crate) struct Writer {
+pub struct Writer {
     inner: io::BufWriter<std::fs::File>,
     at: usize,
 }
@@ -211,11 +215,13 @@ impl Writer {
         Ok(())
     }
 
-    pub(crate) fn u64(&mut self, v: u64) -> io::Result<()> {
+    /// Writes a number.
+    pub fn u64(&mut self, v: u64) -> io::Result<()> {
         self.bytes(&v.to_le_bytes())
     }
 
-    pub(crate) fn slice<T: Pod>(&mut self, s: &[T]) -> io::Result<()> {
+    /// Writes an array (read back by [`Reader::array`]).
+    pub fn slice<T: Pod>(&mut self, s: &[T]) -> io::Result<()> {
         self.u64(s.len() as u64)?;
         let pad = self.at.next_multiple_of(ALIGN) - self.at;
         self.bytes(&[0u8; ALIGN][..pad])?;
@@ -224,7 +230,7 @@ impl Writer {
 }
 
 /// Reads what [`Writer`] wrote, out of the mapped file; arrays are views into it.
-pub(crate) struct Reader {
+pub struct Reader {
     bytes: OwnedBytes,
     at: usize,
 }
@@ -239,7 +245,8 @@ impl Reader {
         Ok(b)
     }
 
-    pub(crate) fn u64(&mut self) -> io::Result<u64> {
+    /// Reads a number.
+    pub fn u64(&mut self) -> io::Result<u64> {
         let b = self.take(8)?;
         Ok(u64::from_le_bytes(
             b.as_slice().try_into().expect("eight bytes taken"),
@@ -247,12 +254,12 @@ impl Reader {
     }
 
     /// A count or size: a `u64` that fits `usize`.
-    pub(crate) fn usize(&mut self) -> io::Result<usize> {
+    pub fn usize(&mut self) -> io::Result<usize> {
         usize::try_from(self.u64()?).map_err(io::Error::other)
     }
 
     /// An array, left where it lies in the mapping.
-    pub(crate) fn array<T: Pod + Zeroable>(&mut self) -> io::Result<Array<T>> {
+    pub fn array<T: Pod + Zeroable>(&mut self) -> io::Result<Array<T>> {
         let len = self.usize()?;
         let pad = self.at.next_multiple_of(ALIGN) - self.at;
         self.take(pad)?;
@@ -264,35 +271,20 @@ impl Reader {
         // holds for every `T` up to 64-byte alignment; checked, not assumed.
         bytemuck::try_cast_slice::<u8, T>(&bytes)
             .map_err(|e| io::Error::other(format!("array not aligned: {e}")))?;
-        Ok(Array::Mapped {
+        Ok(Array(Values::Mapped {
             bytes,
             _type: std::marker::PhantomData,
-        })
+        }))
     }
 }
 
 /// The file's bytes, mapped read-only; an empty file gives no bytes.
 fn map(path: &Path) -> io::Result<OwnedBytes> {
-    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(io::Error::other("not a file path"));
-    };
-    let dir = MmapDirectory::open(folder).map_err(|e| match e {
-        tantivy::directory::error::OpenDirectoryError::DoesNotExist(_) => {
-            io::Error::from(io::ErrorKind::NotFound)
-        }
-        e => io::Error::other(e),
-    })?;
-    let slice = dir.open_read(Path::new(name)).map_err(|e| match e {
-        tantivy::directory::error::OpenReadError::FileDoesNotExist(_) => {
-            io::Error::from(io::ErrorKind::NotFound)
-        }
-        e => io::Error::other(e),
-    })?;
-    slice.read_bytes()
+    crate::x86::map::map(path)
 }
 
 /// `Err` unless `ok`: a file whose sizes do not agree with each other.
-pub(crate) fn check(ok: bool, what: &str) -> io::Result<()> {
+pub fn check(ok: bool, what: &str) -> io::Result<()> {
     if ok {
         Ok(())
     } else {

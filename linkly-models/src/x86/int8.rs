@@ -5,7 +5,7 @@
 //! bytes `vpdpbusd` takes; the shift is taken back with each column's sum). One `vpdpbusd`
 //! does 64 byte multiply-adds into exact 32-bit sums, four times what one f32 FMA does, so the
 //! products that are two thirds of an embedding's time run up to four times faster. The
-//! quantization error is what it costs: [`crate::vector::embedder`] checks each model's
+//! quantization error is what it costs: [`crate::embedder`] checks each model's
 //! vectors against the f32 path when it loads and keeps f32 where they differ by more than
 //! its threshold.
 //!
@@ -18,7 +18,7 @@
 
 use rayon::prelude::*;
 
-use crate::vector::prepared::{Array, Reader, Writer, check};
+use crate::prepared::{Array, Reader, Writer, check};
 
 /// Columns per panel: four AVX-512 registers of 16 `i32` sums.
 const PANEL: usize = 64;
@@ -111,7 +111,7 @@ impl QuantLinear {
         }
     }
 
-    /// Writes the quantized weights ([`crate::vector::prepared`]).
+    /// Writes the quantized weights ([`crate::prepared`]).
     pub(crate) fn save(&self, w: &mut Writer) -> std::io::Result<()> {
         w.u64(self.k as u64)?;
         w.u64(self.n as u64)?;
@@ -408,7 +408,7 @@ mod avx512 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vector::test_matrices::{assert_rows_near_exact, case};
+    use crate::test_matrices::{assert_rows_near_exact, case};
 
     #[test]
     fn kernels_match_the_scalar_reference_and_the_f32_product() {

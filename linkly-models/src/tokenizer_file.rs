@@ -273,14 +273,14 @@ mod tests {
     fn a_unigram_tokenizer_reads_the_same_as_through_tokenizers() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tokenizer.json");
-        let (json, _) = crate::vector::embedder::tests::unigram_tokenizer();
+        let (json, _) = crate::embedder::tests::unigram_tokenizer();
         std::fs::write(&path, json.to_string()).unwrap();
         same_as_tokenizers(&path);
     }
 
     #[test]
     fn the_test_models_wordpiece_tokenizer_reads_the_same_as_through_tokenizers() {
-        same_as_tokenizers(&crate::vector::embedder::tests::test_model().join("tokenizer.json"));
+        same_as_tokenizers(&crate::embedder::tests::test_model().join("tokenizer.json"));
     }
 
     #[test]

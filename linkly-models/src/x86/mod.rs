@@ -1,16 +1,19 @@
 //! Matrix kernels that need `unsafe` (x86-64 instruction sets, and one checked call into the
-//! `gemm` crate): the workspace's one module allowed it.
+//! `gemm` crate), and the read-only memory map of prepared files: the workspace's one module
+//! allowed it.
 //!
 //! - [`int8`]: int8 products on AVX-512 VNNI (`vpdpbusd`), opt-in (`LINKLY_EMBED_ENGINE=int8`).
 //! - [`amx`]: bf16 products on AMX tiles (`tdpbf16ps`), the default where the CPU has them.
 //! - [`matmul`]: f32 products through the `gemm` crate called directly (raw pointers), on every
 //!   architecture, since candle's matmul reads `/proc/cpuinfo` at each call.
+//! - [`map`]: a file mapped read-only ([`crate::prepared`]'s weights and vector snapshots), on
+//!   every platform.
 //!
 //! Why `unsafe`: the AVX-512 loads and stores take raw pointers, the AMX instructions have no
 //! stable intrinsics (they are written with `asm!`) and need the kernel's permission (a system
 //! call), and functions compiled for those instruction sets may only be called where the CPU
 //! has them; `gemm`'s own entry point takes raw pointers and strides, which [`matmul::product`]
-//! checks against its slices before the call. Each kernel's type ([`int8::QuantLinear`], [`amx::AmxLinear`]) can only be built
+//! checks against its slices before the call; a memory map is sound only while its file does not change, which [`map::map`] gets from prepared files being renamed into place, never rewritten. Each kernel's type ([`int8::QuantLinear`], [`amx::AmxLinear`]) can only be built
 //! where its instructions run (`None` elsewhere), and checks every slice length its pointer
 //! arithmetic relies on before a kernel runs; each `unsafe` block says why it is sound. Tests
 //! hold each kernel to a scalar reference of the same arithmetic and to the exact f32 product,
@@ -20,4 +23,5 @@
 
 pub(crate) mod amx;
 pub(crate) mod int8;
+pub(crate) mod map;
 pub(crate) mod matmul;

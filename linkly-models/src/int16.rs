@@ -18,7 +18,7 @@
 
 use pulp::x86::V3;
 
-use crate::vector::prepared::{Array, Reader, Writer, check};
+use crate::prepared::{Array, Reader, Writer, check};
 use pulp::{f32x8, i16x16, i32x8};
 use rayon::prelude::*;
 
@@ -128,7 +128,7 @@ impl Int16Linear {
         })
     }
 
-    /// Writes the quantized weights ([`crate::vector::prepared`]).
+    /// Writes the quantized weights ([`crate::prepared`]).
     pub(crate) fn save(&self, w: &mut Writer) -> std::io::Result<()> {
         w.u64(self.k as u64)?;
         w.u64(self.n as u64)?;
@@ -549,7 +549,7 @@ impl Tile<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vector::test_matrices::{assert_rows_near_exact, case};
+    use crate::test_matrices::{assert_rows_near_exact, case};
 
     #[test]
     fn kernels_match_the_scalar_reference_and_the_f32_product() {
@@ -618,7 +618,7 @@ mod tests {
 #[cfg(test)]
 #[allow(clippy::print_stderr)]
 mod timing {
-    use crate::vector::test_matrices::time_against_gemm;
+    use crate::test_matrices::time_against_gemm;
 
     /// `cargo test --release -p linkly-index --lib int16::timing -- --ignored --nocapture`
     #[test]

@@ -13,10 +13,10 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::{bert, xlm_roberta};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-use crate::vector::encoder::{EncoderConfig, FastEncoder, Precision, PreparedLinears};
-use crate::vector::kernels::Activation;
-use crate::vector::prepared::Cache;
-use crate::vector::safetensors::Placement;
+use crate::encoder::{EncoderConfig, FastEncoder, Precision, PreparedLinears};
+use crate::kernels::Activation;
+use crate::prepared::Cache;
+use crate::safetensors::Placement;
 use crate::{Error, ModelError, Result};
 
 /// Which forward pass runs the model.
@@ -110,8 +110,8 @@ fn wanted_precision(engine: Engine) -> Precision {
         Engine::FastInt8 => Precision::Int8,
         Engine::FastInt16 => Precision::Int16,
         Engine::FastBf16 => Precision::Bf16,
-        Engine::Fast if crate::vector::amx::supported() => Precision::Bf16,
-        Engine::Fast if crate::vector::int16::faster_than_f32() => Precision::Int16,
+        Engine::Fast if crate::amx::supported() => Precision::Bf16,
+        Engine::Fast if crate::int16::faster_than_f32() => Precision::Int16,
         _ => Precision::F32,
     }
 }
@@ -179,7 +179,7 @@ fn model_error(dir: &Path, what: impl std::fmt::Display) -> Error {
 
 /// The model's `tokenizer.json`, as is (padding and truncation are set by `finish`).
 fn load_tokenizer(dir: &Path) -> Result<Tokenizer> {
-    crate::vector::tokenizer_file::read(&dir.join("tokenizer.json"))
+    crate::tokenizer_file::read(&dir.join("tokenizer.json"))
         .map_err(|e| model_error(dir, format!("tokenizer.json: {e}")))
 }
 
@@ -269,7 +269,7 @@ impl Embedder {
         // An all-f32 file is read straight into the layout the fast encoder uses; anything
         // else through candle, which reads the file whole and converts the types.
         let direct = match fast {
-            Some(_) => crate::vector::safetensors::load_f32(&weights, place)
+            Some(_) => crate::safetensors::load_f32(&weights, place)
                 .map_err(|e| model_error(dir, format!("model.safetensors: {e}")))?,
             None => None,
         };
@@ -570,7 +570,7 @@ impl Embedder {
 }
 
 #[cfg(test)]
-pub(in crate::vector) mod tests {
+pub(crate) mod tests {
     //! The multilingual loading paths, proved on tiny random-weight models of the same
     //! architectures as the real ones (the real ones cannot be downloaded here): BERT with an
     //! XLM-R SentencePiece (Unigram) vocabulary, as multilingual-e5-small and
@@ -583,7 +583,7 @@ pub(in crate::vector) mod tests {
 
     /// A Unigram `tokenizer.json` shaped like XLM-R's: Metaspace pre-tokenizer, `<s> … </s>`
     /// template, pieces for French, Spanish, Chinese and Japanese.
-    pub(in crate::vector) fn unigram_tokenizer() -> (serde_json::Value, usize) {
+    pub(crate) fn unigram_tokenizer() -> (serde_json::Value, usize) {
         let mut vocab = vec![
             json!(["<s>", 0.0]),
             json!(["<pad>", 0.0]),
@@ -792,7 +792,7 @@ pub(in crate::vector) mod tests {
     }
 
     /// The real test model (all-MiniLM-L6-v2), from `cargo xtask test-model`.
-    pub(in crate::vector) fn test_model() -> PathBuf {
+    pub(crate) fn test_model() -> PathBuf {
         std::env::var_os("LINKLY_TEST_MODEL_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model"))
@@ -886,18 +886,10 @@ pub(in crate::vector) mod tests {
             (
                 Engine::FastInt16,
                 Precision::Int16,
-                crate::vector::int16::supported(),
+                crate::int16::supported(),
             ),
-            (
-                Engine::FastInt8,
-                Precision::Int8,
-                crate::vector::int8::supported(),
-            ),
-            (
-                Engine::FastBf16,
-                Precision::Bf16,
-                crate::vector::amx::supported(),
-            ),
+            (Engine::FastInt8, Precision::Int8, crate::int8::supported()),
+            (Engine::FastBf16, Precision::Bf16, crate::amx::supported()),
         ] {
             if !runs {
                 continue;
@@ -971,7 +963,7 @@ pub(in crate::vector) mod tests {
         assert_close_to_f32(
             Engine::FastInt8,
             Precision::Int8,
-            crate::vector::int8::supported(),
+            crate::int8::supported(),
             0.99,
         );
     }
@@ -982,9 +974,9 @@ pub(in crate::vector) mod tests {
     #[test]
     fn int16_vectors_match_f32_on_the_real_model() {
         let default = Embedder::load_with(&test_model(), "all-MiniLM-L6-v2", Engine::Fast).unwrap();
-        let expected = if crate::vector::amx::supported() {
+        let expected = if crate::amx::supported() {
             Precision::Bf16
-        } else if crate::vector::int16::faster_than_f32() {
+        } else if crate::int16::faster_than_f32() {
             Precision::Int16
         } else {
             Precision::F32
@@ -993,7 +985,7 @@ pub(in crate::vector) mod tests {
         assert_close_to_f32(
             Engine::FastInt16,
             Precision::Int16,
-            crate::vector::int16::supported(),
+            crate::int16::supported(),
             0.9999,
         );
     }
@@ -1005,7 +997,7 @@ pub(in crate::vector) mod tests {
         assert_close_to_f32(
             Engine::FastBf16,
             Precision::Bf16,
-            crate::vector::amx::supported(),
+            crate::amx::supported(),
             0.9999,
         );
     }
@@ -1021,7 +1013,7 @@ pub(in crate::vector) mod tests {
                 .unwrap();
         let cfg = fast_config(&config, "bert").unwrap();
         let weights = dir.join("model.safetensors");
-        let loaded = crate::vector::safetensors::load_f32(&weights, fast_placement)
+        let loaded = crate::safetensors::load_f32(&weights, fast_placement)
             .unwrap()
             .unwrap();
         let ours = FastEncoder::new(

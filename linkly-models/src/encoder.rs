@@ -22,13 +22,13 @@ use rayon::prelude::*;
 
 use pulp::{Simd, WithSimd};
 
-use crate::vector::amx::AmxLinear;
-use crate::vector::int8::QuantLinear;
-use crate::vector::int16::Int16Linear;
-use crate::vector::kernels::{self, Activation};
-use crate::vector::matmul;
-use crate::vector::prepared::{Reader, Writer};
-use crate::vector::safetensors::{OnDisk, transpose};
+use crate::amx::AmxLinear;
+use crate::int8::QuantLinear;
+use crate::int16::Int16Linear;
+use crate::kernels::{self, Activation};
+use crate::matmul;
+use crate::prepared::{Reader, Writer};
+use crate::safetensors::{OnDisk, transpose};
 
 type CResult<T> = candle_core::Result<T>;
 
@@ -139,7 +139,7 @@ impl Linear {
         }
     }
 
-    /// Writes the weights of `precision` ([`crate::vector::prepared`]).
+    /// Writes the weights of `precision` ([`crate::prepared`]).
     fn save(&self, precision: Precision, w: &mut Writer) -> std::io::Result<()> {
         let missing = || std::io::Error::other("the weights of this precision are not there");
         match precision {
@@ -273,7 +273,7 @@ impl Layer {
 }
 
 /// The linear layers' weights in one precision other than f32, as a file of
-/// [`crate::vector::prepared`] held them: four per layer (attention's query, key and value
+/// [`crate::prepared`] held them: four per layer (attention's query, key and value
 /// side by side, its output, the feed-forward's two).
 pub(crate) struct PreparedLinears {
     precision: Precision,
@@ -289,7 +289,7 @@ impl PreparedLinears {
         layers: usize,
     ) -> std::io::Result<Option<PreparedLinears>> {
         let count = r.usize()?;
-        crate::vector::prepared::check(count == layers * 4, "layer count")?;
+        crate::prepared::check(count == layers * 4, "layer count")?;
         let mut linears = Vec::with_capacity(count);
         for _ in 0..count {
             match Linear::load(precision, r)? {

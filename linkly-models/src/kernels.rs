@@ -104,7 +104,7 @@ pub(crate) fn bias_activation(row: &mut [f32], bias: &[f32], act: Activation) {
 
 /// `a · b` over independent lanes (so the compiler vectorises it).
 #[inline(always)]
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; LANES];
     let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     let tail: f32 = ca
@@ -125,7 +125,7 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// max|b| < 2^31` (integer sums may be reordered, so the compiler vectorises it: on AVX2, a
 /// sign extension and `vpmaddwd` per 16 values).
 #[inline(always)]
-pub(crate) fn dot_i8_i16(a: &[i8], b: &[i16]) -> i32 {
+pub fn dot_i8_i16(a: &[i8], b: &[i16]) -> i32 {
     a.iter()
         .zip(b)
         .map(|(&x, &y)| i32::from(x) * i32::from(y))
