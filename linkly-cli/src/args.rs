@@ -571,6 +571,19 @@ pub(crate) enum ModelCommand {
         /// A hub id or a short name.
         name: String,
     },
+    /// Install a model from local files: a Whisper speech model folder (CTranslate2 layout,
+    /// as faster-whisper's models are published: model.bin, config.json, tokenizer.json; or
+    /// Hugging Face layout), converted once and used to transcribe audio and video.
+    Import {
+        /// The file or folder.
+        path: PathBuf,
+        /// The hub id to install it as (default: the one the files say).
+        #[arg(long, value_name = "ORG/NAME")]
+        name: Option<String>,
+        /// Replace a model already installed under that name.
+        #[arg(long)]
+        replace: bool,
+    },
 }
 
 /// The token a choice is written as on the command line, which is also the tool's token

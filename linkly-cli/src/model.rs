@@ -20,6 +20,10 @@ pub(crate) fn run(data: &DataDir, cmd: ModelCommand, printer: Printer) -> anyhow
     match cmd {
         ModelCommand::Status => status(data, &manager, printer),
         ModelCommand::Download { name } => {
+            if let Some(id) = name.as_deref().and_then(crate::speech::hub_id) {
+                let dir = download(&manager, id)?;
+                return crate::speech::install_downloaded(data, id, &dir, printer);
+            }
             let name = name.map_or_else(|| manager.selected(), |n| canonical_name(&n));
             let dir = download(&manager, &name)?;
             if printer.json {
@@ -36,6 +40,12 @@ pub(crate) fn run(data: &DataDir, cmd: ModelCommand, printer: Printer) -> anyhow
                 }
             }
             Ok(ExitCode::SUCCESS)
+        }
+        ModelCommand::Import { path, .. } if crate::speech::is_whisper(&path) => {
+            crate::speech::import(data, &path, printer)
+        }
+        ModelCommand::Import { path, .. } => {
+            anyhow::bail!("{}", crate::speech::not_whisper(&path))
         }
         ModelCommand::Use { name } => {
             let name = manager.select(&name)?;
@@ -80,6 +90,7 @@ fn status(data: &DataDir, manager: &ModelManager, printer: Printer) -> anyhow::R
                     "model": stats.model, "chunks": stats.chunks,
                     "embedded_docs": stats.embedded_docs, "pending_docs": stats.pending_docs,
                 },
+                "speech": crate::speech::status_json(data),
                 "known": KNOWN_MODELS.iter().map(|(n, about)| json!({"name": n, "about": about})).collect::<Vec<_>>(),
             })
         );
@@ -112,6 +123,7 @@ fn status(data: &DataDir, manager: &ModelManager, printer: Printer) -> anyhow::R
                 "keyword"
             }
         );
+        println!("Speech model: {}", crate::speech::status(data).1);
         println!("Known models:");
         for (n, about) in KNOWN_MODELS {
             println!("  {n}: {about}");

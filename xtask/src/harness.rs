@@ -55,6 +55,7 @@ pub(crate) fn probe_setup() -> anyhow::Result<PathBuf> {
 pub(crate) fn test(extra: &[String]) -> anyhow::Result<()> {
     let harness = probe_setup()?;
     let model = crate::test_model::ensure()?;
+    let speech = crate::test_speech::ensure()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(crate::root())
@@ -62,6 +63,7 @@ pub(crate) fn test(extra: &[String]) -> anyhow::Result<()> {
         .args(extra)
         .env("MCP_HARNESS_HOME", &harness)
         .env(crate::test_model::TEST_MODEL_ENV, &model)
+        .env(crate::test_speech::TEST_SPEECH_ENV, &speech)
         .env_remove("LINKLY_SHARED_DIR")
         .status()?;
     if !status.success() {
