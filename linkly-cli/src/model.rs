@@ -22,6 +22,10 @@ pub(crate) fn run(data: &DataDir, cmd: ModelCommand, printer: Printer) -> anyhow
     match cmd {
         ModelCommand::Status => status(data, &manager, printer),
         ModelCommand::Download { name } => {
+            if let Some(id) = name.as_deref().and_then(crate::speech::hub_id) {
+                let dir = download(&manager, id)?;
+                return crate::speech::install_downloaded(data, id, &dir, printer);
+            }
             let name = name.map_or_else(|| manager.selected(), |n| canonical_name(&n));
             let dir = download(&manager, &name)?;
             if printer.json {
@@ -38,6 +42,9 @@ pub(crate) fn run(data: &DataDir, cmd: ModelCommand, printer: Printer) -> anyhow
                 }
             }
             Ok(ExitCode::SUCCESS)
+        }
+        ModelCommand::Import { path, .. } if crate::speech::is_whisper(&path) => {
+            crate::speech::import(data, &path, printer)
         }
         ModelCommand::Import {
             path,
@@ -78,7 +85,12 @@ fn import(
     if !printer.json {
         eprintln!("Reading {} ...", path.display());
     }
-    let imported = manager.import(path, &options)?;
+    let imported = manager.import(path, &options).map_err(|e| {
+        anyhow::anyhow!(
+            "{e}; nor is it a Whisper speech model: {}",
+            crate::speech::not_whisper(path)
+        )
+    })?;
     let selected = manager.selected() == imported.name;
     if printer.json {
         println!(
@@ -164,6 +176,7 @@ fn status(data: &DataDir, manager: &ModelManager, printer: Printer) -> anyhow::R
                     "model": stats.model, "chunks": stats.chunks,
                     "embedded_docs": stats.embedded_docs, "pending_docs": stats.pending_docs,
                 },
+                "speech": crate::speech::status_json(data),
                 "known": KNOWN_MODELS.iter().map(|(n, about)| json!({"name": n, "about": about})).collect::<Vec<_>>(),
             })
         );
@@ -196,6 +209,7 @@ fn status(data: &DataDir, manager: &ModelManager, printer: Printer) -> anyhow::R
                 "keyword"
             }
         );
+        println!("Speech model: {}", crate::speech::status(data).1);
         println!("Known models:");
         for (n, about) in KNOWN_MODELS {
             println!("  {n}: {about}");

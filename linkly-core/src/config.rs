@@ -50,6 +50,16 @@ impl DataDir {
         self.root.join("port")
     }
 
+    /// The speech model's folder (Whisper in Hugging Face layout, as `linkly model import` and
+    /// `linkly model download whisper-…` write it): `$LINKLY_SPEECH_MODEL_DIR`, else
+    /// `models/speech`.
+    pub fn speech_model_dir(&self) -> PathBuf {
+        std::env::var_os(crate::env::LINKLY_SPEECH_MODEL_DIR)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.root.join("models").join("speech"))
+    }
+
     /// The default notes folder.
     pub fn default_notes_dir(&self) -> PathBuf {
         self.root.join("notes")

@@ -7,6 +7,13 @@ pub const LINKLY_LOG: &str = "LINKLY_LOG";
 /// The Tesseract program used for OCR (a name looked up in `PATH`, or a path); default
 /// `tesseract`. A program that cannot be run means OCR is unavailable.
 pub const LINKLY_TESSERACT: &str = "LINKLY_TESSERACT";
+/// The `ffmpeg` program that decodes the sound of audio and video files the built-in decoders
+/// do not read (Opus, AVI, AC-3, ...); default `ffmpeg`. One that cannot be run leaves those
+/// files indexed by name, with a reason naming the codec.
+pub const LINKLY_FFMPEG: &str = "LINKLY_FFMPEG";
+/// A folder holding the speech model (Whisper in Hugging Face layout, as `linkly model import`
+/// writes it): used instead of the one in the data directory.
+pub const LINKLY_SPEECH_MODEL_DIR: &str = "LINKLY_SPEECH_MODEL_DIR";
 /// A local folder holding the embedding model (`config.json`, `tokenizer.json`,
 /// `model.safetensors`): used instead of the selected, downloaded model (offline machines).
 pub const LINKLY_MODEL_DIR: &str = "LINKLY_MODEL_DIR";

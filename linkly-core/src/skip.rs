@@ -36,6 +36,17 @@ impl SkipReason {
     /// An image or scanned page that OCR read (upright, turned by OSD, and as one skewed
     /// block) without finding any text.
     pub const OCR_FOUND_NOTHING: &'static str = "ocr_found_nothing";
+    /// An audio or video file whose sound needs a speech model, and none is installed; a sync
+    /// after one is (`linkly model download whisper-base`, `linkly model import <folder>`)
+    /// transcribes it.
+    pub const TRANSCRIPTION_UNAVAILABLE: &'static str = "transcription_unavailable";
+    /// An audio or video file whose sound the speech model heard no words in (silence, music).
+    pub const NO_SPEECH: &'static str = "no_speech";
+    /// A video (or other media file) without a sound track.
+    pub const NO_SOUND_TRACK: &'static str = "no_sound_track";
+    /// A sound track in a codec or container this build does not decode (and no `ffmpeg` on
+    /// the PATH to decode it); the detail names it.
+    pub const CODEC_UNSUPPORTED: &'static str = "codec_unsupported";
     /// The extractor took too long.
     pub const TIMEOUT: &'static str = "timeout";
     /// The extractor failed unexpectedly.
@@ -56,6 +67,10 @@ impl SkipReason {
         SkipReason::NO_TEXT_LAYER,
         SkipReason::OCR_UNAVAILABLE,
         SkipReason::OCR_FOUND_NOTHING,
+        SkipReason::TRANSCRIPTION_UNAVAILABLE,
+        SkipReason::NO_SPEECH,
+        SkipReason::NO_SOUND_TRACK,
+        SkipReason::CODEC_UNSUPPORTED,
         SkipReason::TIMEOUT,
         SkipReason::EXTRACTOR_FAILED,
         SkipReason::NON_UTF8_PATH,

@@ -70,6 +70,9 @@ struct WireRequest {
     /// The OCR options; absent means the defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ocr: Option<WireOcr>,
+    /// The speech model's folder; absent means none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    speech_model: Option<PathBuf>,
 }
 
 /// [`crate::ocr::OcrOptions`] on the wire.
@@ -188,7 +191,10 @@ pub fn extract_isolated(
     let risky = extractor.isolate() || (bytes.len() as u64 > ISOLATE_ABOVE && !extractor.slow());
     match &sandbox.worker {
         Some((program, args)) if risky => {
-            run_in_worker(program, args, sandbox, path, extractor.doc_type())
+            let timeout = extractor
+                .worker_timeout(&crate::Input { path, bytes })
+                .unwrap_or(sandbox.timeout);
+            run_in_worker(program, args, sandbox, timeout, path, extractor.doc_type())
         }
         _ => extract_bytes(extractor, path, bytes, &sandbox.options),
     }
@@ -209,6 +215,7 @@ fn run_in_worker(
     program: &Path,
     args: &[String],
     sandbox: &Sandbox,
+    timeout: Duration,
     path: &Path,
     doc_type: DocType,
 ) -> Result<Extracted, SkipReason> {
@@ -223,9 +230,10 @@ fn run_in_worker(
             timeout_ms: ocr.timeout.as_millis() as u64,
             pdf_budget_ms: Some((sandbox.timeout.as_millis() as u64) * 3 / 4),
         }),
+        speech_model: sandbox.options.speech.model.clone(),
     })
     .unwrap_or_default();
-    let finished = match child::run(cmd, Some(&request), sandbox.timeout, MAX_OUTPUT) {
+    let finished = match child::run(cmd, Some(&request), timeout, MAX_OUTPUT) {
         Ok(f) => f,
         Err(RunError::Start(e)) => {
             return Err(failed(format!("cannot start the extraction worker: {e}")));
@@ -340,6 +348,7 @@ pub fn run_worker() -> i32 {
         options.ocr.timeout = Duration::from_millis(ocr.timeout_ms);
         options.ocr.pdf_budget = ocr.pdf_budget_ms.map(Duration::from_millis);
     }
+    options.speech.model = request.speech_model;
     let result = crate::extract_path_with(&request.path, &options);
     let wire = WireResult::from_result(result);
     let mut json = match serde_json::to_vec(&wire) {

@@ -6,11 +6,21 @@
 
 use crate::ocr::OcrOptions;
 
-/// What the extractors may be told: for now, how to OCR.
+/// What the extractors may be told: how to OCR, and which speech model transcribes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExtractOptions {
     /// OCR of images and scanned PDF pages.
     pub ocr: OcrOptions,
+    /// Transcription of audio and video.
+    pub speech: SpeechOptions,
+}
+
+/// How audio and video are transcribed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpeechOptions {
+    /// The speech model's folder (Whisper in Hugging Face layout); `None`, or a folder without
+    /// a model, leaves audio and video indexed by name (`transcription_unavailable`).
+    pub model: Option<std::path::PathBuf>,
 }
 
 impl ExtractOptions {
@@ -18,6 +28,7 @@ impl ExtractOptions {
     pub fn from_config(config: &linkly_core::Config) -> ExtractOptions {
         ExtractOptions {
             ocr: OcrOptions::from_config(&config.ocr),
+            speech: SpeechOptions::default(),
         }
     }
 }

@@ -114,6 +114,12 @@ pub trait Extractor: Send + Sync {
     fn isolate(&self) -> bool {
         false
     }
+    /// The worker's time limit for this input, when the format sets its own (media: in
+    /// proportion to the length of sound the file can hold); `None` keeps the sandbox's.
+    fn worker_timeout(&self, input: &Input<'_>) -> Option<std::time::Duration> {
+        let _ = input;
+        None
+    }
     /// True when extraction is slow (OCR): the indexer extracts such files after all the others,
     /// in small batches, so that keyword search of everything else never waits for them.
     fn slow(&self) -> bool {
@@ -142,20 +148,9 @@ pub fn extractor_for(path: &Path) -> Option<&'static dyn Extractor> {
 
 /// Extensions (lower case, no dot) of files indexed by name only, with their type: no
 /// extractor reads them, but `list` and `find_paths` show them (with the skip reason
-/// `unsupported`). Together with [`FORMATS`]' extensions, the one table of what Linkly indexes.
-pub const NAME_ONLY: &[(&str, DocType)] = &[
-    ("mp3", DocType::Audio),
-    ("wav", DocType::Audio),
-    ("m4a", DocType::Audio),
-    ("flac", DocType::Audio),
-    ("ogg", DocType::Audio),
-    ("aac", DocType::Audio),
-    ("mp4", DocType::Video),
-    ("mov", DocType::Video),
-    ("mkv", DocType::Video),
-    ("avi", DocType::Video),
-    ("webm", DocType::Video),
-];
+/// `unsupported`). Empty since audio and video are transcribed (`formats::Audio`,
+/// `formats::Video`). Together with [`FORMATS`]' extensions, the one table of what Linkly indexes.
+pub const NAME_ONLY: &[(&str, DocType)] = &[];
 
 /// The type a file's extension (any case) stands for: its extractor's, or audio or video
 /// indexed by name ([`NAME_ONLY`]); `None` for an extension Linkly does not index. A file

@@ -231,6 +231,7 @@ fn without_ocr_images_and_scans_wait_as_ocr_unavailable() {
             enabled: false,
             ..OcrOptions::default()
         },
+        ..ExtractOptions::default()
     };
     let png = corpus_dir().join("images/textract-raw_text.png");
     let bytes = fs_err::read(&png).unwrap();

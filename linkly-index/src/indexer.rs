@@ -28,6 +28,9 @@ const SLOW_BATCH_DOCS: usize = 16;
 /// Appended to the stored hash of a file skipped as `ocr_unavailable`, so that the first sync
 /// that can OCR extracts it again although its bytes did not change.
 const OCR_PENDING: &str = "+ocr_unavailable";
+/// Appended to the stored hash of an audio or video file skipped as
+/// `transcription_unavailable`, so that the first sync with a speech model transcribes it.
+const SPEECH_PENDING: &str = "+transcription_unavailable";
 /// Text of one document the full-text index holds: a document longer than this (a 60 MB log on
 /// one line) is searchable by its first 8 MiB, while `read` and `grep` see all of it. Keeps the
 /// indexing of one huge file within a memory budget.
@@ -427,6 +430,9 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
         Err(r) if r.code == linkly_core::SkipReason::OCR_UNAVAILABLE => {
             format!("{hash}{OCR_PENDING}")
         }
+        Err(r) if r.code == linkly_core::SkipReason::TRANSCRIPTION_UNAVAILABLE => {
+            format!("{hash}{SPEECH_PENDING}")
+        }
         _ => hash,
     };
     let (doc, content) = match result {
@@ -585,6 +591,12 @@ impl Index {
         let ocr_ready = || {
             *ocr_ready.get_or_init(|| linkly_extract::ocr::ready(&opts.sandbox.options.ocr).is_ok())
         };
+        // Files that waited for a speech model are redone once one is on disk.
+        let speech_ready = std::cell::OnceCell::new();
+        let speech_ready = || {
+            *speech_ready
+                .get_or_init(|| linkly_extract::formats::speech_ready(&opts.sandbox.options))
+        };
         let mut candidates = Vec::new();
         // Paths already considered (roots may nest, named paths overlap), by a 128-bit digest
         // of the key: a sixth of the memory of the keys themselves, on 100,000 files.
@@ -606,6 +618,7 @@ impl Index {
                     && prev.size == size
                     && prev.modified_at == modified_at
                     && !(prev.hash.ends_with(OCR_PENDING) && ocr_ready())
+                    && !(prev.hash.ends_with(SPEECH_PENDING) && speech_ready())
                 {
                     report.unchanged += 1;
                     return;

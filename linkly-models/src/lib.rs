@@ -1,9 +1,11 @@
-//! Linkly's model runtime: the sentence-embedding encoder (BERT and XLM-R families) with its
+//! Linkly's model runtime: Whisper speech-to-text ([`whisper`]), and the sentence-embedding
+//! encoder (BERT and XLM-R families) with its
 //! f32, int16, int8 and bf16 kernels, the model's weights read from safetensors and kept
 //! prepared beside it, the tokenizer, and the model manager with its Hugging Face hub
 //! download (feature `download`).
 //!
-//! It knows no index, store or transport: it turns texts into vectors, and the crates above it
+//! It knows no index, store or transport: it turns texts into vectors and sound into
+//! timestamped text, and the crates above it
 //! (`linkly-index`, and `linkly-extract` when it runs a model) decide what to keep. It depends
 //! on `linkly-core` only. None of candle's, tokenizers' or ureq's types appear in its public
 //! API.
@@ -25,6 +27,7 @@ mod safetensors;
 #[cfg(test)]
 mod test_matrices;
 mod tokenizer_file;
+pub mod whisper;
 mod windows;
 mod x86;
 

@@ -256,6 +256,10 @@ pub struct Coverage {
     pub skipped: BTreeMap<String, u64>,
     /// Documents waiting for their embeddings (null while the model is not loaded).
     pub waiting_for_embedding: Option<u64>,
+    /// Audio and video files waiting for transcription: indexed by name before the speech
+    /// model was installed, transcribed by the next sync.
+    #[serde(default)]
+    pub waiting_for_transcription: u64,
     /// `hybrid` when vectors answer, else `keyword`.
     pub search_mode: String,
     /// The embedding model's state, in words.
@@ -293,6 +297,12 @@ impl Coverage {
         if let Some(w) = self.waiting_for_embedding.filter(|w| *w > 0) {
             out.push_str(&format!(", {w} waiting for embeddings"));
         }
+        if self.waiting_for_transcription > 0 {
+            out.push_str(&format!(
+                ", {} waiting for transcription",
+                self.waiting_for_transcription
+            ));
+        }
         match &self.last_reconcile {
             Some(t) => out.push_str(&format!(" · last full scan {t}")),
             None => out.push_str(" · never fully scanned"),
@@ -313,6 +323,7 @@ impl Linkly {
         let config = self.config();
         let mut opts = crate::notes::sync_options(&config, self.data_dir());
         opts.sandbox = sandbox_for(&config);
+        opts.sandbox.options.speech.model = Some(self.data_dir().speech_model_dir());
         opts
     }
 
@@ -677,12 +688,27 @@ impl Linkly {
             None
         };
         let time = |t: Option<i64>| t.map(format_rfc3339);
+        let speech = ExtractOptions {
+            speech: linkly_extract::SpeechOptions {
+                model: Some(self.data_dir().speech_model_dir()),
+            },
+            ..ExtractOptions::default()
+        };
+        let waiting_for_transcription = if linkly_extract::formats::speech_ready(&speech) {
+            skipped
+                .get(linkly_core::SkipReason::TRANSCRIPTION_UNAVAILABLE)
+                .copied()
+                .unwrap_or(0)
+        } else {
+            0
+        };
         Ok(Coverage {
             state: self.fresh.get(),
             documents,
             indexed: documents.saturating_sub(skipped_total),
             skipped,
             waiting_for_embedding: vectors.as_ref().map(|v| v.pending_docs),
+            waiting_for_transcription,
             search_mode: if vectors.as_ref().is_some_and(|v| v.chunks > 0) {
                 "hybrid".into()
             } else {

@@ -56,6 +56,7 @@ pub(crate) fn test(extra: &[String]) -> anyhow::Result<()> {
     let harness = probe_setup()?;
     let model = crate::test_model::ensure()?;
     let (e5_file, e5_dir) = crate::test_model::ensure_e5()?;
+    let speech = crate::test_speech::ensure()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(crate::root())
@@ -65,6 +66,7 @@ pub(crate) fn test(extra: &[String]) -> anyhow::Result<()> {
         .env(crate::test_model::TEST_MODEL_ENV, &model)
         .env(crate::test_model::TEST_E5_FILE_ENV, &e5_file)
         .env(crate::test_model::TEST_E5_DIR_ENV, &e5_dir)
+        .env(crate::test_speech::TEST_SPEECH_ENV, &speech)
         .env_remove("LINKLY_SHARED_DIR")
         .status()?;
     if !status.success() {

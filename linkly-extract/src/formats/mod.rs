@@ -9,6 +9,7 @@ mod epub;
 mod html;
 mod image;
 mod md;
+mod media;
 mod ooxml;
 mod pdf;
 mod pptx;
@@ -23,6 +24,9 @@ pub use self::epub::Epub;
 pub use self::html::Html;
 pub use self::image::Image;
 pub use self::md::{FrontMatterBlock, Markdown, split_front_matter};
+pub use self::media::{
+    Audio, MAX_SECONDS, Video, speech_ready, stamp, time_budget, worker_timeout,
+};
 pub use self::pdf::{Pdf, page_marker};
 pub use self::pptx::Pptx;
 pub use self::rtf::Rtf;
@@ -44,6 +48,8 @@ pub static FORMATS: &[&dyn Extractor] = &[
     &Rtf,
     &Doc,
     &Image,
+    &Audio,
+    &Video,
 ];
 
 /// Turns `\r\n` and lone `\r` into `\n`, so that line numbers computed by an extractor match the
