@@ -745,4 +745,36 @@ fn scenario(s: &mut Session<'_>, env: &Env, base: &str) {
         "the overview scrolls sideways at a phone's width: {overflow}"
     );
     shot(s, ja_lang, "overview-phone");
+
+    // French, Spanish and simplified Chinese: the switch again, the menu translated, the
+    // overview and a search pictured in each (the pictures are read, not compared).
+    s.resize(1280, 800).at("desktop width");
+    // The switch's value, and the page's `lang` (BCP 47: simplified Chinese is `zh-Hans`).
+    for (lang, tag) in [("fr", "fr"), ("es", "es"), ("zh", "zh-Hans")] {
+        s.goto(&format!("{base}/")).at(lang);
+        let select = s.find("#lang-select").at("language switch");
+        let option = s
+            .find(&format!("#lang-select option[value={lang}]"))
+            .at("language option");
+        s.click(&select).at("open the switch");
+        s.click(&option).at("pick the language");
+        s.wait_until("the page in the language picked", WAIT, |s| {
+            Ok(s.exec("return document.documentElement.lang;", &[])? == json!(tag))
+        })
+        .at(lang);
+        let nav_text = s.text_of("#nav-search").at("the menu's search entry");
+        assert!(
+            !nav_text.contains("Search"),
+            "{lang}: the menu is still in English ({nav_text})"
+        );
+        shot(s, lang, "overview");
+        s.goto(&format!("{base}/search?q=quetzal")).at("search");
+        assert_eq!(
+            s.exec("return document.documentElement.lang;", &[])
+                .at("lang"),
+            json!(tag),
+            "{lang}: the language is remembered"
+        );
+        shot(s, lang, "search");
+    }
 }

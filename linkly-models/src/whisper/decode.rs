@@ -18,6 +18,7 @@ use std::time::Instant;
 use candle_core::{IndexOp, Tensor};
 use candle_transformers::models::whisper as m;
 
+use crate::whisper::model::Cross;
 use crate::whisper::{Segment, TranscribeOptions, Transcript, Whisper, WhisperError};
 
 /// The tokens that steer the decoder.
@@ -127,7 +128,8 @@ pub(crate) fn transcribe(
             continue;
         }
         let mel = mel_window(w, samples)?;
-        let audio = w.model.encoder.forward(&mel, true)?;
+        let audio = w.model.encoder.forward(&mel)?;
+        let audio = w.model.decoder.cross(&audio)?;
         if w.tokens.multilingual && language.is_none() {
             let (id, code) = detect_language(w, &audio)?;
             language = Some(id);
@@ -202,20 +204,14 @@ fn mel_window(w: &Whisper, samples: &[f32]) -> Result<Tensor, WhisperError> {
     Ok(Tensor::from_vec(data, (1, n_mels, m::N_FRAMES), &w.device)?)
 }
 
-/// The logits of the decoder's position `pos` for `tokens`.
-fn logits_at(w: &mut Whisper, hidden: &Tensor, pos: usize) -> Result<Vec<f32>, WhisperError> {
-    let last = hidden.i((..1, pos..pos + 1))?;
-    Ok(w.model
-        .decoder
-        .final_linear(&last)?
-        .i(0)?
-        .i(0)?
-        .to_vec1::<f32>()?)
+/// The logits at position `pos` of the hidden states `hidden` of the tokens just passed.
+fn logits_at(w: &Whisper, hidden: &Tensor, pos: usize) -> Result<Vec<f32>, WhisperError> {
+    Ok(w.model.decoder.logits(&hidden.i((..1, pos..pos + 1))?)?)
 }
 
-fn detect_language(w: &mut Whisper, audio: &Tensor) -> Result<(u32, String), WhisperError> {
-    let input = Tensor::new(&[w.tokens.sot], &w.device)?.unsqueeze(0)?;
-    let hidden = w.model.decoder.forward(&input, audio, true)?;
+fn detect_language(w: &Whisper, audio: &Cross) -> Result<(u32, String), WhisperError> {
+    let mut state = w.model.decoder.start(audio);
+    let hidden = w.model.decoder.forward(&mut state, &[w.tokens.sot])?;
     let logits = logits_at(w, &hidden, 0)?;
     let best = w
         .tokens
@@ -229,8 +225,8 @@ fn detect_language(w: &mut Whisper, audio: &Tensor) -> Result<(u32, String), Whi
 }
 
 fn decode_with_fallback(
-    w: &mut Whisper,
-    audio: &Tensor,
+    w: &Whisper,
+    audio: &Cross,
     prompt: &[u32],
     window: u64,
     deadline: Option<Instant>,
@@ -251,8 +247,8 @@ fn decode_with_fallback(
 }
 
 fn decode_once(
-    w: &mut Whisper,
-    audio: &Tensor,
+    w: &Whisper,
+    audio: &Cross,
     prompt: &[u32],
     temperature: f64,
     seed: u64,
@@ -262,9 +258,12 @@ fn decode_once(
     let mut sum_logprob = 0f64;
     let mut no_speech_prob = 0f64;
     let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut state = w.model.decoder.start(audio);
     for step in 0..sample_len {
-        let input = Tensor::new(tokens.as_slice(), &w.device)?.unsqueeze(0)?;
-        let hidden = w.model.decoder.forward(&input, audio, step == 0)?;
+        // The prompt at the first step, then the token just written.
+        let seen = state.len();
+        let hidden = w.model.decoder.forward(&mut state, &tokens[seen..])?;
+        let rows = hidden.dim(1)?;
         if step == 0
             && let Some(ns) = w.tokens.no_speech
         {
@@ -274,7 +273,7 @@ fn decode_once(
                 .copied()
                 .unwrap_or(0.0) as f64;
         }
-        let mut logits = logits_at(w, &hidden, tokens.len() - 1)?;
+        let mut logits = logits_at(w, &hidden, rows - 1)?;
         apply_rules(w, &mut logits, &tokens[prompt.len()..]);
         let logprobs = log_softmax(&logits);
         let next = if temperature <= 0.0 {

@@ -1,4 +1,6 @@
-//! Speech to text with OpenAI's Whisper, run by candle-transformers' `models::whisper`.
+//! Speech to text with OpenAI's Whisper on candle (`model.rs`: the network, its decoder's
+//! keys and values kept between steps; candle-transformers' `models::whisper` for the audio
+//! constants and the spectrogram).
 //!
 //! A model is a folder in Hugging Face layout (`config.json`, `model.safetensors`,
 //! `tokenizer.json`). [`import`] makes one from a CTranslate2 folder (`model.bin`,
@@ -13,6 +15,7 @@
 mod ct2;
 mod decode;
 mod mel;
+mod model;
 mod wer;
 
 use std::path::{Path, PathBuf};
@@ -20,7 +23,7 @@ use std::time::Instant;
 
 use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
-use candle_transformers::models::whisper::{self as m, model::Whisper as CandleWhisper};
+use candle_transformers::models::whisper as m;
 use serde::{Deserialize, Serialize};
 
 pub use crate::whisper::wer::{normalised_words, word_error_rate};
@@ -326,7 +329,7 @@ pub struct TranscribeOptions {
 
 /// A loaded Whisper model.
 pub struct Whisper {
-    model: CandleWhisper,
+    model: model::Model,
     tokenizer: tokenizers::Tokenizer,
     config: HfConfig,
     filters: Vec<f32>,
@@ -359,7 +362,7 @@ impl Whisper {
         let device = Device::Cpu;
         let tensors = candle_core::safetensors::load(dir.join("model.safetensors"), &device)?;
         let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
-        let model = CandleWhisper::load(&vb, config.candle())?;
+        let model = model::Model::load(&vb, &config)?;
         let tokenizer =
             tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).map_err(|e| {
                 WhisperError::BadModel {

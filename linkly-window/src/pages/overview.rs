@@ -146,7 +146,7 @@ pub(crate) async fn page_get(
                 }
                 h2 { (l.t("overview.model")) }
                 p data-testid="model-status" {
-                    (cov.model) " · " (l.t("overview.search_mode")) " "
+                    (model_status(l, &cov.model)) " · " (l.t("overview.search_mode")) " "
                     strong { (if cov.search_mode == "hybrid" { l.t("mode.hybrid") } else { l.t("mode.keyword") }) }
                 }
                 @if let Some((done, total)) = snap.download {
@@ -359,4 +359,25 @@ pub(crate) async fn download_model(
             }
         });
     see_other("/")
+}
+
+/// The model's line in the page's language: the tools say `name: not downloaded`, `name:
+/// loading` or `name: ready (384 dimensions)`; other states (downloading, broken) keep the
+/// tools' words, which carry figures and reasons.
+fn model_status(l: Lang, line: &str) -> String {
+    let Some((name, state)) = line.rsplit_once(": ") else {
+        return line.to_string();
+    };
+    let state = match state {
+        "not downloaded" => l.t("model.not_downloaded").to_string(),
+        "loading" => l.t("model.loading").to_string(),
+        s => match s
+            .strip_prefix("ready (")
+            .and_then(|r| r.strip_suffix(" dimensions)"))
+        {
+            Some(dim) => l.tf("model.ready", &[("dim", dim)]),
+            None => return line.to_string(),
+        },
+    };
+    format!("{name}: {state}")
 }

@@ -183,7 +183,7 @@ pub(crate) async fn page_handler(
             @let start = (q.page - 1) * PER_PAGE;
             @let shown: Vec<_> = r.results.iter().skip(start).take(PER_PAGE).collect();
             p.muted data-testid="result-count" {
-                (l.tf("search.count", &[("n", &l.num(r.total as u64))]))
+                (if r.total == 1 { l.t("search.count_one").to_string() } else { l.tf("search.count", &[("n", &l.num(r.total as u64))]) })
                 @if r.mode == "keyword" { " · " (l.t("mode.keyword")) }
             }
             @for n in &r.notices { p.notice { (n) } }
