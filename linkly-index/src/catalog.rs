@@ -259,7 +259,7 @@ impl Index {
     /// hold every filtered column, so no table row is read): what a filtered search allows.
     pub(crate) fn filter_ids(&self, filter: &DocFilter) -> Result<IdSet> {
         let conn = self.store.reader();
-        let (clause, params) = filter.where_clause();
+        let (clause, params) = filter.ids_clause();
         let mut stmt = conn.prepare(&format!("SELECT id FROM docs WHERE {clause}"))?;
         let mut rows = stmt.query(params_from_iter(params))?;
         let mut ids = IdSet::default();

@@ -60,6 +60,18 @@ impl DocFilter {
     /// The `WHERE` clause of the filter over the `docs` table and its parameters, numbered
     /// from `?1`.
     pub(crate) fn where_clause(&self) -> (String, Vec<SqlValue>) {
+        self.clause(false)
+    }
+
+    /// The `WHERE` clause of a search's allowed ids: when the filter names paths (a library,
+    /// notes), SQLite is kept off the time index (`+modified_at`), so that it seeks the path
+    /// ranges and tests the rest on those rows only. Without statistics it would otherwise
+    /// walk a broad time window's index entries and test the paths of each.
+    pub(crate) fn ids_clause(&self) -> (String, Vec<SqlValue>) {
+        self.clause(self.dirs.is_some() || self.only_paths.is_some())
+    }
+
+    fn clause(&self, by_path: bool) -> (String, Vec<SqlValue>) {
         let mut parts = Vec::new();
         let mut params = Vec::new();
         if let Some(dirs) = &self.dirs {
@@ -90,10 +102,6 @@ impl DocFilter {
                 parts.push(paths_in(&mut params, only));
             }
         }
-        if let Some(glob) = &self.path_glob {
-            params.push(SqlValue::Text(glob.regex.as_str().to_string()));
-            parts.push(format!("{GLOB_FUNCTION}(?{}, path)", params.len()));
-        }
         if let Some(types) = &self.doc_types {
             let mut ins = Vec::new();
             for t in types {
@@ -106,13 +114,23 @@ impl DocFilter {
                 parts.push(format!("doc_type IN ({})", ins.join(", ")));
             }
         }
+        let time = if by_path {
+            "+modified_at"
+        } else {
+            "modified_at"
+        };
         if let Some(a) = self.modified_after {
             params.push(SqlValue::Integer(a));
-            parts.push(format!("modified_at >= ?{}", params.len()));
+            parts.push(format!("{time} >= ?{}", params.len()));
         }
         if let Some(b) = self.modified_before {
             params.push(SqlValue::Integer(b));
-            parts.push(format!("modified_at <= ?{}", params.len()));
+            parts.push(format!("{time} <= ?{}", params.len()));
+        }
+        // Last: SQLite tests the terms in order, and the cheap ones leave fewer paths to match.
+        if let Some(glob) = &self.path_glob {
+            params.push(SqlValue::Text(glob.regex.as_str().to_string()));
+            parts.push(format!("{GLOB_FUNCTION}(?{}, path)", params.len()));
         }
         if parts.is_empty() {
             ("1".to_string(), params)

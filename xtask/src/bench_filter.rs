@@ -121,7 +121,7 @@ fn cases(root: &str) -> Vec<Case> {
         },
         Case {
             label: "all four (library, glob, type, window)",
-            args: json!({"library": "area3", "path_glob": "sub3/", "doc_types": ["txt"],
+            args: json!({"library": "area3", "path_glob": "sub3/", "doc_types": ["md"],
                 "modified_after": "2020-01-01", "modified_before": "2021-12-31"}),
             flags: s(&[
                 "--library",
@@ -129,7 +129,7 @@ fn cases(root: &str) -> Vec<Case> {
                 "--path-glob",
                 "sub3/",
                 "--type",
-                "txt",
+                "md",
                 "--modified-after",
                 "2020-01-01",
                 "--modified-before",
