@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use linkly_core::{DocId, LibraryRef};
-use linkly_index::{CatalogFilter, CatalogSort};
+use linkly_index::{CatalogSort, DocFilter};
 use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -350,14 +350,14 @@ pub fn publish(
     // The manifest, from the local index.
     let roots = folder_roots(&lib.folders);
     let index = local.index();
-    let filter = CatalogFilter {
+    let filter = DocFilter {
         dirs: Some(
             lib.folders
                 .iter()
                 .map(|f| f.to_string_lossy().into_owned())
                 .collect(),
         ),
-        ..CatalogFilter::default()
+        ..DocFilter::default()
     };
     let mut manifest = Vec::new();
     let mut ids: HashMap<String, DocId> = HashMap::new();

@@ -2,8 +2,9 @@
 //! matching — paged listings with stable sorts, counts, light per-document summaries and
 //! paths — for `list`, `explore`, `find_paths` and `list_libraries`.
 //!
-//! Directory restrictions are path ranges (`dir/` ≤ path < `dir0`, since `0` follows `/`),
-//! which SQLite answers from the unique index on `path`. Sorts have their own indexes
+//! Which documents a query covers is a [`DocFilter`], compiled to SQL (`crate::filter`):
+//! directory restrictions are path ranges, which SQLite answers from the unique index on
+//! `path`. Sorts have their own indexes
 //! (modification time both ways, file name), each continuing with the full path, so
 //! `ORDER BY … LIMIT … OFFSET …` pages are stable and never skip or repeat a row, and holding
 //! every filtered column (path, type, time), so that skipping 90,000 rows reads no table row.
@@ -12,6 +13,7 @@ use linkly_core::{DocId, DocType};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, params_from_iter};
 
+use crate::filter::{DocFilter, IdSet, dir_range};
 use crate::store::{DocRecord, Store};
 use crate::{Index, Result};
 
@@ -45,23 +47,6 @@ pub(crate) fn drop_indexes(store: &Store) -> Result<()> {
          DROP INDEX IF EXISTS catalog_name;",
     )?;
     Ok(())
-}
-
-/// Which documents a catalog query covers.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CatalogFilter {
-    /// Absolute directories whose subtrees are covered, OR-ed. `None` covers every document;
-    /// an empty list covers none.
-    pub dirs: Option<Vec<String>>,
-    /// Exact paths covered besides the subtrees of `dirs` (OR-ed with them), when `dirs` is
-    /// given: the notes a library's tag filter takes in. Default: none.
-    pub paths: Vec<String>,
-    /// Only these types.
-    pub doc_types: Option<Vec<DocType>>,
-    /// Modified at or after (Unix ms).
-    pub modified_after: Option<i64>,
-    /// Modified at or before (Unix ms).
-    pub modified_before: Option<i64>,
 }
 
 /// The order of a catalog page. Every order ends with the full path (A→Z by code point).
@@ -121,78 +106,8 @@ pub struct SkippedDoc {
     pub detail: String,
 }
 
-/// `dir/` and the first string after every path under it.
-fn dir_range(dir: &str) -> (String, String) {
-    let mut lo = dir.to_string();
-    if !lo.ends_with('/') {
-        lo.push('/');
-    }
-    let mut hi = lo[..lo.len() - 1].to_string();
-    hi.push('0');
-    (lo, hi)
-}
-
-/// The `WHERE` clause of a filter and its parameters.
-fn where_clause(f: &CatalogFilter) -> (String, Vec<SqlValue>) {
-    let mut parts = Vec::new();
-    let mut params = Vec::new();
-    if let Some(dirs) = &f.dirs {
-        let mut ors = Vec::new();
-        for d in dirs {
-            let (lo, hi) = dir_range(d);
-            params.push(SqlValue::Text(lo));
-            params.push(SqlValue::Text(hi));
-            ors.push(format!(
-                "(path >= ?{} AND path < ?{})",
-                params.len() - 1,
-                params.len()
-            ));
-        }
-        if !f.paths.is_empty() {
-            // One parameter however many paths (SQLite limits the parameters of a statement).
-            params.push(SqlValue::Text(
-                serde_json::to_string(&f.paths).unwrap_or_else(|_| "[]".to_string()),
-            ));
-            ors.push(format!(
-                "path IN (SELECT value FROM json_each(?{}))",
-                params.len()
-            ));
-        }
-        if ors.is_empty() {
-            parts.push("0".to_string());
-        } else {
-            parts.push(format!("({})", ors.join(" OR ")));
-        }
-    }
-    if let Some(types) = &f.doc_types {
-        let mut ins = Vec::new();
-        for t in types {
-            params.push(SqlValue::Text(t.as_str().to_string()));
-            ins.push(format!("?{}", params.len()));
-        }
-        if ins.is_empty() {
-            parts.push("0".to_string());
-        } else {
-            parts.push(format!("doc_type IN ({})", ins.join(", ")));
-        }
-    }
-    if let Some(a) = f.modified_after {
-        params.push(SqlValue::Integer(a));
-        parts.push(format!("modified_at >= ?{}", params.len()));
-    }
-    if let Some(b) = f.modified_before {
-        params.push(SqlValue::Integer(b));
-        parts.push(format!("modified_at <= ?{}", params.len()));
-    }
-    if parts.is_empty() {
-        ("1".to_string(), params)
-    } else {
-        (parts.join(" AND "), params)
-    }
-}
-
-fn count(conn: &Connection, f: &CatalogFilter) -> Result<u64> {
-    let (clause, params) = where_clause(f);
+fn count(conn: &Connection, f: &DocFilter) -> Result<u64> {
+    let (clause, params) = f.where_clause();
     let sql = format!("SELECT COUNT(*) FROM docs WHERE {clause}");
     let n: i64 = conn.query_row(&sql, params_from_iter(params), |r| r.get(0))?;
     Ok(n as u64)
@@ -200,14 +115,14 @@ fn count(conn: &Connection, f: &CatalogFilter) -> Result<u64> {
 
 impl Index {
     /// How many documents a filter covers.
-    pub fn catalog_count(&self, filter: &CatalogFilter) -> Result<u64> {
+    pub fn catalog_count(&self, filter: &DocFilter) -> Result<u64> {
         count(&self.store.reader(), filter)
     }
 
     /// One page of the documents a filter covers, in a stable order, with the total.
     pub fn catalog_page(
         &self,
-        filter: &CatalogFilter,
+        filter: &DocFilter,
         sort: CatalogSort,
         limit: usize,
         offset: usize,
@@ -235,7 +150,7 @@ impl Index {
             } else {
                 String::new()
             };
-            let (clause, mut params) = where_clause(filter);
+            let (clause, mut params) = filter.where_clause();
             params.push(SqlValue::Integer(limit as i64));
             params.push(SqlValue::Integer(offset as i64));
             let sql = format!(
@@ -258,9 +173,9 @@ impl Index {
     }
 
     /// The light facts of every document a filter covers, ordered by path.
-    pub fn catalog_summaries(&self, filter: &CatalogFilter) -> Result<Vec<DocSummary>> {
+    pub fn catalog_summaries(&self, filter: &DocFilter) -> Result<Vec<DocSummary>> {
         let conn = self.store.reader();
-        let (clause, params) = where_clause(filter);
+        let (clause, params) = filter.where_clause();
         let sql = format!(
             "SELECT id, path, doc_type, word_count, modified_at, outline != '[]', keywords, \
              skip_reason IS NOT NULL FROM docs WHERE {clause} ORDER BY path"
@@ -340,10 +255,24 @@ impl Index {
         Ok(out)
     }
 
-    /// The path of every document a filter covers, ordered by path.
-    pub fn catalog_paths(&self, filter: &CatalogFilter) -> Result<Vec<String>> {
+    /// The ids of every document a filter covers, from one SQL query (the covering indexes
+    /// hold every filtered column, so no table row is read): what a filtered search allows.
+    pub(crate) fn filter_ids(&self, filter: &DocFilter) -> Result<IdSet> {
         let conn = self.store.reader();
-        let (clause, params) = where_clause(filter);
+        let (clause, params) = filter.ids_clause();
+        let mut stmt = conn.prepare(&format!("SELECT id FROM docs WHERE {clause}"))?;
+        let mut rows = stmt.query(params_from_iter(params))?;
+        let mut ids = IdSet::default();
+        while let Some(r) = rows.next()? {
+            ids.insert(r.get::<_, i64>(0)? as u64);
+        }
+        Ok(ids)
+    }
+
+    /// The path of every document a filter covers, ordered by path.
+    pub fn catalog_paths(&self, filter: &DocFilter) -> Result<Vec<String>> {
+        let conn = self.store.reader();
+        let (clause, params) = filter.where_clause();
         let sql = format!("SELECT path FROM docs WHERE {clause} ORDER BY path");
         let mut stmt = conn.prepare(&sql)?;
         let rows = stmt.query_map(params_from_iter(params), |r| r.get::<_, String>(0))?;
@@ -371,26 +300,5 @@ impl Index {
             Some(r) => Some((DocId(r.get::<_, i64>(0)? as u64), r.get(1)?)),
             None => None,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_cover_exactly_a_subtree() {
-        let (lo, hi) = dir_range("/a/b");
-        for (p, inside) in [
-            ("/a/b/x.md", true),
-            ("/a/b/c/d.md", true),
-            ("/a/b.md", false),
-            ("/a/b-c/x.md", false),
-            ("/a/bz/x.md", false),
-            ("/a/b0/x.md", false),
-        ] {
-            assert_eq!(p >= lo.as_str() && p < hi.as_str(), inside, "{p}");
-        }
-        assert_eq!(dir_range("/"), ("/".to_string(), "0".to_string()));
     }
 }

@@ -30,6 +30,9 @@ pub enum Error {
     /// A file-system failure; the message names the path.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// A path glob does not compile; the message says why and names the parameter.
+    #[error("{0}")]
+    InvalidGlob(String),
 }
 
 impl CodedError for Error {
@@ -39,6 +42,7 @@ impl CodedError for Error {
             Error::Storage(e) => e.error_code(),
             Error::Model(e) => e.error_code(),
             Error::Corrupt(_) | Error::Json(_) | Error::Io(_) => ErrorCode::Internal,
+            Error::InvalidGlob(_) => ErrorCode::InvalidArgument,
         }
     }
 }

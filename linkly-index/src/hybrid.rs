@@ -1,7 +1,9 @@
 //! Hybrid ranking: the BM25 arm (tantivy), the vector arm (the nearest chunks, a document's
 //! best chunk standing for it) and their fusion by reciprocal rank.
 //!
-//! Both arms apply the filter before their cut, so a filter never starves the list. While
+//! Both arms apply the filter before their cut, so a filter never starves the list: it is
+//! compiled to SQL and run once per search into the set of allowed ids ([`IdSet`]), which the
+//! BM25 collector and the vector scan consult per candidate. While
 //! vectors are not available, [`Index::hybrid_search`] answers from BM25 alone and says
 //! [`SearchMode::Keyword`]; it never waits for a model.
 
@@ -10,6 +12,7 @@ use std::sync::Arc;
 
 use linkly_core::DocId;
 
+use crate::filter::IdSet;
 use crate::{DocFilter, Index, Result, tokenizer};
 
 /// Which arms of the ranking to use.
@@ -188,18 +191,12 @@ fn best_chunk_per_doc(chunks: Vec<(u64, f32, u32, u32)>, depth: usize) -> Vec<(u
 }
 
 impl Index {
-    fn allowed_ids(&self, filter: &DocFilter) -> Result<Option<Arc<HashSet<u64>>>> {
+    /// The documents a filter allows, from one SQL query; `None` without a filter.
+    fn allowed_ids(&self, filter: &DocFilter) -> Result<Option<Arc<IdSet>>> {
         if filter.is_empty() {
             return Ok(None);
         }
-        Ok(Some(Arc::new(
-            self.store
-                .filter_rows()?
-                .into_iter()
-                .filter(|r| filter.accepts(&r.path, r.doc_type, r.modified_at))
-                .map(|r| r.id)
-                .collect(),
-        )))
+        Ok(Some(Arc::new(self.filter_ids(filter)?)))
     }
 
     /// Hybrid search: BM25 and vector candidates fused by reciprocal rank, one result per
@@ -283,7 +280,7 @@ impl Index {
         &self,
         query: &str,
         depth: usize,
-        allowed: Option<Arc<HashSet<u64>>>,
+        allowed: Option<Arc<IdSet>>,
     ) -> Result<(Vec<(u64, LexicalArm)>, usize)> {
         let mut terms = tokenizer::index_terms(query);
         let mut seen = HashSet::new();

@@ -3,7 +3,6 @@
 //! get here ([`crate::analysis`]): the index splits the analysed terms and counts them.
 //! Frequencies are indexed, not positions: every query is a disjunction of terms.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -15,6 +14,7 @@ use tantivy::schema::{
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
 
+use crate::filter::IdSet;
 use crate::tokenizer;
 use crate::{Error, Result};
 
@@ -332,7 +332,7 @@ impl Lexical {
         &self,
         terms: &[String],
         limit: usize,
-        allowed: Option<Arc<HashSet<u64>>>,
+        allowed: Option<Arc<IdSet>>,
     ) -> Result<(Vec<(u64, f32)>, usize)> {
         if terms.is_empty() || limit == 0 {
             return Ok((Vec::new(), 0));
@@ -360,7 +360,7 @@ impl Lexical {
         let (total, top) = match allowed {
             None => searcher.search(&query, &(Count, top))?,
             Some(set) => {
-                let pred = move |id: u64| set.contains(&id);
+                let pred = move |id: u64| set.contains(id);
                 let collector = FilterCollector::new("id".to_string(), pred, (Count, top));
                 searcher.search(&query, &collector)?
             }
@@ -476,10 +476,10 @@ mod tests {
     fn the_filter_applies_before_the_cut() {
         let lex = corpus();
         // The best documents are filtered out; the cut of 1 still finds one.
-        let allowed = Arc::new(HashSet::from([1u64, 4]));
+        let allowed = Arc::new(IdSet::from_iter([1u64, 4]));
         let (hits, total) = lex.search(&terms("budget"), 1, Some(allowed)).unwrap();
         assert_eq!((ids(&hits), total), (vec![1], 1));
-        let none = Arc::new(HashSet::new());
+        let none = Arc::new(IdSet::default());
         assert_eq!(lex.search(&terms("budget"), 5, Some(none)).unwrap().1, 0);
     }
 

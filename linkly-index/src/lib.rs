@@ -1,7 +1,8 @@
 //! Linkly's index: the SQLite metadata store (records and extracted text), the tantivy BM25
 //! index with CJK-aware tokenizing, and the incremental indexer that keeps both in step with
 //! the watched folders. The catalog ([`Index::catalog_page`] and friends) enumerates documents
-//! without full-text matching: stable paged listings, counts and light summaries.
+//! without full-text matching: stable paged listings, counts and light summaries. One
+//! [`DocFilter`] says which documents a catalog query or a search covers; it compiles to SQL.
 //!
 //! This is the only crate that names tantivy or SQLite; none of their types appear in its
 //! public API. It depends on `linkly-core`, `linkly-models` (the embedding model it runs, with
@@ -18,6 +19,7 @@
 mod analysis;
 mod catalog;
 mod error;
+mod filter;
 mod hybrid;
 mod indexer;
 mod ingest;
@@ -30,13 +32,13 @@ pub mod vector;
 mod watcher;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use linkly_core::{DocId, DocType};
+use linkly_core::DocId;
 use rayon::prelude::*;
 
-pub use crate::catalog::{CatalogFilter, CatalogPage, CatalogSort, DocSummary, SkippedDoc};
+pub use crate::catalog::{CatalogPage, CatalogSort, DocSummary, SkippedDoc};
 pub use crate::error::{Error, Result, Storage, StorageError, StorageKind};
+pub use crate::filter::{DocFilter, PathGlob};
 pub use crate::hybrid::{
     Arms, HybridHit, HybridOptions, HybridOutcome, LexicalArm, SearchMode, VectorArm,
 };
@@ -50,9 +52,6 @@ pub use linkly_models::ModelError;
 use crate::lexical::Lexical;
 use crate::store::{INDEX_FORMAT_VERSION, Store};
 
-/// A predicate over a document's absolute path.
-pub type PathPredicate = Arc<dyn Fn(&str) -> bool + Send + Sync>;
-
 /// One indexed term of a text and the byte range of the word (or CJK bigram) it comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TermSpan {
@@ -62,49 +61,6 @@ pub struct TermSpan {
     pub end: usize,
     /// The term as indexed (lower-cased, folded, stemmed).
     pub term: String,
-}
-
-/// Restrictions applied before the top-K cut.
-#[derive(Clone, Default)]
-pub struct DocFilter {
-    /// Only these types.
-    pub doc_types: Option<Vec<DocType>>,
-    /// Modified at or after (Unix ms).
-    pub modified_after: Option<i64>,
-    /// Modified at or before (Unix ms).
-    pub modified_before: Option<i64>,
-    /// Only paths the predicate accepts.
-    pub path: Option<PathPredicate>,
-}
-
-impl DocFilter {
-    /// True when nothing is restricted.
-    pub fn is_empty(&self) -> bool {
-        self.doc_types.is_none()
-            && self.modified_after.is_none()
-            && self.modified_before.is_none()
-            && self.path.is_none()
-    }
-
-    fn accepts(&self, path: &str, doc_type: DocType, modified_at: i64) -> bool {
-        self.doc_types
-            .as_ref()
-            .is_none_or(|t| t.contains(&doc_type))
-            && self.modified_after.is_none_or(|a| modified_at >= a)
-            && self.modified_before.is_none_or(|b| modified_at <= b)
-            && self.path.as_ref().is_none_or(|p| p(path))
-    }
-}
-
-impl std::fmt::Debug for DocFilter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DocFilter")
-            .field("doc_types", &self.doc_types)
-            .field("modified_after", &self.modified_after)
-            .field("modified_before", &self.modified_before)
-            .field("path", &self.path.as_ref().map(|_| "<predicate>"))
-            .finish()
-    }
 }
 
 /// The index of one data directory.

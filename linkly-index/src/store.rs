@@ -222,15 +222,6 @@ impl rusqlite::ToSql for StoredText {
     }
 }
 
-/// The light columns used to evaluate filters.
-#[derive(Debug, Clone)]
-pub(crate) struct FilterRow {
-    pub(crate) id: u64,
-    pub(crate) path: String,
-    pub(crate) doc_type: DocType,
-    pub(crate) modified_at: i64,
-}
-
 pub(crate) struct Store {
     /// The one connection that writes (and the indexer's reads, which follow its writes).
     conn: Mutex<Connection>,
@@ -292,6 +283,7 @@ impl Readers {
         conn.busy_timeout(std::time::Duration::from_secs(10)).ok()?;
         // It only reads: a bug that writes through it fails loudly.
         conn.pragma_update(None, "query_only", true).ok()?;
+        crate::filter::register_functions(&conn).ok()?;
         Some(conn)
     }
 }
@@ -315,6 +307,7 @@ impl Store {
         conn.pragma_update(None, "temp_store", "MEMORY")?;
         conn.pragma_update(None, "wal_autocheckpoint", AUTO_CHECKPOINT_PAGES)?;
         conn.execute_batch(SCHEMA)?;
+        crate::filter::register_functions(&conn)?;
         let version: Option<String> = conn
             .query_row(
                 "SELECT value FROM meta WHERE key = 'format_version'",
@@ -765,32 +758,6 @@ impl Store {
         .transpose()
     }
 
-    /// The light columns of every document, for filtering.
-    pub(crate) fn filter_rows(&self) -> Result<Vec<FilterRow>> {
-        let conn = self.reader();
-        let mut stmt = conn.prepare_cached("SELECT id, path, doc_type, modified_at FROM docs")?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, i64>(3)?,
-            ))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, path, doc_type, modified_at) = row?;
-            let doc_type = DocType::from_token(&doc_type).unwrap_or(DocType::Txt);
-            out.push(FilterRow {
-                id: id as u64,
-                path,
-                doc_type,
-                modified_at,
-            });
-        }
-        Ok(out)
-    }
-
     /// The number of documents.
     pub(crate) fn count(&self) -> Result<u64> {
         let conn = self.reader();
@@ -969,7 +936,7 @@ mod tests {
         store
             .upsert_batch(&[&new_doc("/d/a.md", "a"), &skipped], 1)
             .unwrap();
-        let rows = store.filter_rows().unwrap();
+        let rows = store.all().unwrap();
         assert_eq!(rows.len(), 2);
         assert!(
             rows.iter()

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use linkly_index::vector::ModelChoice;
-use linkly_index::{Arms, DocFilter, HybridOptions, Index, ModelStatus, SearchMode, SyncOptions};
+use linkly_index::{
+    Arms, DocFilter, HybridOptions, Index, ModelStatus, PathGlob, SearchMode, SyncOptions,
+};
 
 /// The test model's folder; fails (never skips) when it is not there.
 fn test_model() -> ModelChoice {
@@ -331,7 +333,7 @@ fn filters_apply_before_the_cut_in_both_arms() {
     f.index.attach_model(&test_model()).unwrap();
     f.index.embed_pending(&mut |_| {}).unwrap();
     let only_rust = DocFilter {
-        path: Some(std::sync::Arc::new(|p: &str| p.ends_with("rust.md"))),
+        path_glob: Some(PathGlob::new("/rust.md").unwrap()),
         ..DocFilter::default()
     };
     let out = f

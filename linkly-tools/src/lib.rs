@@ -37,7 +37,6 @@
 mod choice;
 mod engine;
 mod error;
-mod glob;
 mod library;
 mod notes;
 mod overview;
@@ -48,7 +47,6 @@ mod upkeep;
 
 pub use crate::engine::{Linkly, ToolOutput, UnknownTool};
 pub use crate::error::{Result, ToolError};
-pub use crate::glob::PathGlob;
 pub use crate::notes::person::{NoteDeleted, NoteView, TrashedNote};
 pub use crate::notes::sync_options;
 pub use crate::overview::{Overview, SKIPPED_PER_CODE, SkippedFile};
@@ -69,3 +67,4 @@ pub use crate::upkeep::{
     Coverage, FreshEvent, IndexNowReport, IndexState, KeepFresh, KeepFreshOptions, WORKER_ARG,
     extraction_worker_hook, sandbox_for,
 };
+pub use linkly_index::PathGlob;

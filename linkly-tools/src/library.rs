@@ -1,14 +1,12 @@
 //! What the `library` and `path` parameters resolve to: a library of the config, the
 //! directories a tool covers, and the check that keeps `path` inside the watched folders.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use linkly_core::{ErrorCode, Library, LibraryRef};
-use linkly_index::{CatalogFilter, PathPredicate};
+use linkly_index::DocFilter;
 
-use crate::{Linkly, PathGlob, Result, ToolError};
+use crate::{Linkly, Result, ToolError};
 
 /// Resolves a `library` argument (name or `local://<id>`), or says why it cannot be served.
 pub(crate) fn resolve(linkly: &Linkly, reference: &str) -> Result<Library> {
@@ -85,13 +83,17 @@ impl LibraryScope {
         })
     }
 
-    /// The catalog filter of the scope (other criteria left open).
-    pub(crate) fn catalog_filter(&self) -> CatalogFilter {
-        CatalogFilter {
-            dirs: Some(self.dirs.clone()),
-            paths: self.notes.clone(),
-            ..Default::default()
-        }
+    /// The document filter of the scope (other criteria left open).
+    pub(crate) fn filter(&self) -> DocFilter {
+        let mut filter = DocFilter::default();
+        self.restrict(&mut filter);
+        filter
+    }
+
+    /// Narrows a filter to the scope: its folders, or its tagged notes.
+    pub(crate) fn restrict(&self, filter: &mut DocFilter) {
+        filter.dirs = Some(self.dirs.clone());
+        filter.paths = self.notes.clone();
     }
 }
 
@@ -103,36 +105,12 @@ pub(crate) fn scope_of(linkly: &Linkly, library: Option<&str>) -> Result<Option<
         .transpose()
 }
 
-/// The catalog filter of an optional library: every document, or the library's folders and
+/// The document filter of an optional library: every document, or the library's folders and
 /// tagged notes.
-pub(crate) fn scope_filter(linkly: &Linkly, library: Option<&str>) -> Result<CatalogFilter> {
+pub(crate) fn scope_filter(linkly: &Linkly, library: Option<&str>) -> Result<DocFilter> {
     Ok(scope_of(linkly, library)?
-        .map(|s| s.catalog_filter())
+        .map(|s| s.filter())
         .unwrap_or_default())
-}
-
-/// The path predicate of `search`: inside the library (its folders or its tagged notes, when
-/// given) and matching `path_glob` (when given).
-pub(crate) fn path_predicate(
-    glob: Option<PathGlob>,
-    library: Option<LibraryScope>,
-) -> Option<PathPredicate> {
-    if glob.is_none() && library.is_none() {
-        return None;
-    }
-    let library: Option<(Vec<String>, HashSet<String>)> = library.map(|scope| {
-        let prefixes = scope
-            .dirs
-            .into_iter()
-            .map(|d| if d.ends_with('/') { d } else { d + "/" })
-            .collect();
-        (prefixes, scope.notes.into_iter().collect())
-    });
-    Some(Arc::new(move |path: &str| {
-        library.as_ref().is_none_or(|(prefixes, notes)| {
-            prefixes.iter().any(|d| path.starts_with(d.as_str())) || notes.contains(path)
-        }) && glob.as_ref().is_none_or(|g| g.matches(path))
-    }))
 }
 
 /// Resolves `list`'s `path` inside a library: a directory in its folders, or — when the library

@@ -11,6 +11,9 @@
 //!   run, on SciFact as files and `N` generated files.
 //! - `cargo xtask bench discovery [--docs N]`: explore, find_paths and list latency on a
 //!   generated 100,000-document index (release build).
+//! - `cargo xtask bench filter [--docs N] [--runs R] [--cli-runs C]`: filtered `search` (path
+//!   glob, type, library, date window) on a generated 100,000-document index, in-process and per
+//!   CLI call (release build).
 //! - `cargo xtask bench ocr`: OCR speed and character error rate, default languages vs English.
 //! - `cargo xtask bench extract [--passes N] [--formats md,pdf]`: extraction MB/s and files/s
 //!   per format on `../shared/corpus` (release build).
@@ -49,6 +52,7 @@ mod bench_beir;
 mod bench_discovery;
 mod bench_embed;
 mod bench_extract;
+mod bench_filter;
 mod bench_gateway;
 mod bench_ocr;
 mod bench_recoll;
@@ -103,6 +107,9 @@ fn main() -> anyhow::Result<()> {
         Some("bench") if args.get(1).is_some_and(|a| a == "discovery") => {
             bench_discovery::run(&args[2..])
         }
+        Some("bench") if args.get(1).is_some_and(|a| a == "filter") => {
+            bench_filter::run(&args[2..])
+        }
         Some("bench") if args.get(1).is_some_and(|a| a == "load") => load::cli(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "ui") => bench_ui::run(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "transcribe") => {
@@ -117,7 +124,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  test-speech          unpack the Whisper test models and recording into target/test-speech\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench ui             the app's pages: server time, bytes, first render in Chromium\n                       (--docs N, default 100,000; --requests R; --renders K)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench embed          embedding throughput (--docs N)\n  bench transcribe     Whisper tiny.en and base against faster-whisper: real-time factor, peak RSS, WER\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  docs [--check]       write docs/tools.md from the tools' definitions (--check: fail if stale)\n  metrics [--repo DIR] lines per crate, largest files, import circles per crate\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  test-speech          unpack the Whisper test models and recording into target/test-speech\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench ui             the app's pages: server time, bytes, first render in Chromium\n                       (--docs N, default 100,000; --requests R; --renders K)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench embed          embedding throughput (--docs N)\n  bench filter         filtered search: a path glob, a type, a library, a date window\n                       (--docs N, default 100,000; --runs R; --cli-runs C)\n  bench transcribe     Whisper tiny.en and base against faster-whisper: real-time factor, peak RSS, WER\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  docs [--check]       write docs/tools.md from the tools' definitions (--check: fail if stale)\n  metrics [--repo DIR] lines per crate, largest files, import circles per crate\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
             );
             std::process::exit(2);
         }

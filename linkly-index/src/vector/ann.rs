@@ -26,6 +26,7 @@ use rayon::prelude::*;
 
 use linkly_models::prepared::{Array, Reader, Writer, check};
 
+use crate::filter::IdSet;
 use crate::vector::store::{ChunkRows, StoredChunk};
 
 /// Live chunks from which a graph is built (below, a scan is fast and exact). Measured on two
@@ -179,7 +180,7 @@ struct ScanBlock<'a> {
     scan: Scan<'a>,
     dim: usize,
     slots: &'a [Slot],
-    allowed: Option<&'a HashSet<u64>>,
+    allowed: Option<&'a IdSet>,
     scores: &'a mut [f32],
 }
 
@@ -189,7 +190,7 @@ impl pulp::WithSimd for ScanBlock<'_> {
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _: S) {
         for (i, (score, slot)) in self.scores.iter_mut().zip(self.slots).enumerate() {
-            if slot.live && self.allowed.is_none_or(|a| a.contains(&slot.doc_id)) {
+            if slot.live && self.allowed.is_none_or(|a| a.contains(slot.doc_id)) {
                 *score = self.scan.score(self.dim, i);
             }
         }
@@ -509,7 +510,7 @@ impl Ann {
         &self,
         query: &[f32],
         k: usize,
-        allowed: Option<&HashSet<u64>>,
+        allowed: Option<&IdSet>,
     ) -> Vec<(usize, f32)> {
         if query.len() != self.dim || k == 0 {
             return Vec::new();
@@ -852,7 +853,7 @@ mod tests {
         let hits = ann.search(&[1.0, 0.0], 3, None);
         assert_eq!(hits.len(), 2);
         assert_eq!(ann.slot(hits[0].0).doc_id, 12);
-        let allowed: HashSet<u64> = [11].into();
+        let allowed: IdSet = [11].into_iter().collect();
         let hits = ann.search(&[1.0, 0.0], 3, Some(&allowed));
         assert_eq!(hits.len(), 1);
         assert_eq!(ann.slot(hits[0].0).doc_id, 11);
@@ -873,7 +874,7 @@ mod tests {
                 .collect(),
         );
         ann.remove(&[5, 1500, 2048]);
-        let allowed: HashSet<u64> = [3, 7, 49].into();
+        let allowed: IdSet = [3, 7, 49].into_iter().collect();
         // f32 first, then by the 8-bit copies, then with chunks added and removed since.
         for round in 0..3 {
             match round {
@@ -909,7 +910,7 @@ mod tests {
                     let got = ann.search(&q, 10, filter);
                     let mut want: Vec<(usize, f32)> = (0..ann.slots.len())
                         .filter(|&i| ann.slots[i].live)
-                        .filter(|&i| filter.is_none_or(|a| a.contains(&ann.slots[i].doc_id)))
+                        .filter(|&i| filter.is_none_or(|a| a.contains(ann.slots[i].doc_id)))
                         .map(|i| (i, simd_dot(&q, ann.vector(i))))
                         .collect();
                     want.sort_by(|a, b| b.1.total_cmp(&a.1));

@@ -307,7 +307,7 @@ impl VectorSide {
         embedder: &TextEmbedder,
         query: &str,
         k: usize,
-        allowed: Option<&HashSet<u64>>,
+        allowed: Option<&crate::filter::IdSet>,
     ) -> Result<Vec<(u64, f32, u32, u32)>> {
         let mut q = embedder.embed_query(query)?;
         ann::normalise(&mut q);

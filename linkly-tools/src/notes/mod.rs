@@ -17,12 +17,10 @@ pub(crate) mod tags;
 pub(crate) mod versions;
 pub(crate) mod whitelist;
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use linkly_core::{Config, DataDir};
-use linkly_index::{DocFilter, PathPredicate, SyncOptions};
+use linkly_index::SyncOptions;
 
 use crate::notes::store::{NoteFile, NoteStore};
 use crate::{Linkly, Result, ToolError};
@@ -146,7 +144,7 @@ pub(crate) fn search_restriction(
     notes_only: bool,
     library: Option<&str>,
     tags: Option<&[String]>,
-) -> Result<Option<HashSet<String>>> {
+) -> Result<Option<Vec<String>>> {
     let wanted = tag_filter(tags)?;
     if !notes_only && wanted.is_none() {
         return Ok(None);
@@ -159,11 +157,7 @@ pub(crate) fn search_restriction(
             "scope \"notes\" cannot be combined with the cloud library {lib:?}: notes live on this machine only"
         )));
     }
-    Ok(Some(
-        tagged_paths(linkly, &wanted.unwrap_or_default())?
-            .into_iter()
-            .collect(),
-    ))
+    Ok(Some(tagged_paths(linkly, &wanted.unwrap_or_default())?))
 }
 
 /// The paths of the notes that carry every tag of `tags` (normalised here), as the index
@@ -179,13 +173,4 @@ pub(crate) fn tagged_paths(linkly: &Linkly, tags: &[String]) -> Result<Vec<Strin
         .collect();
     paths.sort();
     Ok(paths)
-}
-
-/// Narrows a search filter to a set of note paths.
-pub(crate) fn restrict(filter: &mut DocFilter, notes: HashSet<String>) {
-    let notes = Arc::new(notes);
-    let previous = filter.path.take();
-    filter.path = Some(Arc::new(move |path: &str| {
-        notes.contains(path) && previous.as_ref().is_none_or(|p| p(path))
-    }) as PathPredicate);
 }

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use linkly_core::{format_rfc3339, now_millis};
-use linkly_index::{CatalogFilter, DocSummary};
+use linkly_index::{DocFilter, DocSummary};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -314,7 +314,7 @@ impl Linkly {
                     format!("library {} ({})", lib.name, lib.address()),
                     Some(lib.description.clone()),
                     roots,
-                    scope.catalog_filter(),
+                    scope.filter(),
                 )
             }
             None => {
@@ -328,7 +328,7 @@ impl Linkly {
                     "all indexed content".to_string(),
                     None,
                     roots,
-                    CatalogFilter::default(),
+                    DocFilter::default(),
                 )
             }
         };

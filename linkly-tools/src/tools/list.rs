@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use linkly_core::format_rfc3339;
-use linkly_index::{CatalogFilter, CatalogSort, DocRecord};
+use linkly_index::{CatalogSort, DocFilter, DocRecord};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -346,12 +346,13 @@ impl Linkly {
                 None,
             ),
         };
-        let filter = CatalogFilter {
+        let filter = DocFilter {
             dirs,
             paths,
             doc_types,
             modified_after,
             modified_before,
+            ..DocFilter::default()
         };
         let page = self
             .index()
@@ -371,9 +372,9 @@ impl Linkly {
                 }
             }
             if !filters.is_empty() {
-                let all = CatalogFilter {
+                let all = DocFilter {
                     dirs: filter.dirs.clone(),
-                    ..CatalogFilter::default()
+                    ..DocFilter::default()
                 };
                 unfiltered_total = Some(self.index().catalog_page(&all, sort, 1, 0)?.total);
             }

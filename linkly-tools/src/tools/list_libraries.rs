@@ -70,7 +70,7 @@ impl Linkly {
         for lib in &self.config().libraries {
             let doc_count = self
                 .index()
-                .catalog_count(&LibraryScope::of(self, lib)?.catalog_filter())?;
+                .catalog_count(&LibraryScope::of(self, lib)?.filter())?;
             libraries.push(LibraryInfo {
                 name: lib.name.clone(),
                 id: lib.address(),

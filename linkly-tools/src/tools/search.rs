@@ -3,7 +3,7 @@
 //! model is available, one result per document with its best snippet.
 
 use linkly_core::format_rfc3339;
-use linkly_index::DocFilter;
+use linkly_index::{DocFilter, PathGlob};
 use rayon::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,7 +16,7 @@ use crate::tools::kit::{
     Rendered, ToolParams, ToolSpec, check_window, doc_type_items, lenient_int, parse_args,
     parse_bound, parse_doc_types, render, schema_of,
 };
-use crate::{Linkly, OutputFormat, PathGlob, Result, ToolError};
+use crate::{Linkly, OutputFormat, Result, ToolError};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
     name: "search",
@@ -256,14 +256,17 @@ impl Linkly {
         )?;
         let time_sort = p.time_sort.unwrap_or(TimeSort::Default);
 
+        // One filter, compiled to SQL by the index and run once per search.
         let mut filter = DocFilter {
+            path_glob: glob,
+            only_paths: notes,
             doc_types,
             modified_after,
             modified_before,
-            path: crate::library::path_predicate(glob, library),
+            ..DocFilter::default()
         };
-        if let Some(notes) = notes {
-            crate::notes::restrict(&mut filter, notes);
+        if let Some(library) = &library {
+            library.restrict(&mut filter);
         }
         let outcome = self.index().hybrid_search(
             query,
