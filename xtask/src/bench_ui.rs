@@ -284,6 +284,19 @@ fn first_render(chromium: &Path, driver: &Path, url: &str, n: usize) -> anyhow::
             .session(chromium, "en")
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         s.goto(url).map_err(|e| anyhow::anyhow!("{e}"))?;
+        // The paint entry is recorded after the frame that painted: wait for it (2 s at most).
+        for _ in 0..40 {
+            let painted = s
+                .exec(
+                    "return performance.getEntriesByType('paint').some(e => e.name === 'first-contentful-paint');",
+                    &[],
+                )
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            if painted == serde_json::Value::Bool(true) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let v = s
             .exec(
                 "const n = performance.getEntriesByType('navigation')[0];
