@@ -40,7 +40,7 @@ pub use crate::catalog::{CatalogPage, CatalogSort, DocSummary, SkippedDoc};
 pub use crate::error::{Error, Result, Storage, StorageError, StorageKind};
 pub use crate::filter::{DocFilter, PathGlob};
 pub use crate::hybrid::{
-    Arms, HybridHit, HybridOptions, HybridOutcome, LexicalArm, SearchMode, VectorArm,
+    Arms, Fusion, HybridHit, HybridOptions, HybridOutcome, LexicalArm, SearchMode, VectorArm,
 };
 pub use crate::indexer::{Phase, Progress, SyncOptions, SyncReport};
 pub use crate::ingest::IngestDoc;

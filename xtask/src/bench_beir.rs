@@ -14,13 +14,32 @@ use std::time::Instant;
 
 use anyhow::bail;
 use linkly_core::{Config, DataDir, DocId};
-use linkly_index::{Arms, DocFilter, HybridOptions, Index, SyncOptions};
+use linkly_index::{Arms, DocFilter, Fusion, HybridOptions, Index, SyncOptions};
 use linkly_tools::Linkly;
 use serde_json::json;
 
-struct Dataset {
-    queries: Vec<(String, String)>,
-    qrels: HashMap<String, Vec<String>>,
+pub(crate) struct Dataset {
+    pub(crate) queries: Vec<(String, String)>,
+    pub(crate) qrels: HashMap<String, Vec<String>>,
+}
+
+impl Dataset {
+    /// A BEIR dataset's test queries and judgements.
+    pub(crate) fn read(dataset: &Path) -> anyhow::Result<Dataset> {
+        let (queries, qrels) = crate::corpus::beir_queries(dataset)?;
+        Ok(Dataset { queries, qrels })
+    }
+}
+
+/// Where `bench beir` keeps a dataset's corpus and index for a model: one folder per dataset
+/// and model, so runs with two models leave both indexes (`bench fusion` reads them).
+pub(crate) fn work_dir(dataset: &Path, model: &linkly_index::vector::ModelChoice) -> PathBuf {
+    let name = dataset
+        .file_name()
+        .map_or("beir".into(), |n| n.to_string_lossy().into_owned());
+    crate::target_dir()
+        .join("bench")
+        .join(format!("beir-{name}-{}", model.name))
 }
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
@@ -37,12 +56,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let name = dataset
         .file_name()
         .map_or("beir".into(), |n| n.to_string_lossy().into_owned());
-    let work = crate::target_dir()
-        .join("bench")
-        .join(format!("beir-{name}"));
+    let work = work_dir(&dataset, &choice);
     let docs_dir = crate::corpus::beir_corpus(&dataset, &work.join("docs"))?;
-    let (queries, qrels) = crate::corpus::beir_queries(&dataset)?;
-    let data = Dataset { queries, qrels };
+    let data = Dataset::read(&dataset)?;
     let home = work.join("home");
     if args.iter().any(|a| a == "--latency") {
         return latency_only(&home, &choice, &data);
@@ -73,7 +89,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     ));
 
     let stems = stems_of(&index)?;
-    let (ndcg, recall) = quality(&index, &data, &stems, Arms::Lexical, 60.0)?;
+    let (ndcg, recall) = quality(&index, &data, &stems, Arms::Lexical, Fusion::DEFAULT)?;
     report.push(&format!(
         "| bm25 nDCG@10 · Recall@100 | {ndcg:.4} · {recall:.4} |\n"
     ));
@@ -112,17 +128,18 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         embed.docs as f64 / secs.max(1e-9)
     ));
 
-    let arms = [("dense", Arms::Vector), ("hybrid (RRF k=60)", Arms::Both)];
     report.push("| **quality** | nDCG@10 · Recall@100 |\n");
-    for (label, arms) in arms {
-        let (ndcg, recall) = quality(&index, &data, &stems, arms, 60.0)?;
+    let rrf = Fusion::Rank {
+        k: 60.0,
+        vector_weight: 1.0,
+    };
+    for (label, arms, fusion) in [
+        ("dense", Arms::Vector, Fusion::DEFAULT),
+        ("hybrid (the default fusion)", Arms::Both, Fusion::DEFAULT),
+        ("hybrid (reciprocal rank, k=60)", Arms::Both, rrf),
+    ] {
+        let (ndcg, recall) = quality(&index, &data, &stems, arms, fusion)?;
         report.push(&format!("| {label} | {ndcg:.4} · {recall:.4} |\n"));
-    }
-    for k in [10.0, 30.0] {
-        let (ndcg, recall) = quality(&index, &data, &stems, Arms::Both, k)?;
-        report.push(&format!(
-            "| hybrid (RRF k={k}) | {ndcg:.4} · {recall:.4} |\n"
-        ));
     }
 
     let index = Arc::new(index);
@@ -150,7 +167,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         t.elapsed().as_secs_f64()
     ));
     for (label, arms) in [("dense, HNSW", Arms::Vector), ("hybrid, HNSW", Arms::Both)] {
-        let (ndcg, recall) = quality(&index, &data, &stems, arms, 60.0)?;
+        let (ndcg, recall) = quality(&index, &data, &stems, arms, Fusion::DEFAULT)?;
         report.push(&format!("| {label} quality | {ndcg:.4} · {recall:.4} |\n"));
     }
     let (p50, p99) = index_latency(&index, &queries, Arms::Both)?;
@@ -216,7 +233,7 @@ fn latency_only(
         ("dense", Arms::Vector),
         ("hybrid", Arms::Both),
     ] {
-        let (ndcg, recall) = quality(&index, data, &stems, arms, 60.0)?;
+        let (ndcg, recall) = quality(&index, data, &stems, arms, Fusion::DEFAULT)?;
         println!("| {label} nDCG@10 · Recall@100 | {ndcg:.4} · {recall:.4} |");
     }
     // The query's embedding alone: what the dense arm pays before it scans.
@@ -335,7 +352,7 @@ impl Report {
 }
 
 /// Index ids to corpus ids (file stems).
-fn stems_of(index: &Index) -> anyhow::Result<HashMap<DocId, String>> {
+pub(crate) fn stems_of(index: &Index) -> anyhow::Result<HashMap<DocId, String>> {
     Ok(index
         .all_docs()?
         .into_iter()
@@ -349,17 +366,18 @@ fn stems_of(index: &Index) -> anyhow::Result<HashMap<DocId, String>> {
         .collect())
 }
 
-fn quality(
+/// nDCG@10 and Recall@100 over the dataset's judged queries.
+pub(crate) fn quality(
     index: &Index,
     data: &Dataset,
     stems: &HashMap<DocId, String>,
     arms: Arms,
-    rrf_k: f32,
+    fusion: Fusion,
 ) -> anyhow::Result<(f64, f64)> {
     let (mut ndcg, mut recall) = (0.0, 0.0);
     let opts = HybridOptions {
         arms,
-        rrf_k,
+        fusion,
         candidates: 100,
     };
     for (qid, text) in &data.queries {
