@@ -144,11 +144,11 @@ fn english_questions_find_their_answers_in_other_languages() {
     eprintln!(
         "| arm | hit@5 | MRR@10 |\n|---|---|---|\n| keyword | {kw_hit:.3} | {kw_mrr:.3} |\n| dense | {dense_hit:.3} | {dense_mrr:.3} |\n| hybrid | {hy_hit:.3} | {hy_mrr:.3} |"
     );
-    // Measured (docs/models.md): keyword 0.800 / 0.720, dense 0.800 / 0.771, hybrid 0.829 /
-    // 0.702. Hybrid finds more answers in the top 5 than keyword, but ranks some a place or two
-    // lower than keyword alone does (the fusion): its MRR may trail keyword's by 0.03, no more.
+    // Measured (docs/models.md, `cargo xtask bench fusion`): keyword 0.800 / 0.720, dense
+    // 0.800 / 0.771, hybrid 0.857 / 0.736 with the default fusion (scores, weighed equally;
+    // reciprocal rank gave 0.829 / 0.702). Hybrid must not do worse than keyword on either.
     assert!(
-        hy_hit >= kw_hit && hy_mrr >= kw_mrr - 0.03,
+        hy_hit >= kw_hit && hy_mrr >= kw_mrr,
         "hybrid (hit@5 {hy_hit:.3}, MRR {hy_mrr:.3}) must not do worse than keyword ({kw_hit:.3}, {kw_mrr:.3})"
     );
     assert!(

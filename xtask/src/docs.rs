@@ -227,7 +227,7 @@ fn notes(tool: &str) -> Option<&'static str> {
     Some(match tool {
         "search" => {
             "Results are documents, not chunks: one entry per document with its best passage.\n\
-             Ranking: BM25 over the title ×3, the file name ×2, the content ×1 and the path ×0.5; the terms of a query are OR-ed and documents matching more terms rank higher; CJK text is segmented, so a Chinese or Japanese query finds words inside CJK runs; with the embedding model, cosine similarity over chunk embeddings, fused with BM25 by reciprocal-rank fusion.\n\
+             Ranking: BM25 over the title ×3, the file name ×2, the content ×1 and the path ×0.5; the terms of a query are OR-ed and documents matching more terms rank higher; CJK text is segmented, so a Chinese or Japanese query finds words inside CJK runs; with the embedding model, cosine similarity over chunk embeddings, fused with BM25 by a weighted sum of the two scores, each scaled to its candidates' range (weighed equally; reciprocal-rank fusion measured worse, docs/models.md).\n\
              Filters apply before the top-K cut, so filtered-out documents never starve the list.\n\
              While the embedding model is not on disk, search runs keyword-only and says so (`mode`: `keyword`), without failing.\n\
              Markdown starts `# Search Results`, then `Showing top N of M results for \"<query>\"`, then one block per result; no match: `No results found for \"<query>\".` with the filters in force and a hint."

@@ -1,6 +1,7 @@
 //! `search`: find documents by keywords (BM25 over title ×3, file name ×2, content ×1, path
-//! ×0.5) fused with semantic similarity of chunk embeddings (reciprocal-rank fusion) when the
-//! model is available, one result per document with its best snippet.
+//! ×0.5) fused with semantic similarity of chunk embeddings (each scaled to its candidates'
+//! range, weighed equally) when the model is available, one result per document with its best
+//! snippet.
 
 use linkly_core::format_rfc3339;
 use linkly_index::{DocFilter, PathGlob};
