@@ -37,9 +37,14 @@ pub(crate) enum Engine {
     /// about 0.996 of the f32 ones on all-MiniLM-L6-v2, so not the default (see
     /// docs/benchmarks.md).
     FastInt8,
-    /// [`FastEncoder`] with bf16 linear layers on AMX tiles where the CPU has them
-    /// (`LINKLY_EMBED_ENGINE=bf16`; the default there).
+    /// [`FastEncoder`] with bf16 linear layers on AMX tiles where the CPU has them, else with
+    /// AVX-512 BF16 where it has that (`LINKLY_EMBED_ENGINE=bf16`).
     FastBf16,
+    /// [`FastEncoder`] with bf16 linear layers on AMX tiles (`LINKLY_EMBED_ENGINE=bf16-amx`).
+    FastBf16Amx,
+    /// [`FastEncoder`] with bf16 linear layers on AVX-512 BF16 (`vdpbf16ps`) even where AMX
+    /// runs (`LINKLY_EMBED_ENGINE=bf16-avx512`).
+    FastBf16Avx512,
     /// candle-transformers' `bert` / `xlm_roberta` as they are
     /// (`LINKLY_EMBED_ENGINE=candle-transformers`): for comparison and as a fallback.
     Reference,
@@ -53,6 +58,8 @@ impl Engine {
             Ok("candle-transformers" | "reference") => Engine::Reference,
             Ok("int8") => Engine::FastInt8,
             Ok("bf16") => Engine::FastBf16,
+            Ok("bf16-amx") => Engine::FastBf16Amx,
+            Ok("bf16-avx512") => Engine::FastBf16Avx512,
             Ok("int16") => Engine::FastInt16,
             Ok("f32") => Engine::FastF32,
             _ => Engine::Fast,
@@ -110,7 +117,11 @@ fn wanted_precision(engine: Engine) -> Precision {
     match engine {
         Engine::FastInt8 => Precision::Int8,
         Engine::FastInt16 => Precision::Int16,
-        Engine::FastBf16 => Precision::Bf16,
+        Engine::FastBf16 if !crate::amx::supported() && crate::bf16::supported() => {
+            Precision::Bf16Avx512
+        }
+        Engine::FastBf16 | Engine::FastBf16Amx => Precision::Bf16,
+        Engine::FastBf16Avx512 => Precision::Bf16Avx512,
         Engine::Fast if crate::amx::supported() => Precision::Bf16,
         Engine::Fast if crate::int16::faster_than_f32() => Precision::Int16,
         _ => Precision::F32,
@@ -252,7 +263,9 @@ impl Embedder {
             | Engine::FastF32
             | Engine::FastInt8
             | Engine::FastInt16
-            | Engine::FastBf16 => fast_config(&config, &model_type),
+            | Engine::FastBf16
+            | Engine::FastBf16Amx
+            | Engine::FastBf16Avx512 => fast_config(&config, &model_type),
             Engine::Reference => None,
         };
         // The linear layers already rounded and packed for this precision, when an earlier
@@ -903,7 +916,16 @@ pub(crate) mod tests {
                 crate::int16::supported(),
             ),
             (Engine::FastInt8, Precision::Int8, crate::int8::supported()),
-            (Engine::FastBf16, Precision::Bf16, crate::amx::supported()),
+            (
+                Engine::FastBf16Amx,
+                Precision::Bf16,
+                crate::amx::supported(),
+            ),
+            (
+                Engine::FastBf16Avx512,
+                Precision::Bf16Avx512,
+                crate::bf16::supported(),
+            ),
         ] {
             if !runs {
                 continue;
@@ -1009,11 +1031,31 @@ pub(crate) mod tests {
     #[test]
     fn bf16_vectors_match_f32_on_the_real_model() {
         assert_close_to_f32(
-            Engine::FastBf16,
+            Engine::FastBf16Amx,
             Precision::Bf16,
             crate::amx::supported(),
             0.9999,
         );
+    }
+
+    /// The bf16 path on AVX-512 BF16, on the real model: each vector within a cosine of 0.9999
+    /// of the f32 one, as on AMX; `LINKLY_EMBED_ENGINE=bf16` takes it where AMX is absent.
+    #[test]
+    fn avx512_bf16_vectors_match_f32_on_the_real_model() {
+        assert_close_to_f32(
+            Engine::FastBf16Avx512,
+            Precision::Bf16Avx512,
+            crate::bf16::supported(),
+            0.9999,
+        );
+        if !crate::amx::supported() {
+            assert_close_to_f32(
+                Engine::FastBf16,
+                Precision::Bf16Avx512,
+                crate::bf16::supported(),
+                0.9999,
+            );
+        }
     }
 
     /// The encoder built from the loader's layout (linear weights read transposed, words left

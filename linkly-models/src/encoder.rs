@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use pulp::{Simd, WithSimd};
 
 use crate::amx::AmxLinear;
+use crate::bf16::Bf16Linear;
 use crate::int8::QuantLinear;
 use crate::int16::Int16Linear;
 use crate::kernels::{self, Activation};
@@ -56,6 +57,9 @@ pub(crate) enum Precision {
     Int16,
     /// bf16 weights and activations, f32 sums (AMX tiles, [`AmxLinear`]).
     Bf16,
+    /// bf16 weights and activations, f32 sums (AVX-512 BF16, [`Bf16Linear`]): the linear
+    /// layers only, attention in f32.
+    Bf16Avx512,
 }
 
 impl Precision {
@@ -66,6 +70,7 @@ impl Precision {
             Precision::Int8 => "int8",
             Precision::Int16 => "int16",
             Precision::Bf16 => "bf16",
+            Precision::Bf16Avx512 => "bf16-avx512",
         }
     }
 }
@@ -77,6 +82,7 @@ struct Linear {
     int8: Option<QuantLinear>,
     int16: Option<Int16Linear>,
     bf16: Option<AmxLinear>,
+    bf16_avx512: Option<Bf16Linear>,
 }
 
 impl Linear {
@@ -86,6 +92,7 @@ impl Linear {
             int8: None,
             int16: None,
             bf16: None,
+            bf16_avx512: None,
         }
     }
 
@@ -93,6 +100,10 @@ impl Linear {
         match (precision, &self.int8, &self.int16, &self.f32) {
             (Precision::Int8, Some(q), _, _) => x.apply_op1_no_bwd(&LinearProduct::Int8(q)),
             (Precision::Int16, _, Some(q), _) => x.apply_op1_no_bwd(&LinearProduct::Int16(q)),
+            (Precision::Bf16Avx512, ..) if self.bf16_avx512.is_some() => {
+                let q = self.bf16_avx512.as_ref().expect("checked");
+                x.apply_op1_no_bwd(&LinearProduct::Bf16(q))
+            }
             (_, _, _, Some(w)) => x.apply_op1_no_bwd(&LinearProduct::F32(w)),
             _ => Err(err(
                 "the linear layer's weights of this precision were dropped",
@@ -125,6 +136,10 @@ impl Linear {
                 self.bf16 = AmxLinear::new(&values, k, n);
                 self.bf16.is_some()
             }
+            Precision::Bf16Avx512 => {
+                self.bf16_avx512 = Bf16Linear::new(&values, k, n);
+                self.bf16_avx512.is_some()
+            }
         })
     }
 
@@ -135,7 +150,10 @@ impl Linear {
             (_, Some(q), ..) => Ok((q.inputs(), q.outputs())),
             (_, _, Some(q), _) => Ok((q.inputs(), q.outputs())),
             (.., Some(q)) => Ok((q.inputs(), q.outputs())),
-            _ => Err(err("a linear layer without weights")),
+            _ => match &self.bf16_avx512 {
+                Some(q) => Ok((q.inputs(), q.outputs())),
+                None => Err(err("a linear layer without weights")),
+            },
         }
     }
 
@@ -146,6 +164,7 @@ impl Linear {
             Precision::Int8 => self.int8.as_ref().ok_or_else(missing)?.save(w),
             Precision::Int16 => self.int16.as_ref().ok_or_else(missing)?.save(w),
             Precision::Bf16 => self.bf16.as_ref().ok_or_else(missing)?.save(w),
+            Precision::Bf16Avx512 => self.bf16_avx512.as_ref().ok_or_else(missing)?.save(w),
             Precision::F32 => Err(missing()),
         }
     }
@@ -157,11 +176,13 @@ impl Linear {
             int8: None,
             int16: None,
             bf16: None,
+            bf16_avx512: None,
         };
         match precision {
             Precision::Int8 => l.int8 = QuantLinear::load(r)?,
             Precision::Int16 => l.int16 = Int16Linear::load(r)?,
             Precision::Bf16 => l.bf16 = AmxLinear::load(r)?,
+            Precision::Bf16Avx512 => l.bf16_avx512 = Bf16Linear::load(r)?,
             Precision::F32 => return Ok(None),
         }
         Ok(l.has(precision).then_some(l))
@@ -174,6 +195,7 @@ impl Linear {
             Precision::Int8 => self.int8.is_some(),
             Precision::Int16 => self.int16.is_some(),
             Precision::Bf16 => self.bf16.is_some(),
+            Precision::Bf16Avx512 => self.bf16_avx512.is_some(),
         }
     }
 
@@ -194,14 +216,18 @@ impl Linear {
         if precision != Precision::Bf16 {
             self.bf16 = None;
         }
+        if precision != Precision::Bf16Avx512 {
+            self.bf16_avx512 = None;
+        }
     }
 }
 
-/// `x · w` through the int8, int16 or f32 (`gemm`) kernels (bf16 runs in
-/// [`FastEncoder::layer_bf16`]).
+/// `x · w` through the int8, int16, AVX-512 bf16 or f32 (`gemm`) kernels (bf16 on AMX runs
+/// in [`FastEncoder::layer_bf16`]).
 enum LinearProduct<'a> {
     Int8(&'a QuantLinear),
     Int16(&'a Int16Linear),
+    Bf16(&'a Bf16Linear),
     /// `[in, out]`, contiguous.
     F32(&'a Tensor),
 }
@@ -211,6 +237,7 @@ impl CustomOp1 for LinearProduct<'_> {
         match self {
             LinearProduct::Int8(_) => "linkly-int8-matmul",
             LinearProduct::Int16(_) => "linkly-int16-matmul",
+            LinearProduct::Bf16(_) => "linkly-bf16-matmul",
             LinearProduct::F32(_) => "linkly-f32-matmul",
         }
     }
@@ -220,6 +247,7 @@ impl CustomOp1 for LinearProduct<'_> {
         let (k, n) = match self {
             LinearProduct::Int8(q) => (q.inputs(), q.outputs()),
             LinearProduct::Int16(q) => (q.inputs(), q.outputs()),
+            LinearProduct::Bf16(q) => (q.inputs(), q.outputs()),
             LinearProduct::F32(w) => w.dims2()?,
         };
         let rows = x.len() / k.max(1);
@@ -232,6 +260,7 @@ impl CustomOp1 for LinearProduct<'_> {
         let out = match self {
             LinearProduct::Int8(q) => q.forward(x, rows),
             LinearProduct::Int16(q) => q.forward(x, rows),
+            LinearProduct::Bf16(q) => q.forward(x, rows),
             LinearProduct::F32(w) => {
                 let guard = w.storage_and_layout();
                 let candle_core::Storage::Cpu(storage) = &*guard.0 else {

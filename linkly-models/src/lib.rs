@@ -31,7 +31,7 @@ pub mod whisper;
 mod windows;
 mod x86;
 
-use x86::{amx, int8, matmul};
+use x86::{amx, bf16, int8, matmul};
 
 pub use crate::error::{Error, ModelError, Result};
 pub use crate::kernels::{dot, dot_i8_i16};
