@@ -73,6 +73,19 @@ impl Precision {
             Precision::Bf16Avx512 => "bf16-avx512",
         }
     }
+
+    /// The precision [`Precision::name`] names.
+    pub(crate) fn from_name(name: &str) -> Option<Precision> {
+        [
+            Precision::F32,
+            Precision::Int8,
+            Precision::Int16,
+            Precision::Bf16,
+            Precision::Bf16Avx512,
+        ]
+        .into_iter()
+        .find(|p| p.name() == name)
+    }
 }
 
 /// A linear layer's weights (bias apart), in one precision or both.
@@ -196,6 +209,20 @@ impl Linear {
             Precision::Int16 => self.int16.is_some(),
             Precision::Bf16 => self.bf16.is_some(),
             Precision::Bf16Avx512 => self.bf16_avx512.is_some(),
+        }
+    }
+
+    /// Frees the weights of `precision` when it is not f32 and the f32 ones are there.
+    fn forget(&mut self, precision: Precision) {
+        if self.f32.is_none() {
+            return;
+        }
+        match precision {
+            Precision::F32 => {}
+            Precision::Int8 => self.int8 = None,
+            Precision::Int16 => self.int16 = None,
+            Precision::Bf16 => self.bf16 = None,
+            Precision::Bf16Avx512 => self.bf16_avx512 = None,
         }
     }
 
@@ -602,6 +629,28 @@ impl FastEncoder {
             }
         }
         Ok(())
+    }
+
+    /// Frees the weights of `precision` (the f32 ones kept), after a calibration measured it.
+    pub(crate) fn forget_precision(&mut self, precision: Precision) {
+        for layer in &mut self.layers {
+            for linear in layer.linears() {
+                linear.forget(precision);
+            }
+        }
+    }
+
+    /// Multiply-adds of the linear layers per token: the work a batch's size is measured in.
+    pub(crate) fn macs_per_token(&self) -> usize {
+        self.layers
+            .iter()
+            .map(|l| {
+                [&l.qkv, &l.out, &l.up, &l.down]
+                    .iter()
+                    .map(|x| x.dims().map_or(0, |(k, n)| k * n))
+                    .sum::<usize>()
+            })
+            .sum()
     }
 
     /// Frees the weights of the precision not in use.

@@ -14,6 +14,7 @@
 //! direct `gemm` call, and the read-only memory map of prepared files); see
 //! `docs/models.md` for the encoder's internals.
 
+pub mod calibration;
 mod e5_q4;
 mod embedder;
 mod encoder;
