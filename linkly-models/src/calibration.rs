@@ -148,6 +148,14 @@ pub fn read(dir: &Path) -> Option<Calibration> {
     serde_json::from_str(&text).ok()
 }
 
+/// Removes the calibration of the model in `dir`, so that its next load measures again.
+pub fn forget(dir: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(file(dir)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// The precision kept for the model in `dir` when it was measured here, on these weights, by
 /// this version.
 pub(crate) fn cached(dir: &Path, weights: &Path, here: &Fingerprint) -> Option<Precision> {
