@@ -617,6 +617,10 @@ pub(crate) enum ModelCommand {
         #[arg(required = true)]
         texts: Vec<String>,
     },
+    /// Measure the embedding paths this CPU runs (f32, int16, int8, bf16) on the selected model
+    /// again and keep the fastest whose vectors stay within a cosine of 0.999 of f32 (the first
+    /// load does it by itself; this redoes it).
+    Calibrate,
 }
 
 /// `linkly open`.

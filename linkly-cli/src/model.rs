@@ -21,6 +21,7 @@ pub(crate) fn run(data: &DataDir, cmd: ModelCommand, printer: Printer) -> anyhow
     let manager = ModelManager::new(data.root());
     match cmd {
         ModelCommand::Status => status(data, &manager, printer),
+        ModelCommand::Calibrate => calibrate(&manager, printer),
         ModelCommand::Download { name } => {
             if let Some(id) = name.as_deref().and_then(crate::speech::hub_id) {
                 let dir = download(&manager, id)?;
@@ -177,6 +178,8 @@ fn status(data: &DataDir, manager: &ModelManager, printer: Printer) -> anyhow::R
                     "embedded_docs": stats.embedded_docs, "pending_docs": stats.pending_docs,
                 },
                 "speech": crate::speech::status_json(data),
+                "calibration": linkly_models::calibration::read(&choice.dir),
+                "engine": std::env::var(linkly_core::env::LINKLY_EMBED_ENGINE).ok(),
                 "known": KNOWN_MODELS.iter().map(|(n, about)| json!({"name": n, "about": about})).collect::<Vec<_>>(),
             })
         );
@@ -209,11 +212,86 @@ fn status(data: &DataDir, manager: &ModelManager, printer: Printer) -> anyhow::R
                 "keyword"
             }
         );
+        println!("Embedding path: {}", embedding_path(&choice.dir));
         println!("Speech model: {}", crate::speech::status(data).1);
         println!("Known models:");
         for (n, about) in KNOWN_MODELS {
             println!("  {n}: {about}");
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The path the encoder runs on this CPU: forced by `LINKLY_EMBED_ENGINE`, or the calibration's
+/// choice with the figures behind it.
+fn embedding_path(dir: &std::path::Path) -> String {
+    if let Some(engine) = std::env::var(linkly_core::env::LINKLY_EMBED_ENGINE)
+        .ok()
+        .filter(|e| !e.is_empty())
+    {
+        return format!("{engine} (forced by LINKLY_EMBED_ENGINE)");
+    }
+    let Some(c) = linkly_models::calibration::read(dir) else {
+        return "not measured yet (the model's first load measures it)".into();
+    };
+    let here = linkly_models::calibration::Fingerprint::here();
+    let figures: Vec<String> = c
+        .paths
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {:.1} ms, cosine {:.5}{}",
+                p.precision,
+                p.ms,
+                p.least_cosine,
+                if p.kept { "" } else { ", not kept" }
+            )
+        })
+        .collect();
+    format!(
+        "{}, the fastest that keeps the vectors on this CPU ({}){}",
+        c.chosen,
+        figures.join("; "),
+        if c.fingerprint == here {
+            ""
+        } else {
+            " — measured on another CPU or version: the next load measures again"
+        }
+    )
+}
+
+/// `linkly model calibrate`: the calibration measured again on the selected model.
+fn calibrate(manager: &ModelManager, printer: Printer) -> anyhow::Result<ExitCode> {
+    if let Ok(engine) = std::env::var(linkly_core::env::LINKLY_EMBED_ENGINE)
+        && !engine.is_empty()
+    {
+        anyhow::bail!(
+            "LINKLY_EMBED_ENGINE={engine} forces the embedding path; unset it to calibrate"
+        );
+    }
+    let choice = manager.choice();
+    if !choice.is_present() {
+        anyhow::bail!(
+            "the model {} is not in {} (linkly model download)",
+            choice.name,
+            choice.dir.display()
+        );
+    }
+    linkly_models::calibration::forget(&choice.dir)?;
+    TextEmbedder::load(&choice)?;
+    let c = linkly_models::calibration::read(&choice.dir).ok_or_else(|| {
+        anyhow::anyhow!(
+            "the calibration could not be saved in {}",
+            choice.dir.display()
+        )
+    })?;
+    if printer.json {
+        println!(
+            "{}",
+            json!({"status": "success", "model": choice.name, "calibration": c})
+        );
+    } else {
+        println!("{}: {}", choice.name, embedding_path(&choice.dir));
     }
     Ok(ExitCode::SUCCESS)
 }

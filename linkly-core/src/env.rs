@@ -17,10 +17,12 @@ pub const LINKLY_SPEECH_MODEL_DIR: &str = "LINKLY_SPEECH_MODEL_DIR";
 /// A local folder holding the embedding model (`config.json`, `tokenizer.json`,
 /// `model.safetensors`): used instead of the selected, downloaded model (offline machines).
 pub const LINKLY_MODEL_DIR: &str = "LINKLY_MODEL_DIR";
-/// The forward pass that runs the embedding model: unset for Linkly's CPU-tuned encoder (bf16
-/// linear layers on AMX tiles where the CPU has them, int16 on AVX2 CPUs without AVX-512, both
-/// with vectors within a cosine of 0.9999 of the f32 ones; f32 elsewhere), `f32`, `int16` or
-/// `bf16` to force one, `int8` for int8 linear layers where the CPU has AVX-512 VNNI (about
-/// 1.5× faster embedding, vectors within a cosine of about 0.996 of the f32 ones),
-/// `candle-transformers` for candle-transformers' reference models (slower; for comparison).
+/// The forward pass that runs the embedding model: unset for Linkly's CPU-tuned encoder in the
+/// precision a calibration at the model's first load measured fastest on this machine among
+/// those whose vectors stay within a cosine of 0.999 of the f32 ones (kept in
+/// `<model>/.linkly/calibration.json`); `f32`, `int16`, `bf16` (AMX where the CPU has it, else
+/// AVX-512 BF16), `bf16-amx` or `bf16-avx512` to force one, `int8` for int8 linear layers where
+/// the CPU has AVX-512 VNNI (vectors within a cosine of about 0.996 of the f32 ones, so never
+/// chosen by the calibration), `candle-transformers` for candle-transformers' reference models
+/// (slower; for comparison).
 pub const LINKLY_EMBED_ENGINE: &str = "LINKLY_EMBED_ENGINE";

@@ -13,6 +13,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::{bert, xlm_roberta};
 use tokenizers::Tokenizer;
 
+use crate::calibration::{self, Calibration, Fingerprint, PathFigures};
 use crate::encoder::{EncoderConfig, FastEncoder, Precision, PreparedLinears};
 use crate::kernels::Activation;
 use crate::prepared::Cache;
@@ -23,9 +24,9 @@ use crate::{Error, ModelError, Result};
 /// Which forward pass runs the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Engine {
-    /// [`FastEncoder`]: fused, vectorised, multi-threaded; its linear layers in bf16 on AMX
-    /// tiles where the CPU has them, in int16 where that is faster than f32 on this CPU (AVX2
-    /// without AVX-512), else f32 (the default).
+    /// [`FastEncoder`]: fused, vectorised, multi-threaded; its linear layers in the precision
+    /// a calibration measured fastest on this machine among those that keep the vectors
+    /// (`calibration.rs`; the default).
     Fast,
     /// [`FastEncoder`] in f32 whatever the CPU (`LINKLY_EMBED_ENGINE=f32`).
     FastF32,
@@ -37,9 +38,14 @@ pub(crate) enum Engine {
     /// about 0.996 of the f32 ones on all-MiniLM-L6-v2, so not the default (see
     /// docs/benchmarks.md).
     FastInt8,
-    /// [`FastEncoder`] with bf16 linear layers on AMX tiles where the CPU has them
-    /// (`LINKLY_EMBED_ENGINE=bf16`; the default there).
+    /// [`FastEncoder`] with bf16 linear layers on AMX tiles where the CPU has them, else with
+    /// AVX-512 BF16 where it has that (`LINKLY_EMBED_ENGINE=bf16`).
     FastBf16,
+    /// [`FastEncoder`] with bf16 linear layers on AMX tiles (`LINKLY_EMBED_ENGINE=bf16-amx`).
+    FastBf16Amx,
+    /// [`FastEncoder`] with bf16 linear layers on AVX-512 BF16 (`vdpbf16ps`) even where AMX
+    /// runs (`LINKLY_EMBED_ENGINE=bf16-avx512`).
+    FastBf16Avx512,
     /// candle-transformers' `bert` / `xlm_roberta` as they are
     /// (`LINKLY_EMBED_ENGINE=candle-transformers`): for comparison and as a fallback.
     Reference,
@@ -53,6 +59,8 @@ impl Engine {
             Ok("candle-transformers" | "reference") => Engine::Reference,
             Ok("int8") => Engine::FastInt8,
             Ok("bf16") => Engine::FastBf16,
+            Ok("bf16-amx") => Engine::FastBf16Amx,
+            Ok("bf16-avx512") => Engine::FastBf16Avx512,
             Ok("int16") => Engine::FastInt16,
             Ok("f32") => Engine::FastF32,
             _ => Engine::Fast,
@@ -105,17 +113,31 @@ fn prepared_placement(name: &str) -> Placement {
     }
 }
 
-/// The precision `engine` asks the fast encoder's linear layers for on this CPU.
+/// The precision `engine` forces on the fast encoder's linear layers ([`Engine::Fast`]'s is
+/// measured: `calibration.rs`).
 fn wanted_precision(engine: Engine) -> Precision {
     match engine {
         Engine::FastInt8 => Precision::Int8,
         Engine::FastInt16 => Precision::Int16,
-        Engine::FastBf16 => Precision::Bf16,
-        Engine::Fast if crate::amx::supported() => Precision::Bf16,
-        Engine::Fast if crate::int16::faster_than_f32() => Precision::Int16,
-        _ => Precision::F32,
+        Engine::FastBf16 if !crate::amx::supported() && crate::bf16::supported() => {
+            Precision::Bf16Avx512
+        }
+        Engine::FastBf16 | Engine::FastBf16Amx => Precision::Bf16,
+        Engine::FastBf16Avx512 => Precision::Bf16Avx512,
+        Engine::Fast | Engine::FastF32 | Engine::Reference => Precision::F32,
     }
 }
+
+/// The precisions a calibration measures against f32, where this CPU runs them.
+const CANDIDATES: [Precision; 4] = [
+    Precision::Int16,
+    Precision::Int8,
+    Precision::Bf16Avx512,
+    Precision::Bf16,
+];
+
+/// A precision whose vectors a test changes before the calibration compares them.
+type Spoil<'a> = (Precision, &'a dyn Fn(&mut Vec<Vec<f32>>));
 
 /// The files a model folder must hold.
 pub(crate) const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
@@ -252,16 +274,27 @@ impl Embedder {
             | Engine::FastF32
             | Engine::FastInt8
             | Engine::FastInt16
-            | Engine::FastBf16 => fast_config(&config, &model_type),
+            | Engine::FastBf16
+            | Engine::FastBf16Amx
+            | Engine::FastBf16Avx512 => fast_config(&config, &model_type),
             Engine::Reference => None,
         };
         // The linear layers already rounded and packed for this precision, when an earlier
         // load left them beside the model (`prepared.rs`): nothing to read twice or compute.
         let started = std::time::Instant::now();
-        let wanted = wanted_precision(engine);
+        // The default engine runs the precision measured fastest here (`calibration.rs`); when
+        // nothing was measured on this CPU, the model loads in f32 and is measured below.
+        let here = (engine == Engine::Fast && fast.is_some()).then(Fingerprint::here);
+        let (wanted, calibrate) = match &here {
+            Some(h) => match calibration::cached(dir, &weights, h) {
+                Some(p) => (p, false),
+                None => (Precision::F32, true),
+            },
+            None => (wanted_precision(engine), false),
+        };
         let cache = match fast {
-            Some(_) if wanted != Precision::F32 => Cache::new(dir, &weights, wanted.name()),
-            _ => None,
+            Some(_) => Cache::new(dir, &weights, wanted.name()),
+            None => None,
         };
         let prepared = match (&cache, &fast) {
             (Some(c), Some(cfg)) => c
@@ -309,9 +342,23 @@ impl Embedder {
                 usable,
             )?;
             embedder
-                .choose_precision(engine)
+                .choose_precision(wanted)
                 .map_err(|e| model_error(dir, format!("quantizing weights: {e}")))?;
             embedder.prepared = from_cache;
+            let mut wanted = wanted;
+            let mut cache = cache;
+            let mut from_cache = from_cache;
+            if let (true, Some(here)) = (calibrate, here) {
+                let c = embedder.calibrate(&weights, here)?;
+                calibration::save(dir, &c);
+                let chosen = embedder.precision_in_use().unwrap_or(Precision::F32);
+                if chosen != wanted {
+                    wanted = chosen;
+                    cache = Cache::new(dir, &weights, chosen.name());
+                    from_cache = false;
+                    embedder.prepared = false;
+                }
+            }
             tracing::debug!(
                 ms = started.elapsed().as_secs_f64() * 1e3,
                 precision = wanted.name(),
@@ -451,13 +498,12 @@ impl Embedder {
         })
     }
 
-    /// Turns the fast encoder's int8 linear layers on when `engine` asks for them and the CPU
-    /// can run them, and frees the f32 weights they replace.
-    fn choose_precision(&mut self, engine: Engine) -> candle_core::Result<()> {
+    /// Turns the fast encoder's linear layers of precision `wanted` on when the CPU can run
+    /// them, and frees the f32 weights they replace.
+    fn choose_precision(&mut self, wanted: Precision) -> candle_core::Result<()> {
         let Encoder::Fast(fast) = &mut self.encoder else {
             return Ok(());
         };
-        let wanted = wanted_precision(engine);
         if wanted != Precision::F32 {
             if fast.add_precision(wanted)? {
                 fast.set_precision(wanted);
@@ -475,10 +521,102 @@ impl Embedder {
     /// The precision of the fast encoder's linear layers (`None` for candle-transformers').
     #[cfg(test)]
     pub(crate) fn precision(&self) -> Option<Precision> {
+        self.precision_in_use()
+    }
+
+    fn precision_in_use(&self) -> Option<Precision> {
         match &self.encoder {
             Encoder::Fast(f) => Some(f.precision()),
             _ => None,
         }
+    }
+
+    /// Measures every precision this CPU runs on [`calibration::batch`] (the fast encoder
+    /// loaded in f32, its f32 weights still there), keeps those whose every vector is within
+    /// [`calibration::LEAST_COSINE`] of the f32 one, and leaves the encoder in the fastest.
+    fn calibrate(&mut self, weights: &Path, here: Fingerprint) -> Result<Calibration> {
+        self.calibrate_among(weights, here, &CANDIDATES, None)
+    }
+
+    /// [`Embedder::calibrate`] among `candidates`; `spoil`, in tests, changes a candidate's
+    /// vectors before they are compared (a path that breaks the quality rule).
+    fn calibrate_among(
+        &mut self,
+        weights: &Path,
+        here: Fingerprint,
+        candidates: &[Precision],
+        spoil: Option<Spoil<'_>>,
+    ) -> Result<Calibration> {
+        let started = std::time::Instant::now();
+        let failed = |e: candle_core::Error| {
+            Error::from(ModelError::Inference {
+                stage: "calibrating",
+                reason: e.to_string(),
+            })
+        };
+        let Encoder::Fast(fast) = &self.encoder else {
+            return Err(ModelError::Inference {
+                stage: "calibrating",
+                reason: "only the fast encoder is calibrated".into(),
+            }
+            .into());
+        };
+        let macs = fast.macs_per_token();
+        let tokens_per_round: usize = calibration::batch(usize::MAX, 1)
+            .iter()
+            .map(|t| self.tokenizer.encode(*t, true).map_or(1, |e| e.len()))
+            .sum();
+        let texts = calibration::batch(macs, tokens_per_round);
+        let tokens = tokens_per_round * texts.len() / calibration::batch(usize::MAX, 1).len();
+        let (f32_ms, expected) = calibration::time(2, || self.embed(&texts, TextKind::Passage))?;
+        let mut paths = vec![PathFigures {
+            precision: Precision::F32.name().into(),
+            ms: f32_ms,
+            least_cosine: 1.0,
+            kept: true,
+        }];
+        for &p in candidates {
+            let Encoder::Fast(fast) = &mut self.encoder else {
+                unreachable!("checked above")
+            };
+            if p == Precision::F32 || !fast.add_precision(p).map_err(failed)? {
+                continue;
+            }
+            fast.set_precision(p);
+            let measured = calibration::time(2, || self.embed(&texts, TextKind::Passage));
+            let Encoder::Fast(fast) = &mut self.encoder else {
+                unreachable!("checked above")
+            };
+            fast.set_precision(Precision::F32);
+            fast.forget_precision(p);
+            let (ms, mut vectors) = measured?;
+            if let Some((spoilt, change)) = &spoil
+                && *spoilt == p
+            {
+                change(&mut vectors);
+            }
+            let least_cosine = calibration::least_cosine(&expected, &vectors);
+            paths.push(PathFigures {
+                precision: p.name().into(),
+                ms,
+                least_cosine,
+                kept: least_cosine >= calibration::LEAST_COSINE,
+            });
+        }
+        let c = calibration::made(weights, texts.len(), tokens, paths, here);
+        let chosen = c.precision().unwrap_or(Precision::F32);
+        self.choose_precision(chosen).map_err(failed)?;
+        tracing::info!(
+            chosen = chosen.name(),
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            paths = ?c
+                .paths
+                .iter()
+                .map(|p| format!("{} {:.1} ms cos {:.5}", p.precision, p.ms, p.least_cosine))
+                .collect::<Vec<_>>(),
+            "embedding precision calibrated on this CPU"
+        );
+        Ok(c)
     }
 
     /// The vector dimension.
@@ -884,8 +1022,8 @@ pub(crate) mod tests {
         }
     }
 
-    /// The linear layers prepared at the first load (int16, int8 or bf16, as this CPU runs
-    /// them) are read back by the next one: the same vectors, bit for bit. A cache file cut
+    /// The linear layers prepared at the first load (f32, and int16, int8 or bf16 as this CPU
+    /// runs them) are read back by the next one: the same vectors, bit for bit. A cache file cut
     /// short, or one made from other weights, is not used, and is written again.
     #[test]
     fn prepared_linear_layers_are_read_back_and_a_bad_file_is_made_again() {
@@ -897,13 +1035,23 @@ pub(crate) mod tests {
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let mut tried = 0;
         for (engine, precision, runs) in [
+            (Engine::FastF32, Precision::F32, true),
             (
                 Engine::FastInt16,
                 Precision::Int16,
                 crate::int16::supported(),
             ),
             (Engine::FastInt8, Precision::Int8, crate::int8::supported()),
-            (Engine::FastBf16, Precision::Bf16, crate::amx::supported()),
+            (
+                Engine::FastBf16Amx,
+                Precision::Bf16,
+                crate::amx::supported(),
+            ),
+            (
+                Engine::FastBf16Avx512,
+                Precision::Bf16Avx512,
+                crate::bf16::supported(),
+            ),
         ] {
             if !runs {
                 continue;
@@ -946,13 +1094,109 @@ pub(crate) mod tests {
             assert_eq!(fourth.embed(&texts, TextKind::Passage).unwrap(), expected);
         }
         assert!(
-            tried > 0 || !cfg!(target_arch = "x86_64"),
-            "no precision to prepare here"
+            tried > 1 || !cfg!(target_arch = "x86_64"),
+            "only f32 prepared here"
         );
-        // f32 prepares nothing.
-        let f32_model = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::FastF32).unwrap();
-        assert!(!f32_model.prepared);
-        assert!(!dir.join(".linkly/prepared-f32.bin").exists());
+    }
+
+    /// The default engine measures the precisions at the first load and keeps the choice
+    /// beside the model; the next load reads it (and the chosen precision's prepared weights)
+    /// instead of measuring; a choice made on another CPU is measured again.
+    #[test]
+    fn the_default_engine_calibrates_once_per_cpu() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("model");
+        fs_err::create_dir_all(&dir).unwrap();
+        copy_dir(&test_model(), &dir);
+        let file = calibration::file(&dir);
+        assert!(!file.exists());
+        let first = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Fast).unwrap();
+        let c = calibration::read(&dir).expect("calibration.json written");
+        assert_eq!(c.fingerprint, Fingerprint::here());
+        assert_eq!(
+            first.precision().map(Precision::name),
+            Some(c.chosen.as_str())
+        );
+        let chosen = c.paths.iter().find(|p| p.precision == c.chosen).unwrap();
+        assert!(chosen.kept && chosen.least_cosine >= calibration::LEAST_COSINE);
+        // Every precision this CPU runs was measured, and none faster was kept.
+        let runs = [
+            (Precision::F32, true),
+            (Precision::Int16, crate::int16::supported()),
+            (Precision::Int8, crate::int8::supported()),
+            (Precision::Bf16Avx512, crate::bf16::supported()),
+            (Precision::Bf16, crate::amx::supported()),
+        ];
+        for (p, supported) in runs {
+            assert_eq!(
+                c.paths.iter().any(|f| f.precision == p.name()),
+                supported,
+                "{p:?} measured where it runs"
+            );
+        }
+        assert!(c.paths.iter().filter(|p| p.kept).all(|p| p.ms >= chosen.ms));
+        let texts = precision_texts();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let expected = first.embed(&texts, TextKind::Passage).unwrap();
+
+        // Read back, not measured again; the chosen precision's weights come prepared.
+        let bytes = fs_err::read(&file).unwrap();
+        let second = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Fast).unwrap();
+        assert_eq!(fs_err::read(&file).unwrap(), bytes);
+        assert_eq!(second.precision(), first.precision());
+        assert!(second.prepared);
+        assert_eq!(second.embed(&texts, TextKind::Passage).unwrap(), expected);
+
+        // Measured on another CPU: measured again here.
+        let mut other = c.clone();
+        other.fingerprint.model = "another CPU".into();
+        other.chosen = "int8".into();
+        for p in &mut other.paths {
+            p.ms = 0.5;
+        }
+        calibration::save(&dir, &other);
+        let third = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Fast).unwrap();
+        let again = calibration::read(&dir).unwrap();
+        assert_eq!(again.fingerprint, Fingerprint::here());
+        assert!(again.paths.iter().all(|p| p.ms != 0.5));
+        assert_eq!(
+            third.precision().map(Precision::name),
+            Some(again.chosen.as_str())
+        );
+        // A forced engine neither reads nor writes it.
+        fs_err::remove_file(&file).unwrap();
+        Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::FastF32).unwrap();
+        assert!(!file.exists());
+    }
+
+    /// A precision whose vectors break the rule is never chosen, however fast: here int16's
+    /// vectors spoilt on purpose, and int8's as they are (0.995 to 0.998 on this model).
+    #[test]
+    fn a_path_that_breaks_the_quality_rule_is_never_chosen() {
+        if !crate::int16::supported() {
+            return;
+        }
+        let dir = test_model();
+        let mut model = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::FastF32).unwrap();
+        let reverse = |v: &mut Vec<Vec<f32>>| v.iter_mut().for_each(|x| x.reverse());
+        let c = model
+            .calibrate_among(
+                &dir.join("model.safetensors"),
+                Fingerprint::here(),
+                &[Precision::Int16, Precision::Int8],
+                Some((Precision::Int16, &reverse)),
+            )
+            .unwrap();
+        let int16 = c.paths.iter().find(|p| p.precision == "int16").unwrap();
+        assert!(!int16.kept && int16.least_cosine < 0.9, "{int16:?}");
+        if let Some(int8) = c.paths.iter().find(|p| p.precision == "int8") {
+            assert!(
+                !int8.kept && int8.least_cosine < calibration::LEAST_COSINE,
+                "{int8:?}"
+            );
+        }
+        assert_eq!(c.chosen, "f32");
+        assert_eq!(model.precision(), Some(Precision::F32));
     }
 
     fn copy_dir(from: &Path, to: &Path) {
@@ -983,19 +1227,9 @@ pub(crate) mod tests {
     }
 
     /// The int16 path on the real model: each vector within a cosine of 0.9999 of the f32 one
-    /// (the default's rule is 0.999), and the default engine picks bf16 where AMX runs, int16
-    /// where it is the faster one, f32 elsewhere.
+    /// (the calibration's rule is 0.999).
     #[test]
     fn int16_vectors_match_f32_on_the_real_model() {
-        let default = Embedder::load_with(&test_model(), "all-MiniLM-L6-v2", Engine::Fast).unwrap();
-        let expected = if crate::amx::supported() {
-            Precision::Bf16
-        } else if crate::int16::faster_than_f32() {
-            Precision::Int16
-        } else {
-            Precision::F32
-        };
-        assert_eq!(default.precision(), Some(expected));
         assert_close_to_f32(
             Engine::FastInt16,
             Precision::Int16,
@@ -1009,11 +1243,31 @@ pub(crate) mod tests {
     #[test]
     fn bf16_vectors_match_f32_on_the_real_model() {
         assert_close_to_f32(
-            Engine::FastBf16,
+            Engine::FastBf16Amx,
             Precision::Bf16,
             crate::amx::supported(),
             0.9999,
         );
+    }
+
+    /// The bf16 path on AVX-512 BF16, on the real model: each vector within a cosine of 0.9999
+    /// of the f32 one, as on AMX; `LINKLY_EMBED_ENGINE=bf16` takes it where AMX is absent.
+    #[test]
+    fn avx512_bf16_vectors_match_f32_on_the_real_model() {
+        assert_close_to_f32(
+            Engine::FastBf16Avx512,
+            Precision::Bf16Avx512,
+            crate::bf16::supported(),
+            0.9999,
+        );
+        if !crate::amx::supported() {
+            assert_close_to_f32(
+                Engine::FastBf16,
+                Precision::Bf16Avx512,
+                crate::bf16::supported(),
+                0.9999,
+            );
+        }
     }
 
     /// The encoder built from the loader's layout (linear weights read transposed, words left

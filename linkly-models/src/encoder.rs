@@ -23,11 +23,12 @@ use rayon::prelude::*;
 use pulp::{Simd, WithSimd};
 
 use crate::amx::AmxLinear;
+use crate::bf16::Bf16Linear;
 use crate::int8::QuantLinear;
 use crate::int16::Int16Linear;
 use crate::kernels::{self, Activation};
 use crate::matmul;
-use crate::prepared::{Reader, Writer};
+use crate::prepared::{Array, Reader, Writer};
 use crate::safetensors::{OnDisk, transpose};
 
 type CResult<T> = candle_core::Result<T>;
@@ -56,6 +57,9 @@ pub(crate) enum Precision {
     Int16,
     /// bf16 weights and activations, f32 sums (AMX tiles, [`AmxLinear`]).
     Bf16,
+    /// bf16 weights and activations, f32 sums (AVX-512 BF16, [`Bf16Linear`]): the linear
+    /// layers only, attention in f32.
+    Bf16Avx512,
 }
 
 impl Precision {
@@ -66,26 +70,89 @@ impl Precision {
             Precision::Int8 => "int8",
             Precision::Int16 => "int16",
             Precision::Bf16 => "bf16",
+            Precision::Bf16Avx512 => "bf16-avx512",
         }
+    }
+
+    /// The precision [`Precision::name`] names.
+    pub(crate) fn from_name(name: &str) -> Option<Precision> {
+        [
+            Precision::F32,
+            Precision::Int8,
+            Precision::Int16,
+            Precision::Bf16,
+            Precision::Bf16Avx512,
+        ]
+        .into_iter()
+        .find(|p| p.name() == name)
+    }
+}
+
+/// A linear layer's f32 weights, `[in, out]`, contiguous: as read from the checkpoint, or a
+/// view into a prepared file ([`crate::prepared`]).
+enum F32Weights {
+    Tensor(Tensor),
+    Prepared { k: usize, n: usize, w: Array<f32> },
+}
+
+impl F32Weights {
+    fn dims(&self) -> CResult<(usize, usize)> {
+        match self {
+            F32Weights::Tensor(t) => t.dims2(),
+            F32Weights::Prepared { k, n, .. } => Ok((*k, *n)),
+        }
+    }
+
+    /// Runs `f` on the weights, `k × n` values, wherever they lie.
+    fn with<R>(&self, f: impl FnOnce(&[f32]) -> R) -> CResult<R> {
+        match self {
+            F32Weights::Tensor(t) => {
+                let guard = t.storage_and_layout();
+                let candle_core::Storage::Cpu(storage) = &*guard.0 else {
+                    return Err(err("f32 weights are not in CPU memory"));
+                };
+                Ok(f(contiguous_f32(storage, guard.1, "f32 weights")?))
+            }
+            F32Weights::Prepared { w, .. } => Ok(f(w)),
+        }
+    }
+
+    fn save(&self, w: &mut Writer) -> std::io::Result<()> {
+        let (k, n) = self.dims().map_err(std::io::Error::other)?;
+        w.u64(k as u64)?;
+        w.u64(n as u64)?;
+        self.with(|values| w.slice(values))
+            .map_err(std::io::Error::other)?
+    }
+
+    fn load(r: &mut Reader) -> std::io::Result<F32Weights> {
+        let (k, n) = (r.usize()?, r.usize()?);
+        let w: Array<f32> = r.array()?;
+        crate::prepared::check(
+            k > 0 && n > 0 && k.checked_mul(n) == Some(w.len()),
+            "f32 weights",
+        )?;
+        Ok(F32Weights::Prepared { k, n, w })
     }
 }
 
 /// A linear layer's weights (bias apart), in one precision or both.
 struct Linear {
-    /// `[in, out]`, contiguous.
-    f32: Option<Tensor>,
+    f32: Option<F32Weights>,
     int8: Option<QuantLinear>,
     int16: Option<Int16Linear>,
     bf16: Option<AmxLinear>,
+    bf16_avx512: Option<Bf16Linear>,
 }
 
 impl Linear {
     fn new(w: Tensor) -> Linear {
         Linear {
-            f32: Some(w),
+            f32: Some(F32Weights::Tensor(w)),
             int8: None,
             int16: None,
             bf16: None,
+            bf16_avx512: None,
         }
     }
 
@@ -93,6 +160,10 @@ impl Linear {
         match (precision, &self.int8, &self.int16, &self.f32) {
             (Precision::Int8, Some(q), _, _) => x.apply_op1_no_bwd(&LinearProduct::Int8(q)),
             (Precision::Int16, _, Some(q), _) => x.apply_op1_no_bwd(&LinearProduct::Int16(q)),
+            (Precision::Bf16Avx512, ..) if self.bf16_avx512.is_some() => {
+                let q = self.bf16_avx512.as_ref().expect("checked");
+                x.apply_op1_no_bwd(&LinearProduct::Bf16(q))
+            }
             (_, _, _, Some(w)) => x.apply_op1_no_bwd(&LinearProduct::F32(w)),
             _ => Err(err(
                 "the linear layer's weights of this precision were dropped",
@@ -109,33 +180,33 @@ impl Linear {
         let Some(w) = &self.f32 else {
             return Ok(false);
         };
-        let (k, n) = w.dims2()?;
-        let values = w.flatten_all()?.to_vec1::<f32>()?;
-        Ok(match precision {
-            Precision::F32 => true,
-            Precision::Int8 => {
-                self.int8 = QuantLinear::new(&values, k, n);
-                self.int8.is_some()
-            }
-            Precision::Int16 => {
-                self.int16 = Int16Linear::new(&values, k, n);
-                self.int16.is_some()
-            }
-            Precision::Bf16 => {
-                self.bf16 = AmxLinear::new(&values, k, n);
-                self.bf16.is_some()
-            }
-        })
+        let (k, n) = w.dims()?;
+        let (mut int8, mut int16, mut bf16, mut bf16_avx512) = (None, None, None, None);
+        w.with(|values| match precision {
+            Precision::F32 => {}
+            Precision::Int8 => int8 = QuantLinear::new(values, k, n),
+            Precision::Int16 => int16 = Int16Linear::new(values, k, n),
+            Precision::Bf16 => bf16 = AmxLinear::new(values, k, n),
+            Precision::Bf16Avx512 => bf16_avx512 = Bf16Linear::new(values, k, n),
+        })?;
+        self.int8 = self.int8.take().or(int8);
+        self.int16 = self.int16.take().or(int16);
+        self.bf16 = self.bf16.take().or(bf16);
+        self.bf16_avx512 = self.bf16_avx512.take().or(bf16_avx512);
+        Ok(self.has(precision))
     }
 
     /// `(inputs, outputs)` of whichever weights are there.
     fn dims(&self) -> CResult<(usize, usize)> {
         match (&self.f32, &self.int8, &self.int16, &self.bf16) {
-            (Some(w), ..) => w.dims2(),
+            (Some(w), ..) => w.dims(),
             (_, Some(q), ..) => Ok((q.inputs(), q.outputs())),
             (_, _, Some(q), _) => Ok((q.inputs(), q.outputs())),
             (.., Some(q)) => Ok((q.inputs(), q.outputs())),
-            _ => Err(err("a linear layer without weights")),
+            _ => match &self.bf16_avx512 {
+                Some(q) => Ok((q.inputs(), q.outputs())),
+                None => Err(err("a linear layer without weights")),
+            },
         }
     }
 
@@ -146,7 +217,8 @@ impl Linear {
             Precision::Int8 => self.int8.as_ref().ok_or_else(missing)?.save(w),
             Precision::Int16 => self.int16.as_ref().ok_or_else(missing)?.save(w),
             Precision::Bf16 => self.bf16.as_ref().ok_or_else(missing)?.save(w),
-            Precision::F32 => Err(missing()),
+            Precision::Bf16Avx512 => self.bf16_avx512.as_ref().ok_or_else(missing)?.save(w),
+            Precision::F32 => self.f32.as_ref().ok_or_else(missing)?.save(w),
         }
     }
 
@@ -157,12 +229,14 @@ impl Linear {
             int8: None,
             int16: None,
             bf16: None,
+            bf16_avx512: None,
         };
         match precision {
             Precision::Int8 => l.int8 = QuantLinear::load(r)?,
             Precision::Int16 => l.int16 = Int16Linear::load(r)?,
             Precision::Bf16 => l.bf16 = AmxLinear::load(r)?,
-            Precision::F32 => return Ok(None),
+            Precision::Bf16Avx512 => l.bf16_avx512 = Bf16Linear::load(r)?,
+            Precision::F32 => l.f32 = Some(F32Weights::load(r)?),
         }
         Ok(l.has(precision).then_some(l))
     }
@@ -174,6 +248,21 @@ impl Linear {
             Precision::Int8 => self.int8.is_some(),
             Precision::Int16 => self.int16.is_some(),
             Precision::Bf16 => self.bf16.is_some(),
+            Precision::Bf16Avx512 => self.bf16_avx512.is_some(),
+        }
+    }
+
+    /// Frees the weights of `precision` when it is not f32 and the f32 ones are there.
+    fn forget(&mut self, precision: Precision) {
+        if self.f32.is_none() {
+            return;
+        }
+        match precision {
+            Precision::F32 => {}
+            Precision::Int8 => self.int8 = None,
+            Precision::Int16 => self.int16 = None,
+            Precision::Bf16 => self.bf16 = None,
+            Precision::Bf16Avx512 => self.bf16_avx512 = None,
         }
     }
 
@@ -194,16 +283,19 @@ impl Linear {
         if precision != Precision::Bf16 {
             self.bf16 = None;
         }
+        if precision != Precision::Bf16Avx512 {
+            self.bf16_avx512 = None;
+        }
     }
 }
 
-/// `x · w` through the int8, int16 or f32 (`gemm`) kernels (bf16 runs in
-/// [`FastEncoder::layer_bf16`]).
+/// `x · w` through the int8, int16, AVX-512 bf16 or f32 (`gemm`) kernels (bf16 on AMX runs
+/// in [`FastEncoder::layer_bf16`]).
 enum LinearProduct<'a> {
     Int8(&'a QuantLinear),
     Int16(&'a Int16Linear),
-    /// `[in, out]`, contiguous.
-    F32(&'a Tensor),
+    Bf16(&'a Bf16Linear),
+    F32(&'a F32Weights),
 }
 
 impl CustomOp1 for LinearProduct<'_> {
@@ -211,6 +303,7 @@ impl CustomOp1 for LinearProduct<'_> {
         match self {
             LinearProduct::Int8(_) => "linkly-int8-matmul",
             LinearProduct::Int16(_) => "linkly-int16-matmul",
+            LinearProduct::Bf16(_) => "linkly-bf16-matmul",
             LinearProduct::F32(_) => "linkly-f32-matmul",
         }
     }
@@ -220,7 +313,8 @@ impl CustomOp1 for LinearProduct<'_> {
         let (k, n) = match self {
             LinearProduct::Int8(q) => (q.inputs(), q.outputs()),
             LinearProduct::Int16(q) => (q.inputs(), q.outputs()),
-            LinearProduct::F32(w) => w.dims2()?,
+            LinearProduct::Bf16(q) => (q.inputs(), q.outputs()),
+            LinearProduct::F32(w) => w.dims()?,
         };
         let rows = x.len() / k.max(1);
         if rows * k != x.len() {
@@ -232,18 +326,16 @@ impl CustomOp1 for LinearProduct<'_> {
         let out = match self {
             LinearProduct::Int8(q) => q.forward(x, rows),
             LinearProduct::Int16(q) => q.forward(x, rows),
+            LinearProduct::Bf16(q) => q.forward(x, rows),
             LinearProduct::F32(w) => {
-                let guard = w.storage_and_layout();
-                let candle_core::Storage::Cpu(storage) = &*guard.0 else {
-                    return Err(err("f32 weights are not in CPU memory"));
-                };
-                let w = contiguous_f32(storage, guard.1, self.name())?;
                 let mut out = vec![0.0f32; rows * n];
-                matmul::product(
-                    matmul::View::rows(x, rows, k),
-                    matmul::View::rows(w, k, n),
-                    &mut out,
-                )
+                w.with(|w| {
+                    matmul::product(
+                        matmul::View::rows(x, rows, k),
+                        matmul::View::rows(w, k, n),
+                        &mut out,
+                    )
+                })?
                 .map_err(|_| err(format!("{}: unexpected weights' shape", self.name())))?;
                 out
             }
@@ -272,7 +364,7 @@ impl Layer {
     }
 }
 
-/// The linear layers' weights in one precision other than f32, as a file of
+/// The linear layers' weights in one precision (f32 included), as a file of
 /// [`crate::prepared`] held them: four per layer (attention's query, key and value
 /// side by side, its output, the feed-forward's two).
 pub(crate) struct PreparedLinears {
@@ -564,7 +656,7 @@ impl FastEncoder {
     }
 
     /// Writes the linear layers in the precision they run in ([`PreparedLinears::read`]
-    /// reads them back); `Err` in f32.
+    /// reads them back).
     pub(crate) fn save_prepared(&self, w: &mut Writer) -> std::io::Result<()> {
         w.u64(self.layers.len() as u64 * 4)?;
         for layer in &self.layers {
@@ -573,6 +665,28 @@ impl FastEncoder {
             }
         }
         Ok(())
+    }
+
+    /// Frees the weights of `precision` (the f32 ones kept), after a calibration measured it.
+    pub(crate) fn forget_precision(&mut self, precision: Precision) {
+        for layer in &mut self.layers {
+            for linear in layer.linears() {
+                linear.forget(precision);
+            }
+        }
+    }
+
+    /// Multiply-adds of the linear layers per token: the work a batch's size is measured in.
+    pub(crate) fn macs_per_token(&self) -> usize {
+        self.layers
+            .iter()
+            .map(|l| {
+                [&l.qkv, &l.out, &l.up, &l.down]
+                    .iter()
+                    .map(|x| x.dims().map_or(0, |(k, n)| k * n))
+                    .sum::<usize>()
+            })
+            .sum()
     }
 
     /// Frees the weights of the precision not in use.

@@ -58,20 +58,6 @@ pub(crate) fn supported() -> bool {
     V3::try_new().is_some()
 }
 
-/// Whether the kernels beat the f32 products here: an AVX2 CPU without AVX-512, where `gemm`'s
-/// f32 FMAs do half the multiply-adds per cycle that `vpmaddwd` does. (With AVX-512, `gemm`
-/// runs 16-wide FMAs, as many multiply-adds per cycle as the kernels.)
-pub(crate) fn faster_than_f32() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        supported() && !std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 /// The largest magnitudes of quantized weights and activations for `k` inputs: the product of
 /// the two, times `k` (rounded up to even), stays below 2^31, so every sum is exact.
 fn bounds(k: usize) -> (i32, i32) {

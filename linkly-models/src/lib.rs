@@ -14,6 +14,7 @@
 //! direct `gemm` call, and the read-only memory map of prepared files); see
 //! `docs/models.md` for the encoder's internals.
 
+pub mod calibration;
 mod e5_q4;
 mod embedder;
 mod encoder;
@@ -31,7 +32,7 @@ pub mod whisper;
 mod windows;
 mod x86;
 
-use x86::{amx, int8, matmul};
+use x86::{amx, bf16, int8, matmul};
 
 pub use crate::error::{Error, ModelError, Result};
 pub use crate::kernels::{dot, dot_i8_i16};

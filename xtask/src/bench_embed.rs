@@ -6,12 +6,16 @@
 //! `cargo xtask bench embed --vs-pytorch [--docs N] [--rounds R]`: sentence-transformers on
 //! PyTorch (installed from PyPI into `target/bench/st-venv` on first use) and Linkly's encoder on
 //! the same abstracts, one sequence each cut at the model's window, in one run, alternated
-//! R times (default 2): the ratio is measured, not remembered. Linkly runs three times: its
-//! default (bf16 on AMX tiles, else int16 linear layers where that is faster, else f32), f32
-//! (`LINKLY_EMBED_ENGINE=f32`), int8 (`LINKLY_EMBED_ENGINE=int8`, AVX-512 VNNI) and bf16
-//! (`LINKLY_EMBED_ENGINE=bf16`, AMX). Each engine runs in its
-//! own process (its own peak RSS); every vector is compared with PyTorch's (cosine per
-//! abstract).
+//! R times (default 2): the ratio is measured, not remembered. Linkly runs once per engine: its
+//! default (the precision its calibration chose on this machine), f32, int16 (AVX2), int8
+//! (AVX-512 VNNI), bf16 on AVX-512 BF16 and bf16 on AMX, each forced with
+//! `LINKLY_EMBED_ENGINE` (one this CPU lacks falls back to f32). Each engine runs in its
+//! own process (its own peak RSS); every vector is compared with PyTorch's and with Linkly's
+//! f32 one (cosine per abstract).
+//!
+//! `cargo xtask bench embed --paths [--docs N] [--rounds R]`: the same without PyTorch: each of
+//! Linkly's paths against its own f32 (speed and least cosine), the CPU's flags, and the
+//! precision the calibration chose (`<model>/.linkly/calibration.json`).
 //!
 //! `cargo xtask bench embed --queries [--dataset DIR]`: the model's load time and the latency of
 //! one query embedding (the hybrid search's own cost), over a BEIR set's test queries (default:
@@ -39,9 +43,10 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         return queries(args, &model);
     }
     let docs: usize = crate::arg(args, "--docs").map_or(Ok(400), |d| d.parse())?;
-    if args.iter().any(|a| a == "--vs-pytorch") {
+    let paths = args.iter().any(|a| a == "--paths");
+    if paths || args.iter().any(|a| a == "--vs-pytorch") {
         let rounds: usize = crate::arg(args, "--rounds").map_or(Ok(2), |d| d.parse())?;
-        return vs_pytorch(&subset_of(docs)?, &model, rounds);
+        return vs_pytorch(&subset_of(docs)?, &model, rounds, !paths);
     }
     let subset = subset_of(docs)?;
     let mut rows = Vec::new();
@@ -58,8 +63,18 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             "--child",
         ),
         (
-            "Linkly encoder, bf16 on AMX (`LINKLY_EMBED_ENGINE=bf16`), chunks",
-            "bf16",
+            "Linkly encoder, int16 (`LINKLY_EMBED_ENGINE=int16`), chunks",
+            "int16",
+            "--child",
+        ),
+        (
+            "Linkly encoder, bf16 on AVX-512 BF16 (`LINKLY_EMBED_ENGINE=bf16-avx512`), chunks",
+            "bf16-avx512",
+            "--child",
+        ),
+        (
+            "Linkly encoder, bf16 on AMX (`LINKLY_EMBED_ENGINE=bf16-amx`), chunks",
+            "bf16-amx",
             "--child",
         ),
         (
@@ -206,8 +221,17 @@ fn st_python() -> anyhow::Result<PathBuf> {
 }
 
 /// sentence-transformers and Linkly's encoder on the same abstracts, alternated.
-fn vs_pytorch(subset: &Path, model: &ModelChoice, rounds: usize) -> anyhow::Result<()> {
-    let py = st_python()?;
+fn vs_pytorch(
+    subset: &Path,
+    model: &ModelChoice,
+    rounds: usize,
+    with_pytorch: bool,
+) -> anyhow::Result<()> {
+    let py = if with_pytorch {
+        Some(st_python()?)
+    } else {
+        None
+    };
     let texts = whole_texts(subset)?;
     let work = subset.with_file_name("vs-pytorch");
     fs_err::create_dir_all(&work)?;
@@ -219,7 +243,7 @@ fn vs_pytorch(subset: &Path, model: &ModelChoice, rounds: usize) -> anyhow::Resu
     // Linkly's engines: label, `LINKLY_EMBED_ENGINE`, the runs, the least cosine to PyTorch.
     let mut ours: Vec<(&str, &str, Vec<serde_json::Value>, f64)> = vec![
         (
-            "Linkly's encoder, the default (bf16 on AMX, int16 on AVX2 without AVX-512, else f32)",
+            "Linkly's encoder, the default (the calibration's choice here)",
             "",
             Vec::new(),
             1.0,
@@ -237,29 +261,46 @@ fn vs_pytorch(subset: &Path, model: &ModelChoice, rounds: usize) -> anyhow::Resu
             1.0,
         ),
         (
-            "Linkly's encoder, bf16 on AMX tiles (`LINKLY_EMBED_ENGINE=bf16`; f32 without AMX)",
-            "bf16",
+            "Linkly's encoder, int16 (`LINKLY_EMBED_ENGINE=int16`; f32 without AVX2)",
+            "int16",
+            Vec::new(),
+            1.0,
+        ),
+        (
+            "Linkly's encoder, bf16 on AVX-512 BF16 (`LINKLY_EMBED_ENGINE=bf16-avx512`; f32 without it)",
+            "bf16-avx512",
+            Vec::new(),
+            1.0,
+        ),
+        (
+            "Linkly's encoder, bf16 on AMX tiles (`LINKLY_EMBED_ENGINE=bf16-amx`; f32 without AMX)",
+            "bf16-amx",
             Vec::new(),
             1.0,
         ),
     ];
     for round in 0..rounds.max(1) {
-        eprintln!(
-            "bench: round {} of {rounds}: sentence-transformers",
-            round + 1
-        );
-        let out = Command::new(&py)
-            .arg(&script)
-            .arg(&model.dir)
-            .arg(&texts_file)
-            .output()?;
-        if !out.status.success() {
-            bail!(
-                "sentence-transformers failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let v: serde_json::Value = match &py {
+            Some(py) => {
+                eprintln!(
+                    "bench: round {} of {rounds}: sentence-transformers",
+                    round + 1
+                );
+                let out = Command::new(py)
+                    .arg(&script)
+                    .arg(&model.dir)
+                    .arg(&texts_file)
+                    .output()?;
+                if !out.status.success() {
+                    bail!(
+                        "sentence-transformers failed: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+                serde_json::from_slice(&out.stdout)?
+            }
+            None => serde_json::Value::Null,
+        };
         for (label, engine, runs, min_cos) in &mut ours {
             eprintln!("bench: round {} of {rounds}: {label}", round + 1);
             let out = Command::new(std::env::current_exe()?)
@@ -286,26 +327,114 @@ fn vs_pytorch(subset: &Path, model: &ModelChoice, rounds: usize) -> anyhow::Resu
         xs[xs.len() / 2]
     };
     let n = texts.len() as f64;
+    if py.is_none() {
+        return paths_table(model, &ours, n, rounds);
+    }
     let st_s = med(&st, "secs");
     println!(
-        "| engine ({} abstracts, one sequence each, batches of 16; median of {rounds} alternated runs) | time | docs/s | × PyTorch | least cosine to PyTorch | peak RSS |\n|---|---|---|---|---|---|",
+        "| engine ({} abstracts, one sequence each, batches of 16; median of {rounds} alternated runs) | time | docs/s | × PyTorch | least cosine to PyTorch | least cosine to Linkly's f32 | peak RSS |\n|---|---|---|---|---|---|---|",
         texts.len()
     );
     println!(
-        "| sentence-transformers (PyTorch {}, {} threads) | {st_s:.1} s | {:.1} | 1.00 | | {:.0} MB |",
+        "| sentence-transformers (PyTorch {}, {} threads) | {st_s:.1} s | {:.1} | 1.00 | | | {:.0} MB |",
         st[0]["torch"].as_str().unwrap_or("?"),
         st[0]["threads"],
         n / st_s.max(1e-9),
         med(&st, "rss_mb")
     );
+    let f32_vectors = ours
+        .iter()
+        .find(|o| o.1 == "f32")
+        .map(|o| o.2[0]["vectors"].clone())
+        .unwrap_or_default();
     for (label, _, runs, min_cos) in &ours {
         let s = med(runs, "secs");
         println!(
-            "| {label} | {s:.1} s | {:.1} | {:.2} | {min_cos:.5} | {:.0} MB |",
+            "| {label} | {s:.1} s | {:.1} | {:.2} | {min_cos:.5} | {:.5} | {:.0} MB |",
             n / s.max(1e-9),
             st_s / s.max(1e-9),
+            least_cosine(&f32_vectors, &runs[0]["vectors"]),
             med(runs, "rss_mb")
         );
+    }
+    Ok(())
+}
+
+/// `--paths`: each of Linkly's paths against its f32 one, the CPU, and the calibration's choice.
+fn paths_table(
+    model: &ModelChoice,
+    ours: &[(&str, &str, Vec<serde_json::Value>, f64)],
+    n: f64,
+    rounds: usize,
+) -> anyhow::Result<()> {
+    let med = |rows: &[serde_json::Value], k: &str| {
+        let mut xs: Vec<f64> = rows.iter().map(|r| r[k].as_f64().unwrap_or(0.0)).collect();
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    let f32_run = ours.iter().find(|o| o.1 == "f32").context("no f32 run")?;
+    let f32_s = med(&f32_run.2, "secs");
+    println!(
+        "| engine ({n} abstracts, one sequence each, batches of 16; median of {rounds} alternated runs) | time | docs/s | × f32 | least cosine to f32 | peak RSS |\n|---|---|---|---|---|---|"
+    );
+    for (label, _, runs, _) in ours {
+        let s = med(runs, "secs");
+        println!(
+            "| {label} | {s:.2} s | {:.1} | {:.2} | {:.5} | {:.0} MB |",
+            n / s.max(1e-9),
+            f32_s / s.max(1e-9),
+            least_cosine(&f32_run.2[0]["vectors"], &runs[0]["vectors"]),
+            med(runs, "rss_mb")
+        );
+    }
+    let info = fs_err::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split_once(':'))
+            .map_or("", |(_, v)| v.trim())
+    };
+    let flags: Vec<&str> = field("flags")
+        .split_whitespace()
+        .filter(|f| ["avx2", "fma"].contains(f) || f.starts_with("avx512") || f.starts_with("amx"))
+        .collect();
+    println!(
+        "\nCPU: {} ({}); flags: {}",
+        field("model name"),
+        field("vendor_id"),
+        flags.join(" ")
+    );
+    let calibration = model.dir.join(".linkly/calibration.json");
+    match fs_err::read_to_string(&calibration) {
+        Ok(text) => {
+            let c: serde_json::Value = serde_json::from_str(&text)?;
+            let paths: Vec<String> = c["paths"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| {
+                    format!(
+                        "{} {:.1} ms (cosine {:.5}{})",
+                        p["precision"].as_str().unwrap_or("?"),
+                        p["ms"].as_f64().unwrap_or(0.0),
+                        p["least_cosine"].as_f64().unwrap_or(0.0),
+                        if p["kept"].as_bool() == Some(true) {
+                            ""
+                        } else {
+                            ", not kept"
+                        }
+                    )
+                })
+                .collect();
+            println!(
+                "Calibration ({} texts, {} tokens): chose **{}**; {}",
+                c["texts"],
+                c["tokens"],
+                c["chosen"].as_str().unwrap_or("?"),
+                paths.join(", ")
+            );
+        }
+        Err(_) => println!("No calibration at {}", calibration.display()),
     }
     Ok(())
 }

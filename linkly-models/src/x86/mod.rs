@@ -4,6 +4,7 @@
 //!
 //! - [`int8`]: int8 products on AVX-512 VNNI (`vpdpbusd`), opt-in (`LINKLY_EMBED_ENGINE=int8`).
 //! - [`amx`]: bf16 products on AMX tiles (`tdpbf16ps`), the default where the CPU has them.
+//! - [`bf16`]: bf16 products on AVX-512 BF16 (`vdpbf16ps`), for CPUs with it but no AMX.
 //! - [`matmul`]: f32 products through the `gemm` crate called directly (raw pointers), on every
 //!   architecture, since candle's matmul reads `/proc/cpuinfo` at each call.
 //! - [`map`]: a file mapped read-only ([`crate::prepared`]'s weights and vector snapshots), on
@@ -13,7 +14,7 @@
 //! stable intrinsics (they are written with `asm!`) and need the kernel's permission (a system
 //! call), and functions compiled for those instruction sets may only be called where the CPU
 //! has them; `gemm`'s own entry point takes raw pointers and strides, which [`matmul::product`]
-//! checks against its slices before the call; a memory map is sound only while its file does not change, which [`map::map`] gets from prepared files being renamed into place, never rewritten. Each kernel's type ([`int8::QuantLinear`], [`amx::AmxLinear`]) can only be built
+//! checks against its slices before the call; a memory map is sound only while its file does not change, which [`map::map`] gets from prepared files being renamed into place, never rewritten. Each kernel's type ([`int8::QuantLinear`], [`amx::AmxLinear`], [`bf16::Bf16Linear`]) can only be built
 //! where its instructions run (`None` elsewhere), and checks every slice length its pointer
 //! arithmetic relies on before a kernel runs; each `unsafe` block says why it is sound. Tests
 //! hold each kernel to a scalar reference of the same arithmetic and to the exact f32 product,
@@ -22,6 +23,7 @@
 #![allow(unsafe_code)]
 
 pub(crate) mod amx;
+pub(crate) mod bf16;
 pub(crate) mod int8;
 pub(crate) mod map;
 pub(crate) mod matmul;
