@@ -5,30 +5,16 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::Env;
+use common::{Env, Proc as Server};
 use linkly_mcp::RemoteClient;
 use serde_json::{Value, json};
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `linkly serve` and waits until it watches; returns it and its port.
 fn serve(env: &Env) -> (Server, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let port = common::free_port().to_string();
     let log = std::fs::File::create(env.home.join("serve.log")).unwrap();
     let child = env
         .cmd()

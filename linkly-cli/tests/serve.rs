@@ -3,50 +3,12 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::Env;
+use common::{Env, Proc as Server, free_port, wait_until};
 use linkly_mcp::RemoteClient;
 use serde_json::{Value, json};
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Server {
-    fn stop(mut self) {
-        let _ = std::process::Command::new("kill")
-            .arg(self.0.id().to_string())
-            .status();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while !ok() {
-        assert!(
-            start.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    start.elapsed()
-}
 
 fn status(env: &Env) -> Value {
     let out = env.run(&["--json", "status"]);

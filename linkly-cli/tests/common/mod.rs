@@ -212,6 +212,36 @@ impl Drop for Proc {
     }
 }
 
+impl Proc {
+    /// Asks the process to stop (SIGTERM, as a person would) and waits for it to exit.
+    pub fn stop(mut self) {
+        let _ = Command::new("kill").arg(self.0.id().to_string()).status();
+        let _ = self.0.wait();
+    }
+}
+
+/// A TCP port free on 127.0.0.1 at the moment of asking.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Polls `ok` every 100 ms until it holds; fails naming `what` after `limit`. How long it took.
+pub fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !ok() {
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    start.elapsed()
+}
+
 /// `linkly mcp` over its stdio, as an MCP client drives it.
 pub struct StdioClient {
     pub proc: Proc,
