@@ -3,8 +3,7 @@
 
 mod common;
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Env, Proc as Server, free_port, wait_until};
 use linkly_mcp::RemoteClient;
@@ -16,39 +15,7 @@ fn status(env: &Env) -> Value {
 }
 
 fn start(env: &Env, extra: &[&str]) -> (Server, u16) {
-    let port = free_port();
-    let mut args = vec!["serve", "--port"];
-    let p = port.to_string();
-    args.push(&p);
-    args.extend_from_slice(extra);
-    fs_err::create_dir_all(&env.home).unwrap();
-    let log = std::fs::File::create(env.home.join("serve.log")).unwrap();
-    let child = env
-        .cmd()
-        .args(&args)
-        .env("LINKLY_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let server = Server(child);
-    let mut last = Value::Null;
-    let start = Instant::now();
-    while last["index_status"] != "watching" {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "timed out waiting for the server to watch; last status: {last}; server log: {}",
-            fs_err::read_to_string(env.home.join("serve.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-        last = status(env);
-    }
-    let port: u16 =
-        serde_json::from_str::<Value>(&fs_err::read_to_string(env.home.join("port")).unwrap())
-            .unwrap()["port"]
-            .as_u64()
-            .unwrap() as u16;
-    (server, port)
+    env.serve_watching(extra)
 }
 
 struct Mcp {

@@ -1,5 +1,6 @@
-//! PDFs written by hand for the tests of this crate and of the command line: a page of text,
-//! pages that are only scanned pictures. Not API: hidden from the docs.
+//! PDFs written by hand for the tests of this crate, of the command line and for the
+//! benchmarks: pages of Helvetica text, pages that are only scanned pictures. Not API: hidden
+//! from the docs.
 
 /// A PDF of `objects`, numbered from 1 (the first is the catalog): the `%PDF-<version>` header,
 /// the objects, the cross-reference table and the trailer.
@@ -27,6 +28,36 @@ pub fn pdf_of_objects(version: &str, objects: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
+/// A PDF whose pages, `media` (width, height) points large, each draw one of the content
+/// streams `pages`, with Helvetica as the font `/F1`.
+pub fn helvetica_pages(media: (u32, u32), pages: &[String]) -> Vec<u8> {
+    let (w, h) = media;
+    let kids: Vec<String> = (0..pages.len())
+        .map(|i| format!("{} 0 R", 4 + 2 * i))
+        .collect();
+    let mut objects = vec![
+        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {} >>",
+            kids.join(" "),
+            pages.len()
+        ),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_string(),
+    ];
+    for (i, content) in pages.iter().enumerate() {
+        objects.push(format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {w} {h}] /Contents {} 0 R /Resources << /Font << /F1 3 0 R >> >> >>",
+            5 + 2 * i
+        ));
+        objects.push(format!(
+            "<< /Length {} >>\nstream\n{content}\nendstream",
+            content.len()
+        ));
+    }
+    let objects: Vec<Vec<u8>> = objects.into_iter().map(String::into_bytes).collect();
+    pdf_of_objects("1.4", &objects)
+}
+
 /// A one-page A4 PDF of `lines` in 9-point Helvetica, one under the other.
 pub fn text_pdf(lines: &[String]) -> Vec<u8> {
     let mut content = String::from("BT /F1 9 Tf 30 810 Td 12 TL\n");
@@ -34,15 +65,7 @@ pub fn text_pdf(lines: &[String]) -> Vec<u8> {
         content.push_str(&format!("({l}) Tj T*\n"));
     }
     content.push_str("ET");
-    let objects = [
-        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_string(),
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>".to_string(),
-        format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()),
-        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_string(),
-    ];
-    let objects: Vec<Vec<u8>> = objects.into_iter().map(String::into_bytes).collect();
-    pdf_of_objects("1.4", &objects)
+    helvetica_pages((595, 842), &[content])
 }
 
 /// A PDF whose pages are the given JPEGs (bytes, width, height) at 300 dpi, without text.

@@ -107,6 +107,43 @@ impl Env {
         self.cmd().args(args).output().unwrap()
     }
 
+    /// Starts `linkly serve` on a free port with `extra` arguments (its log, at `info`, in
+    /// `serve.log` of the data directory) and waits until `linkly status` says it watches;
+    /// returns it and the port its port file names.
+    pub fn serve_watching(&self, extra: &[&str]) -> (Proc, u16) {
+        let port = free_port().to_string();
+        fs_err::create_dir_all(&self.home).unwrap();
+        let log = std::fs::File::create(self.home.join("serve.log")).unwrap();
+        let child = self
+            .cmd()
+            .args(["serve", "--port", &port])
+            .args(extra)
+            .env("LINKLY_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let server = Proc(child);
+        let status = || {
+            let out = self.run(&["--json", "status"]);
+            serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+        };
+        let start = Instant::now();
+        let mut last = status();
+        while last["index_status"] != "watching" {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "timed out waiting for the server to watch; last status: {last}; server log: {}",
+                fs_err::read_to_string(self.home.join("serve.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+            last = status();
+        }
+        let port_file: Value =
+            serde_json::from_str(&fs_err::read_to_string(self.home.join("port")).unwrap()).unwrap();
+        (server, port_file["port"].as_u64().unwrap() as u16)
+    }
+
     /// Runs a Python SDK scenario of `tests/` (`fresh_stdio.py`, `agent_scenario.py`) with
     /// the binary, the data directory and `extra` as arguments; asserts it succeeded (showing
     /// its output and the shared server's log otherwise) and returns its summary line
