@@ -170,7 +170,7 @@ fn index(data: &DataDir, args: IndexArgs, printer: Printer) -> anyhow::Result<Ex
                 "removed": report.removed, "skipped": report.skipped,
                 "bytes": report.bytes, "elapsed_ms": report.elapsed_ms,
                 "doc_count": index.doc_count()?,
-                "peak_rss_kb": peak_rss_kb(),
+                "peak_rss_kb": linkly_core::stdx::peak_rss_kb(),
             })
         );
     } else {
@@ -219,14 +219,4 @@ fn index_now(linkly: &Linkly) -> anyhow::Result<linkly_tools::IndexNowReport> {
             Err(e) => bail!("{}", e.message),
         }
     }
-}
-
-/// The process's peak resident set (Linux `VmHWM`), for benchmarks.
-fn peak_rss_kb() -> Option<u64> {
-    let status = fs_err::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
 }

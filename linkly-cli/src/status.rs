@@ -53,15 +53,7 @@ fn count(n: u64) -> String {
     if n >= 1_000_000 {
         return format!("{:.1}M", n as f64 / 1e6);
     }
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    linkly_core::stdx::thousands(n)
 }
 
 pub(crate) fn status(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCode> {

@@ -443,14 +443,7 @@ fn doctor_reports_a_missing_and_a_broken_model() {
 
 #[test]
 fn doctor_loads_the_model_and_counts_the_waiting_documents() {
-    let model = std::env::var_os("LINKLY_TEST_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model"));
-    assert!(
-        model.join("model.safetensors").is_file(),
-        "the test embedding model is missing at {}: run `cargo xtask test-model`",
-        model.display()
-    );
+    let model = linkly_models::test_inputs::TestInput::MiniLm.path();
     let hub = MockHub::start(Trouble::None);
     let env = common::Env::new(&[("bread.md", "# Bread\n\nBaking loaves at home.\n")]);
     // Indexed without the model: the document waits for its vectors.

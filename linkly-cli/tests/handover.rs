@@ -7,29 +7,10 @@ mod common;
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{Env, Proc, StdioClient, bin};
+use common::{Env, Proc, StdioClient, bin, free_port, wait_until};
 use serde_json::{Value, json};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !ok() {
-        assert!(
-            start.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 fn status(env: &Env) -> Value {
     let out = env.run(&["--json", "status"]);

@@ -6,10 +6,10 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Env;
+use common::{Env, Proc as Server, free_port};
 use serde_json::{Value, json};
 
 fn scenario(env: &Env) -> Value {
@@ -66,15 +66,6 @@ fn stdio_with_the_python_sdk_client() {
     run_probe(&env, &env.stdio_target());
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn http(port: u16, request: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -122,14 +113,6 @@ fn start_server(env: &Env, port: u16) -> (Server, u16) {
             || health.contains("\"index_status\":\"idle\"")
     });
     (server, port)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]

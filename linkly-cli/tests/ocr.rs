@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::Env;
+use linkly_extract::hand_made_pdf;
 use serde_json::Value;
 
 const IMAGES: [&str; 7] = [
@@ -21,48 +22,13 @@ const IMAGES: [&str; 7] = [
     "tika-testOCR_spacing.png",
 ];
 
-/// A PDF with one page of `lines` in Helvetica, and no picture.
-fn text_pdf(lines: &[String]) -> Vec<u8> {
-    let mut content = String::from("BT /F1 9 Tf 30 810 Td 12 TL\n");
-    for l in lines {
-        content.push_str(&format!("({l}) Tj T*\n"));
-    }
-    content.push_str("ET");
-    let objs = [
-        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_string(),
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>".to_string(),
-        format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()),
-        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_string(),
-    ];
-    let mut out = String::from("%PDF-1.4\n");
-    let mut offsets = Vec::new();
-    for (i, o) in objs.iter().enumerate() {
-        offsets.push(out.len());
-        out.push_str(&format!("{} 0 obj\n{o}\nendobj\n", i + 1));
-    }
-    let xref = out.len();
-    out.push_str(&format!(
-        "xref\n0 {}\n0000000000 65535 f \n",
-        objs.len() + 1
-    ));
-    for off in offsets {
-        out.push_str(&format!("{off:010} 00000 n \n"));
-    }
-    out.push_str(&format!(
-        "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-        objs.len() + 1
-    ));
-    out.into_bytes()
-}
-
 /// A screenshot-like PNG holding over 2,000 characters of text (rendered by `pdftoppm`).
 fn long_png(dir: &Path) {
     let lines: Vec<String> = (1..=60)
         .map(|i| format!("Line {i} of the ledger: invoices paid in full, receipts filed"))
         .collect();
     let pdf = dir.join("long-src.pdf.tmp");
-    fs_err::write(&pdf, text_pdf(&lines)).unwrap();
+    fs_err::write(&pdf, hand_made_pdf::text_pdf(&lines)).unwrap();
     let out = Command::new("pdftoppm")
         .args(["-r", "150", "-gray", "-png", "-singlefile"])
         .arg(&pdf)
@@ -80,44 +46,7 @@ fn long_png(dir: &Path) {
 /// A scanned PDF: the page is the corpus JPEG of the EAS test, without text.
 fn scanned_pdf() -> Vec<u8> {
     let jpg = fs_err::read(common::corpus_dir().join("images/textract-raw_text.jpg")).unwrap();
-    let (w, h) = (2000, 1850);
-    let (pw, ph) = (w as f64 * 72.0 / 300.0, h as f64 * 72.0 / 300.0);
-    let c = format!("q {pw} 0 0 {ph} 0 0 cm /Im0 Do Q");
-    let mut objs: Vec<Vec<u8>> = vec![
-        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
-        format!("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {pw} {ph}] /Contents 4 0 R /Resources << /XObject << /Im0 5 0 R >> >> >>").into_bytes(),
-        format!("<< /Length {} >>\nstream\n{c}\nendstream", c.len()).into_bytes(),
-    ];
-    let mut img = format!(
-        "<< /Type /XObject /Subtype /Image /Width {w} /Height {h} /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode /Length {} >>\nstream\n",
-        jpg.len()
-    )
-    .into_bytes();
-    img.extend_from_slice(&jpg);
-    img.extend_from_slice(b"\nendstream");
-    objs.push(img);
-    let mut out = b"%PDF-1.5\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, o) in objs.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend(format!("{} 0 obj\n", i + 1).bytes());
-        out.extend_from_slice(o);
-        out.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = out.len();
-    out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objs.len() + 1).bytes());
-    for off in offsets {
-        out.extend(format!("{off:010} 00000 n \n").bytes());
-    }
-    out.extend(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objs.len() + 1
-        )
-        .bytes(),
-    );
-    out
+    hand_made_pdf::scanned_pdf(&[(&jpg, 2000, 1850)])
 }
 
 const PAGE: &str = "# Field notes\n\nThe alert:\n\n![EAS](images/textract-raw_text.jpg)\n\nAnd the bears <img src=\"images/ocrs-polar-bears.png\" alt=\"bears\">\n\nThe end.\n";

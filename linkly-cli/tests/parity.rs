@@ -5,60 +5,9 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
-
 use common::Env;
 use linkly_mcp::RemoteClient;
 use serde_json::{Value, json};
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `linkly serve` and waits until it watches; returns it and its port.
-fn serve(env: &Env) -> (Server, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
-    let log = std::fs::File::create(env.home.join("serve.log")).unwrap();
-    let child = env
-        .cmd()
-        .args(["serve", "--port", &port, "--no-model-download"])
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let server = Server(child);
-    let start = Instant::now();
-    loop {
-        let out = env.run(&["--json", "status"]);
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        if v["index_status"] == "watching" {
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the server did not start: {v}; log: {}",
-            fs_err::read_to_string(env.home.join("serve.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let port =
-        serde_json::from_str::<Value>(&fs_err::read_to_string(env.home.join("port")).unwrap())
-            .unwrap()["port"]
-            .as_u64()
-            .unwrap() as u16;
-    (server, port)
-}
 
 /// An answer with what legitimately differs taken out: the CLI's `status`, the time, and
 /// `explore`'s `recent.since` (now minus 7 days) and `freshness`, which describes the answering process (a one-shot CLI is `idle`,
@@ -266,7 +215,7 @@ fn each_tool_answers_the_cli_as_it_answers_mcp() {
     ];
 
     let embedded: Vec<Value> = cases.iter().map(|(args, _, _)| cli(&env, args)).collect();
-    let (_server, port) = serve(&env);
+    let (_server, port) = env.serve_watching(&["--no-model-download"]);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -6,22 +6,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use common::Env;
+use linkly_models::test_inputs::TestInput;
 use serde_json::json;
 
 /// The test model's folder; fails (never skips) when it is not there.
 fn test_model() -> PathBuf {
-    let dir = std::env::var_os("LINKLY_TEST_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model"));
-    assert!(
-        dir.join("model.safetensors").is_file(),
-        "the test embedding model is missing at {}: run `cargo xtask test-model`",
-        dir.display()
-    );
-    dir
+    TestInput::MiniLm.path()
 }
 
 const QUERY: &str = "making loaves of bread";

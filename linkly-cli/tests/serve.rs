@@ -3,50 +3,11 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::Env;
+use common::{Env, Proc as Server, free_port, wait_until};
 use linkly_mcp::RemoteClient;
 use serde_json::{Value, json};
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Server {
-    fn stop(mut self) {
-        let _ = std::process::Command::new("kill")
-            .arg(self.0.id().to_string())
-            .status();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while !ok() {
-        assert!(
-            start.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    start.elapsed()
-}
 
 fn status(env: &Env) -> Value {
     let out = env.run(&["--json", "status"]);
@@ -54,39 +15,7 @@ fn status(env: &Env) -> Value {
 }
 
 fn start(env: &Env, extra: &[&str]) -> (Server, u16) {
-    let port = free_port();
-    let mut args = vec!["serve", "--port"];
-    let p = port.to_string();
-    args.push(&p);
-    args.extend_from_slice(extra);
-    fs_err::create_dir_all(&env.home).unwrap();
-    let log = std::fs::File::create(env.home.join("serve.log")).unwrap();
-    let child = env
-        .cmd()
-        .args(&args)
-        .env("LINKLY_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let server = Server(child);
-    let mut last = Value::Null;
-    let start = Instant::now();
-    while last["index_status"] != "watching" {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "timed out waiting for the server to watch; last status: {last}; server log: {}",
-            fs_err::read_to_string(env.home.join("serve.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-        last = status(env);
-    }
-    let port: u16 =
-        serde_json::from_str::<Value>(&fs_err::read_to_string(env.home.join("port")).unwrap())
-            .unwrap()["port"]
-            .as_u64()
-            .unwrap() as u16;
-    (server, port)
+    env.serve_watching(extra)
 }
 
 struct Mcp {

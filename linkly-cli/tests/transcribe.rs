@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::Env;
+use linkly_models::test_inputs::TestInput;
 use linkly_models::whisper::word_error_rate;
 use serde_json::{Value, json};
 
@@ -19,15 +20,7 @@ const BECKETT: &str = "Ever tried. Ever failed. No matter. Try again. Fail again
 
 /// The speech test data (`cargo xtask test-speech`); fails (never skips) when it is missing.
 fn speech_dir() -> PathBuf {
-    let dir = std::env::var_os("LINKLY_TEST_SPEECH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-speech"));
-    assert!(
-        dir.join("tiny.en/model.bin").is_file() && dir.join("beckett.wav").is_file(),
-        "the speech test data is missing at {}: run `cargo xtask test-speech` (or `cargo xtask test`), or set LINKLY_TEST_SPEECH_DIR",
-        dir.display()
-    );
-    dir
+    TestInput::Speech.path()
 }
 
 fn tool(program: &str, args: &[&str]) {

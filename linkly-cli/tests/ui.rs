@@ -14,11 +14,11 @@ mod browser;
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use browser::{Session, keys};
-use common::Env;
+use common::{Env, Proc as Server};
 use serde_json::{Value, json};
 
 /// What a wait may take at most (the whole scenario runs in well under a minute).
@@ -32,15 +32,6 @@ const HIT: (usize, usize) = (420, 421);
 const FILES: u64 = 8;
 /// The file name that must show as text, never as markup.
 const HOSTILE: &str = "<img src=x onerror=alert(1)>.md";
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Chromium and chromedriver, or `None` (with the reason printed) where the test may skip.
 #[allow(clippy::print_stderr)] // the note that says the test was skipped
@@ -115,11 +106,7 @@ fn documents(env: &Env) {
 
 /// Starts `linkly serve` on a free port without folders and waits until it watches.
 fn serve(env: &Env) -> (Server, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     fs_err::create_dir_all(&env.home).unwrap();
     let log = std::fs::File::create(env.home.join("serve.log")).unwrap();
     let child = env

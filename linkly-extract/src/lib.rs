@@ -15,6 +15,8 @@ mod detect;
 mod encoding;
 mod error;
 pub mod formats;
+#[doc(hidden)]
+pub mod hand_made_pdf;
 mod isolate;
 mod normalize;
 pub mod ocr;

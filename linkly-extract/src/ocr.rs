@@ -473,9 +473,37 @@ fn run(cmd: Command, input: Option<&[u8]>, timeout: Duration) -> Result<Finished
     child::run(cmd, input, timeout, MAX_OUTPUT)
 }
 
+/// The character error rate of OCR (or any reading) against the expected text: the edit
+/// distance over the expected length, runs of whitespace counted as one space.
+pub fn character_error_rate(got: &str, expected: &str) -> f64 {
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let a: Vec<char> = squash(got).chars().collect();
+    let b: Vec<char> = squash(expected).chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()] as f64 / b.len().max(1) as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn character_error_rate_squashes_whitespace() {
+        let cer = character_error_rate;
+        assert_eq!(cer("abc", "abc"), 0.0);
+        assert_eq!(cer("a  b\nc", "a b c"), 0.0);
+        assert!((cer("abd", "abc") - 1.0 / 3.0).abs() < 1e-9);
+        assert_eq!(cer("", "abcd"), 1.0);
+    }
 
     #[test]
     fn tsv_becomes_lines_and_paragraphs() {

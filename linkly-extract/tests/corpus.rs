@@ -2,50 +2,17 @@
 //! `html`, `csv`, `edge`) and checks the facts `testdata/MANIFEST.md` states. The `linkly-*`
 //! files are written by `testdata/make_fixtures.py` (legacy encodings and charsets).
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-
 use linkly_core::{OutlineNode, SkipReason, is_cjk};
 use linkly_extract::{Extracted, extract_path};
 
 mod common;
-use common::{check_ranges, corpus_dir, lines};
+use common::{Results, check_ranges, corpus_dir, extract_folders, lines, ok};
 
 const FOLDERS: [&str; 5] = ["md", "txt", "html", "csv", "edge"];
 
 /// Every file of the five folders, extracted once: file name → result.
-fn extract_all() -> BTreeMap<String, (PathBuf, Result<Extracted, SkipReason>)> {
-    let corpus = corpus_dir();
-    let mut all = BTreeMap::new();
-    for folder in FOLDERS {
-        let dir = corpus.join(folder);
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.is_file())
-            .collect();
-        files.sort();
-        for path in files {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let result = extract_path(&path);
-            all.insert(name, (path, result));
-        }
-    }
-    all
-}
-
-/// The extraction of a corpus file, if the file is in this corpus (it must then extract).
-fn ok<'a>(
-    all: &'a BTreeMap<String, (PathBuf, Result<Extracted, SkipReason>)>,
-    name: &str,
-) -> Option<&'a Extracted> {
-    let (_, result) = all
-        .get(name)
-        .unwrap_or_else(|| panic!("{name} is not in testdata/corpus"));
-    match result {
-        Ok(e) => Some(e),
-        Err(skip) => panic!("{name} was skipped: {skip}"),
-    }
+fn extract_all() -> Results {
+    extract_folders(&FOLDERS, |_, path| extract_path(path))
 }
 
 fn top_titles(e: &Extracted) -> Vec<&str> {

@@ -56,36 +56,8 @@ fn docx(body: &str) -> Vec<u8> {
 
 /// A one-page PDF whose text layer says `text`.
 fn pdf(text: &str) -> Vec<u8> {
-    use lopdf::{Document, Object, Stream, dictionary};
-    let mut doc = Document::with_version("1.5");
-    let pages_id = doc.new_object_id();
-    let font_id = doc.add_object(dictionary! {
-        "Type" => "Font",
-        "Subtype" => "Type1",
-        "BaseFont" => "Helvetica",
-    });
     let content = format!("BT /F1 18 Tf 72 700 Td ({text}) Tj ET");
-    let content_id = doc.add_object(Stream::new(dictionary! {}, content.into_bytes()));
-    let page_id = doc.add_object(dictionary! {
-        "Type" => "Page",
-        "Parent" => pages_id,
-        "Contents" => content_id,
-        "Resources" => dictionary! { "Font" => dictionary! { "F1" => font_id } },
-        "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()],
-    });
-    doc.objects.insert(
-        pages_id,
-        Object::Dictionary(dictionary! {
-            "Type" => "Pages",
-            "Kids" => vec![page_id.into()],
-            "Count" => 1,
-        }),
-    );
-    let catalog_id = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
-    doc.trailer.set("Root", catalog_id);
-    let mut out = Vec::new();
-    doc.save_to(&mut out).unwrap();
-    out
+    linkly_extract::hand_made_pdf::helvetica_pages((612, 792), &[content])
 }
 
 fn extracted(path: &str, bytes: Vec<u8>) -> Result<Extracted, SkipReason> {

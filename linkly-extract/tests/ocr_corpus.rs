@@ -24,25 +24,6 @@ fn squash(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Character error rate: edit distance over the expected length, whitespace squashed.
-fn cer(got: &str, expected: &str) -> f64 {
-    let (a, b): (Vec<char>, Vec<char>) = (
-        squash(got).chars().collect(),
-        squash(expected).chars().collect(),
-    );
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()] as f64 / b.len().max(1) as f64
-}
-
 fn expected(name: &str) -> String {
     let path = corpus_dir().join("../expected").join(name);
     fs_err::read_to_string(&path).unwrap()
@@ -70,7 +51,7 @@ fn the_engine_and_the_default_languages_are_installed() {
 fn the_textract_images_match_their_expected_text() {
     let jpg = image("textract-raw_text.jpg");
     let want = expected("textract-jpg_raw_text.txt");
-    let rate = cer(&jpg.text, &want);
+    let rate = ocr::character_error_rate(&jpg.text, &want);
     assert!(rate <= 0.02, "CER {rate:.3}: {:?}", jpg.text);
     assert!(
         jpg.text.contains("EMERGENCY ALERT SYSTEM"),
@@ -85,7 +66,7 @@ fn the_textract_images_match_their_expected_text() {
     );
 
     let png = image("textract-raw_text.png");
-    let rate = cer(&png.text, &expected("textract-png_raw_text.txt"));
+    let rate = ocr::character_error_rate(&png.text, &expected("textract-png_raw_text.txt"));
     assert!(rate <= 0.10, "CER {rate:.3}: {:?}", png.text);
     assert!(png.text.contains("abcdefghijkl"), "{:?}", png.text);
 }
@@ -137,60 +118,10 @@ fn japanese_text_comes_out_without_spaces_between_characters() {
     assert!(!latin.contains("複数"), "{latin:?}");
 }
 
-/// A PDF whose pages are the given JPEGs (bytes, width, height) at 300 dpi, without text.
-fn scanned_pdf(pages: &[(&[u8], u32, u32)]) -> Vec<u8> {
-    let n = pages.len();
-    let kids: Vec<String> = (0..n).map(|i| format!("{} 0 R", 3 + 3 * i)).collect();
-    let mut objs: Vec<Vec<u8>> = vec![
-        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
-        format!("<< /Type /Pages /Kids [{}] /Count {n} >>", kids.join(" ")).into_bytes(),
-    ];
-    for (i, (jpg, w, h)) in pages.iter().enumerate() {
-        let (pw, ph) = (*w as f64 * 72.0 / 300.0, *h as f64 * 72.0 / 300.0);
-        let page = 3 + 3 * i;
-        objs.push(format!(
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {pw} {ph}] /Contents {} 0 R /Resources << /XObject << /Im0 {} 0 R >> >> >>",
-            page + 1,
-            page + 2
-        ).into_bytes());
-        let c = format!("q {pw} 0 0 {ph} 0 0 cm /Im0 Do Q");
-        objs.push(format!("<< /Length {} >>\nstream\n{c}\nendstream", c.len()).into_bytes());
-        let mut img = format!(
-            "<< /Type /XObject /Subtype /Image /Width {w} /Height {h} /ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /DCTDecode /Length {} >>\nstream\n",
-            jpg.len()
-        )
-        .into_bytes();
-        img.extend_from_slice(jpg);
-        img.extend_from_slice(b"\nendstream");
-        objs.push(img);
-    }
-    let mut out = b"%PDF-1.5\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, o) in objs.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend(format!("{} 0 obj\n", i + 1).bytes());
-        out.extend_from_slice(o);
-        out.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = out.len();
-    out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objs.len() + 1).bytes());
-    for off in offsets {
-        out.extend(format!("{off:010} 00000 n \n").bytes());
-    }
-    out.extend(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objs.len() + 1
-        )
-        .bytes(),
-    );
-    out
-}
-
 fn two_page_scan() -> Vec<u8> {
     let eas = fs_err::read(corpus_dir().join("images/textract-raw_text.jpg")).unwrap();
     let book = fs_err::read(corpus_dir().join("images/ocrs-rust-book.jpg")).unwrap();
-    scanned_pdf(&[(&eas, 2000, 1850), (&book, 1200, 1600)])
+    linkly_extract::hand_made_pdf::scanned_pdf(&[(&eas, 2000, 1850), (&book, 1200, 1600)])
 }
 
 #[test]

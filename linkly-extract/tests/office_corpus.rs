@@ -3,47 +3,19 @@
 //! titles, slide titles, sheet names, TOC entries and depth, skip reasons, and the textract
 //! reference texts.
 
-use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
+use std::collections::HashSet;
 
 use linkly_core::{OutlineNode, SkipReason};
-use linkly_extract::{Extracted, extract_path};
+use linkly_extract::extract_path;
 
 mod common;
-use common::{check_ranges, corpus_dir, lines};
+use common::{Results, check_ranges, corpus_dir, extract_folders, lines, ok};
 
 const FOLDERS: [&str; 4] = ["docx", "pptx", "xlsx", "epub"];
 
-type All = BTreeMap<String, (PathBuf, Result<Extracted, SkipReason>)>;
-
-/// Every file of the office folders, extracted once: file name → result.
-fn extract_folder(folder: &str) -> All {
-    let dir = corpus_dir().join(folder);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    files
-        .into_iter()
-        .map(|path| {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let result = extract_path(&path);
-            (name, (path, result))
-        })
-        .collect()
-}
-
-/// The extraction of a corpus file, if the file is in this corpus (it must then extract).
-fn ok<'a>(all: &'a All, name: &str) -> Option<&'a Extracted> {
-    let (_, result) = all
-        .get(name)
-        .unwrap_or_else(|| panic!("{name} is not in testdata/corpus"));
-    match result {
-        Ok(e) => Some(e),
-        Err(skip) => panic!("{name} was skipped: {skip}"),
-    }
+/// Every file of an office folder, extracted once: file name → result.
+fn extract_folder(folder: &str) -> Results {
+    extract_folders(&[folder], |_, path| extract_path(path))
 }
 
 fn norm(s: &str) -> String {

@@ -15,7 +15,7 @@ use linkly_core::{OutlineNode, SkipReason};
 use linkly_extract::{Extracted, Sandbox, extract_isolated, extract_path, run_worker};
 
 mod common;
-use common::{check_ranges, corpus_dir};
+use common::{Results, check_ranges, corpus_dir, extract_folders, ok};
 
 const FOLDERS: [&str; 4] = ["pdf", "rtf", "doc", "edge"];
 const WORKER_ENV: &str = "LINKLY_EXTRACT_TEST_WORKER";
@@ -47,46 +47,24 @@ fn worker_sandbox() -> Sandbox {
     sandbox
 }
 
-type Results = BTreeMap<String, (PathBuf, Result<Extracted, SkipReason>)>;
-
 /// Every file of the four folders, extracted once (PDFs in a worker process).
 fn all() -> &'static Results {
     static ALL: OnceLock<Results> = OnceLock::new();
     ALL.get_or_init(|| {
-        let corpus = corpus_dir();
         let sandbox = worker_sandbox();
-        let mut all = BTreeMap::new();
-        for folder in FOLDERS {
-            let dir = corpus.join(folder);
-            let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-                .map(|e| e.unwrap().path())
-                .filter(|p| p.is_file())
-                .collect();
-            files.sort();
-            for path in files {
-                let name = path.file_name().unwrap().to_string_lossy().into_owned();
-                let result = if folder == "pdf" {
-                    let bytes = std::fs::read(&path).unwrap();
-                    extract_isolated(&sandbox, &path, &bytes)
-                } else {
-                    extract_path(&path)
-                };
-                all.insert(name, (path, result));
+        extract_folders(&FOLDERS, |folder, path| {
+            if folder == "pdf" {
+                let bytes = std::fs::read(path).unwrap();
+                extract_isolated(&sandbox, path, &bytes)
+            } else {
+                extract_path(path)
             }
-        }
-        all
+        })
     })
 }
 
 fn get(name: &str) -> Option<&'static Extracted> {
-    let (_, result) = all()
-        .get(name)
-        .unwrap_or_else(|| panic!("{name} is not in testdata/corpus"));
-    match result {
-        Ok(e) => Some(e),
-        Err(skip) => panic!("{name} was skipped: {skip}"),
-    }
+    ok(all(), name)
 }
 
 fn page_markers(e: &Extracted) -> Vec<u32> {

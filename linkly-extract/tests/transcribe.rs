@@ -6,20 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use linkly_extract::{ExtractOptions, SkipReason, extract_path_with};
+use linkly_models::test_inputs::TestInput;
 use linkly_models::whisper::{self, word_error_rate};
 
 const BECKETT: &str = "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better.";
 
 fn speech_dir() -> PathBuf {
-    let dir = std::env::var_os("LINKLY_TEST_SPEECH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-speech"));
-    assert!(
-        dir.join("tiny.en/model.bin").is_file(),
-        "the speech test data is missing at {}: run `cargo xtask test-speech` (or `cargo xtask test`), or set LINKLY_TEST_SPEECH_DIR",
-        dir.display()
-    );
-    dir
+    TestInput::Speech.path()
 }
 
 /// tiny.en in Hugging Face layout, converted once into a temporary folder.

@@ -326,6 +326,13 @@ impl Table {
     }
 }
 
+/// The analysis pass over one document as the indexer runs it, for `cargo xtask bench
+/// analysis`: the length of the index terms it made. Not API.
+#[doc(hidden)]
+pub fn analyse_for_bench(text: &str) -> usize {
+    analyse_document(text, usize::MAX).terms.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,45 +459,5 @@ mod tests {
         assert!(with_table(
             |t| t.forms.len() <= REMEMBER_AT_MOST + FORGET_AFTER
         ));
-    }
-}
-
-// A timing test reports what it measured.
-#[cfg(test)]
-#[allow(clippy::print_stderr)]
-mod timing {
-    /// `LINKLY_ANALYSIS_DIR=target/bench/generated-100000 cargo test --release -p linkly-index
-    /// --lib analysis::timing -- --ignored --nocapture`
-    #[test]
-    #[ignore]
-    fn time_the_pass() {
-        let dir = std::env::var("LINKLY_ANALYSIS_DIR").unwrap();
-        let mut texts = Vec::new();
-        let mut stack = vec![std::path::PathBuf::from(dir)];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if texts.len() < 20000 {
-                    texts.push(std::fs::read_to_string(&p).unwrap_or_default());
-                }
-            }
-        }
-        let bytes: usize = texts.iter().map(|t| t.len()).sum();
-        for round in 0..3 {
-            let t = std::time::Instant::now();
-            let mut n = 0;
-            for text in &texts {
-                n += super::analyse_document(text, usize::MAX).terms.len();
-            }
-            let s = t.elapsed().as_secs_f64();
-            eprintln!(
-                "round {round}: {} docs, {:.1} MB in {s:.3} s: {:.1} MB/s ({n})",
-                texts.len(),
-                bytes as f64 / 1e6,
-                bytes as f64 / 1e6 / s
-            );
-        }
     }
 }

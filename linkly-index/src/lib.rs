@@ -36,6 +36,8 @@ use std::path::{Path, PathBuf};
 use linkly_core::DocId;
 use rayon::prelude::*;
 
+#[doc(hidden)]
+pub use crate::analysis::analyse_for_bench;
 pub use crate::catalog::{CatalogPage, CatalogSort, DocSummary, SkippedDoc};
 pub use crate::error::{Error, Result, Storage, StorageError, StorageKind};
 pub use crate::filter::{DocFilter, PathGlob};

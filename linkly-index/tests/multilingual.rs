@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 
 use linkly_index::vector::ModelChoice;
 use linkly_index::{Arms, DocFilter, HybridOptions, Index, SearchMode, SyncOptions};
+use linkly_models::test_inputs::TestInput;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -19,17 +20,9 @@ fn repo() -> PathBuf {
 
 /// The default model's folder; fails (never skips) when it is not there.
 fn e5_model() -> ModelChoice {
-    let dir = std::env::var_os("LINKLY_TEST_E5_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/test-model-e5/folder"));
-    assert!(
-        dir.join("model.safetensors").is_file(),
-        "the default model's test weights are missing at {}: run `cargo xtask test-model` (or `cargo xtask test`), or set LINKLY_TEST_E5_DIR",
-        dir.display()
-    );
     ModelChoice {
         name: "intfloat/multilingual-e5-small".into(),
-        dir,
+        dir: TestInput::E5Folder.path(),
         from_env: false,
     }
 }

@@ -7,20 +7,13 @@ use linkly_index::vector::ModelChoice;
 use linkly_index::{
     Arms, DocFilter, HybridOptions, Index, ModelStatus, PathGlob, SearchMode, SyncOptions,
 };
+use linkly_models::test_inputs::TestInput;
 
 /// The test model's folder; fails (never skips) when it is not there.
 fn test_model() -> ModelChoice {
-    let dir = std::env::var_os("LINKLY_TEST_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model"));
-    assert!(
-        dir.join("model.safetensors").is_file(),
-        "the test embedding model is missing at {}: run `cargo xtask test-model` (or `cargo xtask test`), or set LINKLY_TEST_MODEL_DIR",
-        dir.display()
-    );
     ModelChoice {
         name: "sentence-transformers/all-MiniLM-L6-v2".into(),
-        dir,
+        dir: TestInput::MiniLm.path(),
         from_env: false,
     }
 }

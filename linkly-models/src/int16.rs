@@ -599,23 +599,3 @@ mod tests {
         assert!(Int16Linear::new(&[1.0; 3], 2, 2).is_none());
     }
 }
-
-// A timing test reports what it measured.
-#[cfg(test)]
-#[allow(clippy::print_stderr)]
-mod timing {
-    use crate::test_matrices::time_against_gemm;
-
-    /// `cargo test --release -p linkly-index --lib int16::timing -- --ignored --nocapture`
-    #[test]
-    #[ignore]
-    fn products_against_gemm() {
-        let lines = time_against_gemm("int16", |w, k, n| {
-            let q = super::Int16Linear::new(w, k, n).unwrap();
-            Box::new(move |x, rows| q.forward(x, rows))
-        });
-        for line in lines {
-            eprintln!("{line}");
-        }
-    }
-}

@@ -20,11 +20,15 @@ mod embedder;
 mod encoder;
 mod error;
 mod int16;
+#[doc(hidden)]
+pub mod kernel_timing;
 mod kernels;
 mod model;
 mod model_import;
 pub mod prepared;
 mod safetensors;
+#[doc(hidden)]
+pub mod test_inputs;
 #[cfg(test)]
 mod test_matrices;
 mod tokenizer_file;

@@ -245,9 +245,7 @@ mod tests {
     /// Every tensor of the real model, read this way and by candle, is the same.
     #[test]
     fn reads_what_candle_reads() {
-        let dir = std::env::var_os("LINKLY_TEST_MODEL_DIR")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model"));
+        let dir = crate::test_inputs::TestInput::MiniLm.path();
         let path = dir.join("model.safetensors");
         let words = "embeddings.word_embeddings.weight";
         let dense = "encoder.layer.0.intermediate.dense.weight";

@@ -62,18 +62,7 @@ pub(crate) fn finish_json(mut value: Value, now: i64) -> String {
     value.to_string()
 }
 
-/// `1234567` → `1,234,567`.
-pub(crate) fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub(crate) use linkly_core::stdx::thousands;
 
 /// A value on one line: newlines and tabs become spaces.
 pub(crate) fn one_line(s: &str) -> String {

@@ -3,10 +3,8 @@
 //! say why and suggest the next call; reversed date windows and unknown `expand` ids refused.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use linkly_core::{Config, DataDir};
-use linkly_index::{Index, SyncOptions};
+use linkly_core::Config;
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 
@@ -14,33 +12,18 @@ mod common;
 use common::{call, err_call, json_call};
 
 fn open(home: &Path, roots: &[PathBuf]) -> Linkly {
-    let data = DataDir::new(home.join("home"));
-    let index = Index::open(&data.index_dir()).unwrap();
-    index
-        .sync(
-            &SyncOptions {
-                roots: roots.to_vec(),
-                ..SyncOptions::default()
-            },
-            &mut |_| {},
-        )
-        .unwrap();
     let mut config = Config::default();
     for r in roots {
         config.add_folder(r).unwrap();
     }
-    Linkly::new(Arc::new(index), data, config)
+    common::open_synced(home, roots, config)
 }
 
 /// An index of these generated files under `docs/`.
 fn fixture(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf, Linkly) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("docs");
-    for (rel, text) in files {
-        let p = root.join(rel);
-        fs_err::create_dir_all(p.parent().unwrap()).unwrap();
-        fs_err::write(&p, text).unwrap();
-    }
+    common::write_files(&root, files);
     let l = open(tmp.path(), std::slice::from_ref(&root));
     (tmp, root, l)
 }

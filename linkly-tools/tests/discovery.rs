@@ -4,11 +4,10 @@
 //! test corpus (`testdata/corpus`).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
-use linkly_core::{Config, DataDir};
-use linkly_index::{Index, SyncOptions};
+use linkly_core::Config;
 use linkly_tools::{Linkly, PathGlob};
 use serde_json::{Value, json};
 
@@ -109,18 +108,7 @@ fn write_tree(root: &Path, files: &[(&str, &str, Option<u64>)]) {
 
 /// Indexes `roots` (watched folders) with `config`'s libraries.
 fn open(home: &Path, config: Config) -> Linkly {
-    let data = DataDir::new(home.join("home"));
-    let index = Index::open(&data.index_dir()).unwrap();
-    index
-        .sync(
-            &SyncOptions {
-                roots: config.folders.clone(),
-                ..SyncOptions::default()
-            },
-            &mut |_| {},
-        )
-        .unwrap();
-    Linkly::new(Arc::new(index), data, config)
+    common::open_synced(home, &config.folders.clone(), config)
 }
 
 fn fixture() -> Fixture {

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::call;
-use linkly_core::{CodedError, Config, DataDir, ErrorCode};
+use linkly_core::{CodedError, DataDir, ErrorCode};
 use linkly_tools::{FreshEvent, Linkly};
 use serde_json::{Value, json};
 
@@ -20,11 +20,7 @@ fn data_dir(tmp: &tempfile::TempDir) -> DataDir {
         )
         .unwrap();
     }
-    let data = DataDir::new(tmp.path().join("home"));
-    let mut config = Config::default();
-    config.add_folder(&docs).unwrap();
-    config.save(&data).unwrap();
-    data
+    common::watching(tmp.path(), &docs)
 }
 
 fn json_error(l: &Linkly, tool: &str, args: Value) -> Value {

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{err_call, json_call};
-use linkly_core::{Config, DataDir};
 use linkly_tools::{IndexState, KeepFreshOptions, Linkly};
 use serde_json::json;
 
@@ -26,11 +25,7 @@ fn env() -> Env {
         "# Plan\n\nThe budget for 2024 is set.\n",
     )
     .unwrap();
-    let data = DataDir::new(tmp.path().join("home"));
-    let mut config = Config::default();
-    config.add_folder(&docs).unwrap();
-    config.save(&data).unwrap();
-    let linkly = Arc::new(Linkly::open(data).unwrap());
+    let linkly = Arc::new(Linkly::open(common::watching(tmp.path(), &docs)).unwrap());
     Env {
         _tmp: tmp,
         docs,

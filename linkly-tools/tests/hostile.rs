@@ -7,7 +7,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 
 use common::{call, err_call, json_call};
-use linkly_core::{Config, DataDir};
 use linkly_tools::Linkly;
 use serde_json::json;
 
@@ -18,12 +17,7 @@ fn env(files: &[(&std::ffi::OsStr, &[u8])]) -> (tempfile::TempDir, Arc<Linkly>) 
     for (name, bytes) in files {
         std::fs::write(docs.join(name), bytes).unwrap();
     }
-    let data = DataDir::new(tmp.path().join("home"));
-    let mut config = Config::default();
-    config.add_folder(&docs).unwrap();
-    config.save(&data).unwrap();
-    let linkly = Arc::new(Linkly::open(data).unwrap());
-    linkly.index_now(&mut |_| {}).unwrap();
+    let linkly = common::indexed(tmp.path(), &docs);
     (tmp, linkly)
 }
 

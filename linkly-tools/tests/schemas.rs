@@ -7,7 +7,6 @@ mod common;
 use std::sync::Arc;
 
 use common::{call, err_call};
-use linkly_core::{Config, DataDir};
 use linkly_tools::{Linkly, TOOLS};
 use serde_json::{Map, Value, json};
 
@@ -28,12 +27,7 @@ fn env() -> (tempfile::TempDir, Arc<Linkly>, String) {
         .map(|i| format!("line {i} the quokka smiles\n"))
         .collect();
     fs_err::write(docs.join("long.md"), format!("# Quokkas\n\n{text}")).unwrap();
-    let data = DataDir::new(tmp.path().join("home"));
-    let mut config = Config::default();
-    config.add_folder(&docs).unwrap();
-    config.save(&data).unwrap();
-    let linkly = Arc::new(Linkly::open(data).unwrap());
-    linkly.index_now(&mut |_| {}).unwrap();
+    let linkly = common::indexed(tmp.path(), &docs);
     let found = common::json_call(
         &linkly,
         "search",

@@ -1,27 +1,19 @@
 //! `search` in hybrid mode over the real test model (`cargo xtask test-model`), and in keyword
 //! mode without one.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use linkly_core::{Config, DataDir};
 use linkly_index::vector::ModelChoice;
 use linkly_index::{Index, SyncOptions};
+use linkly_models::test_inputs::TestInput;
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 
 fn test_model() -> ModelChoice {
-    let dir = std::env::var_os("LINKLY_TEST_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model"));
-    assert!(
-        dir.join("model.safetensors").is_file(),
-        "the test embedding model is missing at {}: run `cargo xtask test-model` (or `cargo xtask test`), or set LINKLY_TEST_MODEL_DIR",
-        dir.display()
-    );
     ModelChoice {
         name: "sentence-transformers/all-MiniLM-L6-v2".into(),
-        dir,
+        dir: TestInput::MiniLm.path(),
         from_env: false,
     }
 }

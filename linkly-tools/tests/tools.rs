@@ -1,10 +1,8 @@
 //! The tools end to end over a real index of generated files and of the test corpus (`testdata/corpus`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use linkly_core::{Config, DataDir};
-use linkly_index::{Index, SyncOptions};
+use linkly_core::Config;
 use linkly_tools::{Linkly, TOOLS};
 use serde_json::{Value, json};
 
@@ -20,32 +18,13 @@ struct Fixture {
 fn fixture(files: &[(&str, &str)]) -> Fixture {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("docs");
-    for (rel, text) in files {
-        let p = root.join(rel);
-        fs_err::create_dir_all(p.parent().unwrap()).unwrap();
-        fs_err::write(&p, text).unwrap();
-    }
-    let linkly = open(tmp.path(), std::slice::from_ref(&root));
+    common::write_files(&root, files);
+    let linkly = common::open_synced(tmp.path(), std::slice::from_ref(&root), Config::default());
     Fixture {
         _tmp: tmp,
         root,
         linkly,
     }
-}
-
-fn open(home: &Path, roots: &[PathBuf]) -> Linkly {
-    let data = DataDir::new(home.join("home"));
-    let index = Index::open(&data.index_dir()).unwrap();
-    index
-        .sync(
-            &SyncOptions {
-                roots: roots.to_vec(),
-                ..SyncOptions::default()
-            },
-            &mut |_| {},
-        )
-        .unwrap();
-    Linkly::new(Arc::new(index), data, Config::default())
 }
 
 const GUIDE: &str = "# Budget guide\n\nIntro line.\n\n## Planning\n\nThe budget for 2024 is set.\nMore planning text.\n\n## Spending\n\nSpending rules here.\nbudget again\n";
@@ -462,7 +441,7 @@ fn the_text_corpus_is_indexed_and_searchable() {
         .iter()
         .map(|d| corpus.join(d))
         .collect();
-    let l = open(tmp.path(), &roots);
+    let l = common::open_synced(tmp.path(), &roots, Config::default());
     // Markdown headings, in Chinese, Japanese and Spanish.
     for (q, file) in [
         ("组件基础", "vuedocs-zh-component-basics.md"),

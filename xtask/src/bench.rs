@@ -89,7 +89,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
                 "| {name} | search in-process ({} queries, limit 10) | p50 {p50:.2} ms, p99 {p99:.2} ms |\n",
                 queries.len()
             ));
-            let (p50, p99) = search_cli(&linkly_bin, &home, &queries[..queries.len().min(40)])?;
+            let (p50, p99) =
+                search_cli(&linkly_bin, &home, &queries[..queries.len().min(40)], &[])?;
             report.push_str(&format!(
                 "| {name} | search per CLI call (40 queries) | p50 {p50:.1} ms, p99 {p99:.1} ms |\n"
             ));
@@ -142,28 +143,44 @@ pub(crate) fn percentiles(mut ms: Vec<f64>) -> (f64, f64) {
     (at(0.5), at(0.99))
 }
 
-fn search_in_process(home: &Path, queries: &[String]) -> anyhow::Result<(f64, f64)> {
-    let linkly = Linkly::open(DataDir::new(home)).map_err(|e| anyhow::anyhow!(e.message))?;
-    // Warm-up.
+/// p50 and p99 in ms of `f` over `queries`, after the first ten run once to warm up.
+pub(crate) fn latency<Q: AsRef<str>>(
+    queries: &[Q],
+    mut f: impl FnMut(&str) -> anyhow::Result<()>,
+) -> anyhow::Result<(f64, f64)> {
     for q in queries.iter().take(10) {
-        let _ = linkly.call("search", json!({"query": q, "limit": 10}));
+        f(q.as_ref())?;
     }
     let mut ms = Vec::with_capacity(queries.len());
     for q in queries {
         let t = Instant::now();
-        let out = linkly.call(
-            "search",
-            json!({"query": q, "limit": 10, "output_format": "json"}),
-        )?;
+        f(q.as_ref())?;
         ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        if out.is_error {
-            bail!("search failed: {}", out.text);
-        }
     }
     Ok(percentiles(ms))
 }
 
-fn search_cli(bin: &Path, home: &Path, queries: &[String]) -> anyhow::Result<(f64, f64)> {
+fn search_in_process(home: &Path, queries: &[String]) -> anyhow::Result<(f64, f64)> {
+    let linkly = Linkly::open(DataDir::new(home)).map_err(|e| anyhow::anyhow!(e.message))?;
+    latency(queries, |q| {
+        let out = linkly.call(
+            "search",
+            json!({"query": q, "limit": 10, "output_format": "json"}),
+        )?;
+        if out.is_error {
+            bail!("search failed: {}", out.text);
+        }
+        Ok(())
+    })
+}
+
+/// p50 and p99 in ms of `linkly search QUERY --limit 10 FLAGS`, a process per query.
+pub(crate) fn search_cli(
+    bin: &Path,
+    home: &Path,
+    queries: &[String],
+    flags: &[String],
+) -> anyhow::Result<(f64, f64)> {
     let mut ms = Vec::with_capacity(queries.len());
     for q in queries {
         let t = Instant::now();
@@ -171,6 +188,7 @@ fn search_cli(bin: &Path, home: &Path, queries: &[String]) -> anyhow::Result<(f6
             .arg("--home")
             .arg(home)
             .args(["search", q, "--limit", "10"])
+            .args(flags)
             .output()?;
         ms.push(t.elapsed().as_secs_f64() * 1000.0);
         if !out.status.success() {

@@ -18,6 +18,10 @@ use linkly_index::{Arms, DocFilter, Fusion, HybridOptions, Index, SyncOptions};
 use linkly_tools::Linkly;
 use serde_json::json;
 
+use crate::bench::latency;
+/// The process's peak resident set size in KiB (the benchmarks of embedding use it too).
+pub(crate) use linkly_core::stdx::peak_rss_kb;
+
 pub(crate) struct Dataset {
     pub(crate) queries: Vec<(String, String)>,
     pub(crate) qrels: HashMap<String, Vec<String>>,
@@ -407,32 +411,4 @@ pub(crate) fn quality(
     }
     let n = data.queries.len() as f64;
     Ok((ndcg / n, recall / n))
-}
-
-fn latency(
-    queries: &[&str],
-    mut f: impl FnMut(&str) -> anyhow::Result<()>,
-) -> anyhow::Result<(f64, f64)> {
-    for q in queries.iter().take(10) {
-        f(q)?;
-    }
-    let mut ms = Vec::with_capacity(queries.len());
-    for q in queries {
-        let t = Instant::now();
-        f(q)?;
-        ms.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    ms.sort_by(|a, b| a.total_cmp(b));
-    let at = |p: f64| ms[((p * (ms.len() - 1) as f64).round() as usize).min(ms.len() - 1)];
-    Ok((at(0.5), at(0.99)))
-}
-
-/// The process's peak resident set size (`VmHWM`), in KiB.
-pub(crate) fn peak_rss_kb() -> Option<u64> {
-    let status = fs_err::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
 }

@@ -12,7 +12,7 @@ use linkly_index::{Index, SyncOptions};
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 
-use crate::corpus::{Rng, vocabulary};
+use crate::corpus::{Rng, note, vocabulary};
 
 /// The directory of generated file `i`: 10,000 directories, 10 files each at 100,000.
 fn dir_of(root: &Path, i: usize) -> std::path::PathBuf {
@@ -34,16 +34,7 @@ fn generate(root: &Path, docs: usize) -> anyhow::Result<()> {
         if i < 10_000 {
             fs_err::create_dir_all(&dir)?;
         }
-        let mut text = format!("# Note {i}\n\n");
-        for _ in 0..40 {
-            // Small ranks are frequent (Zipf-ish), so keywords repeat across documents.
-            let cap = rng.below(vocab.len()).max(1);
-            let r = rng.below(cap);
-            text.push_str(&vocab[r]);
-            text.push(' ');
-        }
-        text.push_str(&format!("\narea{} topic{}\n", i % 20, i % 97));
-        fs_err::write(dir.join(format!("n{i}.md")), text)?;
+        fs_err::write(dir.join(format!("n{i}.md")), note(i, &mut rng, &vocab))?;
     }
     Ok(())
 }

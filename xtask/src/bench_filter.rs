@@ -8,7 +8,6 @@
 //! code before and after a change) time the same index one after the other.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::bail;
@@ -17,8 +16,7 @@ use linkly_index::{Index, SyncOptions};
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 
-use crate::bench::percentiles;
-use crate::corpus::{Rng, generated_queries, vocabulary};
+use crate::corpus::{Rng, generated_queries, note, vocabulary};
 
 /// The first file's modification time (2020-01-01T00:00:00Z); file `i` is `i` quarter-hours
 /// later, so 100,000 files span 2020-01-01 to 2022-11-06.
@@ -53,16 +51,8 @@ fn generate(root: &Path, docs: usize) -> anyhow::Result<()> {
         if i < 10_000 {
             fs_err::create_dir_all(&dir)?;
         }
-        let mut text = format!("# Note {i}\n\n");
-        for _ in 0..40 {
-            // Small ranks are frequent (Zipf-ish), so query words repeat across documents.
-            let cap = rng.below(vocab.len()).max(1);
-            text.push_str(&vocab[rng.below(cap)]);
-            text.push(' ');
-        }
-        text.push_str(&format!("\narea{} topic{}\n", i % 20, i % 97));
         let path = dir.join(name_of(i));
-        fs_err::write(&path, text)?;
+        fs_err::write(&path, note(i, &mut rng, &vocab))?;
         let modified =
             SystemTime::UNIX_EPOCH + Duration::from_secs(FIRST_MODIFIED + i as u64 * STEP_SECS);
         fs_err::File::options()
@@ -151,42 +141,7 @@ fn in_process(linkly: &Linkly, case: &Case, queries: &[String]) -> anyhow::Resul
         }
         Ok(())
     };
-    for q in queries.iter().take(10) {
-        call(q)?;
-    }
-    let mut ms = Vec::with_capacity(queries.len());
-    for q in queries {
-        let t = Instant::now();
-        call(q)?;
-        ms.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    Ok(percentiles(ms))
-}
-
-fn per_cli_call(
-    bin: &Path,
-    home: &Path,
-    case: &Case,
-    queries: &[String],
-) -> anyhow::Result<(f64, f64)> {
-    let mut ms = Vec::with_capacity(queries.len());
-    for q in queries {
-        let t = Instant::now();
-        let out = Command::new(bin)
-            .arg("--home")
-            .arg(home)
-            .args(["search", q, "--limit", "10"])
-            .args(&case.flags)
-            .output()?;
-        ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        if !out.status.success() {
-            bail!(
-                "CLI search failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    }
-    Ok(percentiles(ms))
+    crate::bench::latency(queries, call)
 }
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
@@ -247,7 +202,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     for case in cases(&root_s) {
         let (p50, p99) = in_process(&linkly, &case, &queries)?;
         let cli = if cli_runs > 0 {
-            let (c50, c99) = per_cli_call(&bin, &home, &case, &queries[..cli_runs.min(runs)])?;
+            let (c50, c99) =
+                crate::bench::search_cli(&bin, &home, &queries[..cli_runs.min(runs)], &case.flags)?;
             format!("{c50:.1} | {c99:.1}")
         } else {
             "– | –".to_string()

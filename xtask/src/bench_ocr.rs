@@ -103,7 +103,7 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
                 .find(|(n, _)| n == name)
                 .map(|(_, t)| t.as_str())
                 .unwrap_or("");
-            let rate = cer(got, want);
+            let rate = ocr::character_error_rate(got, want);
             sum += rate;
             row.push_str(&format!(" {:.1}% |", rate * 100.0));
         }
@@ -120,35 +120,4 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
 
 fn read(path: &Path) -> anyhow::Result<String> {
     Ok(fs_err::read_to_string(path)?)
-}
-
-/// Character error rate: edit distance over the reference length, whitespace runs as one space.
-fn cer(got: &str, expected: &str) -> f64 {
-    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let a: Vec<char> = squash(got).chars().collect();
-    let b: Vec<char> = squash(expected).chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()] as f64 / b.len().max(1) as f64
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn character_error_rate() {
-        assert_eq!(cer("abc", "abc"), 0.0);
-        assert_eq!(cer("a  b\nc", "a b c"), 0.0);
-        assert!((cer("abd", "abc") - 1.0 / 3.0).abs() < 1e-9);
-        assert_eq!(cer("", "abcd"), 1.0);
-    }
 }

@@ -54,14 +54,7 @@ pub(crate) fn one(args: &[String]) -> anyhow::Result<()> {
     let mut model = Whisper::load(Path::new(model))?;
     let t = model.transcribe(&sound.samples, &TranscribeOptions::default())?;
     let text: Vec<&str> = t.segments.iter().map(|s| s.text.as_str()).collect();
-    let rss = fs_err::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .unwrap_or(0);
+    let rss = linkly_core::stdx::peak_rss_kb().unwrap_or(0);
     println!(
         "{}",
         json!({"seconds": started.elapsed().as_secs_f64(), "text": text.join(" "),

@@ -1,7 +1,8 @@
 //! `cargo xtask bench ui [--docs N] [--requests R] [--renders K]`: the app's pages (issue 32).
 //!
 //! Indexes the generated corpus (`corpus::generated`, as `bench serve` does) plus one PDF of
-//! 25,000 lines written here with lopdf, starts a release `linkly serve`, and measures:
+//! 25,000 lines written here (`linkly_extract::hand_made_pdf`), starts a release `linkly
+//! serve`, and measures:
 //! - the time to serve the overview, search and document pages (HTTP GETs on one keep-alive
 //!   connection from this process: request sent to last byte read, so loopback included);
 //! - the bytes of the home page with every stylesheet, script and image it links;
@@ -317,17 +318,9 @@ fn first_render(chromium: &Path, driver: &Path, url: &str, n: usize) -> anyhow::
 /// A PDF of `lines` numbered lines of text, 50 to a page, each line holding the word
 /// `longpdfmarker` and a few more, in Helvetica: text a PDF extractor reads one line per line.
 pub(crate) fn long_pdf(lines: usize) -> Vec<u8> {
-    use lopdf::{Document, Object, Stream, dictionary};
-    let mut doc = Document::with_version("1.5");
-    let pages_id = doc.new_object_id();
-    let font_id = doc.add_object(dictionary! {
-        "Type" => "Font",
-        "Subtype" => "Type1",
-        "BaseFont" => "Helvetica",
-    });
     let words = corpus::vocabulary();
     let mut rng = corpus::Rng::new(3);
-    let mut kids: Vec<Object> = Vec::new();
+    let mut pages = Vec::new();
     let mut n = 0;
     while n < lines {
         let mut content = String::from("BT /F1 10 Tf 14 TL 50 760 Td\n");
@@ -343,28 +336,7 @@ pub(crate) fn long_pdf(lines: usize) -> Vec<u8> {
             ));
         }
         content.push_str("ET");
-        let content_id = doc.add_object(Stream::new(dictionary! {}, content.into_bytes()));
-        let page_id = doc.add_object(dictionary! {
-            "Type" => "Page",
-            "Parent" => pages_id,
-            "Contents" => content_id,
-            "Resources" => dictionary! { "Font" => dictionary! { "F1" => font_id } },
-            "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()],
-        });
-        kids.push(page_id.into());
+        pages.push(content);
     }
-    let count = kids.len() as i64;
-    doc.objects.insert(
-        pages_id,
-        Object::Dictionary(dictionary! {
-            "Type" => "Pages",
-            "Kids" => kids,
-            "Count" => count,
-        }),
-    );
-    let catalog_id = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
-    doc.trailer.set("Root", catalog_id);
-    let mut out = Vec::new();
-    doc.save_to(&mut out).expect("a PDF in memory");
-    out
+    linkly_extract::hand_made_pdf::helvetica_pages((612, 792), &pages)
 }

@@ -54,6 +54,21 @@ pub(crate) fn vocabulary() -> Vec<String> {
     words
 }
 
+/// A small note of the discovery and filter benchmarks: `# Note {i}`, 40 words drawn from
+/// `vocab` (small ranks are frequent, Zipf-ish, so words repeat across documents) and an
+/// `area… topic…` line.
+pub(crate) fn note(i: usize, rng: &mut Rng, vocab: &[String]) -> String {
+    let mut text = format!("# Note {i}\n\n");
+    for _ in 0..40 {
+        let cap = rng.below(vocab.len()).max(1);
+        let r = rng.below(cap);
+        text.push_str(&vocab[r]);
+        text.push(' ');
+    }
+    text.push_str(&format!("\narea{} topic{}\n", i % 20, i % 97));
+    text
+}
+
 fn zipf_word<'a>(rng: &mut Rng, vocab: &'a [String]) -> &'a str {
     // Square a uniform draw: low ranks are much more frequent.
     let u = rng.below(10_000) as f64 / 10_000.0;

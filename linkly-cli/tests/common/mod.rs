@@ -107,6 +107,43 @@ impl Env {
         self.cmd().args(args).output().unwrap()
     }
 
+    /// Starts `linkly serve` on a free port with `extra` arguments (its log, at `info`, in
+    /// `serve.log` of the data directory) and waits until `linkly status` says it watches;
+    /// returns it and the port its port file names.
+    pub fn serve_watching(&self, extra: &[&str]) -> (Proc, u16) {
+        let port = free_port().to_string();
+        fs_err::create_dir_all(&self.home).unwrap();
+        let log = std::fs::File::create(self.home.join("serve.log")).unwrap();
+        let child = self
+            .cmd()
+            .args(["serve", "--port", &port])
+            .args(extra)
+            .env("LINKLY_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let server = Proc(child);
+        let status = || {
+            let out = self.run(&["--json", "status"]);
+            serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+        };
+        let start = Instant::now();
+        let mut last = status();
+        while last["index_status"] != "watching" {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "timed out waiting for the server to watch; last status: {last}; server log: {}",
+                fs_err::read_to_string(self.home.join("serve.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+            last = status();
+        }
+        let port_file: Value =
+            serde_json::from_str(&fs_err::read_to_string(self.home.join("port")).unwrap()).unwrap();
+        (server, port_file["port"].as_u64().unwrap() as u16)
+    }
+
     /// Runs a Python SDK scenario of `tests/` (`fresh_stdio.py`, `agent_scenario.py`) with
     /// the binary, the data directory and `extra` as arguments; asserts it succeeded (showing
     /// its output and the shared server's log otherwise) and returns its summary line
@@ -210,6 +247,36 @@ impl Drop for Proc {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+impl Proc {
+    /// Asks the process to stop (SIGTERM, as a person would) and waits for it to exit.
+    pub fn stop(mut self) {
+        let _ = Command::new("kill").arg(self.0.id().to_string()).status();
+        let _ = self.0.wait();
+    }
+}
+
+/// A TCP port free on 127.0.0.1 at the moment of asking.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Polls `ok` every 100 ms until it holds; fails naming `what` after `limit`. How long it took.
+pub fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !ok() {
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    start.elapsed()
 }
 
 /// `linkly mcp` over its stdio, as an MCP client drives it.

@@ -256,19 +256,7 @@ fn table_row(cells: &[String], columns: usize) -> String {
 /// `1 column`, `1,575 rows`.
 fn plural(n: usize, noun: &str) -> String {
     let s = if n == 1 { "" } else { "s" };
-    format!("{} {noun}{s}", thousands(n))
-}
-
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    format!("{} {noun}{s}", linkly_core::stdx::thousands(n as u64))
 }
 
 /// Cells joined by `, `, cut at about 300 characters.
@@ -379,6 +367,7 @@ mod tests {
 
     #[test]
     fn counts() {
+        use linkly_core::stdx::thousands;
         assert_eq!(thousands(1575), "1,575");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1_000_000), "1,000,000");

@@ -37,69 +37,54 @@ pub const MAX_SECONDS: f64 = 3.0 * 3600.0;
 /// Media files larger than this are indexed by name (`too_large`).
 const MAX_BYTES: u64 = 1024 * 1024 * 1024;
 
-impl Extractor for Audio {
-    fn doc_type(&self) -> DocType {
-        DocType::Audio
-    }
-    fn extensions(&self) -> &'static [&'static str] {
-        &[
-            "mp3", "wav", "m4a", "aac", "flac", "ogg", "oga", "opus", "wma",
-        ]
-    }
-    fn max_bytes(&self) -> u64 {
-        MAX_BYTES
-    }
-    fn isolate(&self) -> bool {
-        true
-    }
-    fn slow(&self) -> bool {
-        true
-    }
-    fn worker_timeout(&self, input: &Input<'_>) -> Option<Duration> {
-        Some(worker_timeout(input))
-    }
-    fn extract(&self, input: &Input<'_>) -> Result<Extracted, SkipReason> {
-        self.extract_with(input, &ExtractOptions::default())
-    }
-    fn extract_with(
-        &self,
-        input: &Input<'_>,
-        options: &ExtractOptions,
-    ) -> Result<Extracted, SkipReason> {
-        transcribe(DocType::Audio, input, options)
-    }
+/// Audio and video differ only in their type and extensions: one implementation for both.
+macro_rules! media_extractor {
+    ($ty:ident, $doc_type:expr, [$($ext:literal),* $(,)?]) => {
+        impl Extractor for $ty {
+            fn doc_type(&self) -> DocType {
+                $doc_type
+            }
+            fn extensions(&self) -> &'static [&'static str] {
+                &[$($ext),*]
+            }
+            fn max_bytes(&self) -> u64 {
+                MAX_BYTES
+            }
+            fn isolate(&self) -> bool {
+                true
+            }
+            fn slow(&self) -> bool {
+                true
+            }
+            fn worker_timeout(&self, input: &Input<'_>) -> Option<Duration> {
+                Some(worker_timeout(input))
+            }
+            fn extract(&self, input: &Input<'_>) -> Result<Extracted, SkipReason> {
+                self.extract_with(input, &ExtractOptions::default())
+            }
+            fn extract_with(
+                &self,
+                input: &Input<'_>,
+                options: &ExtractOptions,
+            ) -> Result<Extracted, SkipReason> {
+                transcribe($doc_type, input, options)
+            }
+        }
+    };
 }
 
-impl Extractor for Video {
-    fn doc_type(&self) -> DocType {
-        DocType::Video
-    }
-    fn extensions(&self) -> &'static [&'static str] {
-        &["mp4", "m4v", "mov", "mkv", "webm", "avi"]
-    }
-    fn max_bytes(&self) -> u64 {
-        MAX_BYTES
-    }
-    fn isolate(&self) -> bool {
-        true
-    }
-    fn slow(&self) -> bool {
-        true
-    }
-    fn worker_timeout(&self, input: &Input<'_>) -> Option<Duration> {
-        Some(worker_timeout(input))
-    }
-    fn extract(&self, input: &Input<'_>) -> Result<Extracted, SkipReason> {
-        self.extract_with(input, &ExtractOptions::default())
-    }
-    fn extract_with(
-        &self,
-        input: &Input<'_>,
-        options: &ExtractOptions,
-    ) -> Result<Extracted, SkipReason> {
-        transcribe(DocType::Video, input, options)
-    }
-}
+media_extractor!(
+    Audio,
+    DocType::Audio,
+    [
+        "mp3", "wav", "m4a", "aac", "flac", "ogg", "oga", "opus", "wma"
+    ]
+);
+media_extractor!(
+    Video,
+    DocType::Video,
+    ["mp4", "m4v", "mov", "mkv", "webm", "avi"]
+);
 
 /// How long transcribing `seconds` of sound may take: a minute (model load, decoding) plus
 /// twice the sound's length (Whisper base runs at about a third of real time on two cores),

@@ -13,7 +13,11 @@
 
 mod ann;
 mod chunker;
+mod scan_bench;
 mod store;
+
+#[doc(hidden)]
+pub use scan_bench::ScanBench;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -751,9 +755,7 @@ mod tests {
 
     /// The real test model (all-MiniLM-L6-v2), from `cargo xtask test-model`.
     fn test_model() -> PathBuf {
-        std::env::var_os("LINKLY_TEST_MODEL_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-model"))
+        linkly_models::test_inputs::TestInput::MiniLm.path()
     }
 
     /// Looks at the in-memory vectors' state.

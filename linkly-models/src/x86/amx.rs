@@ -653,26 +653,3 @@ mod tests {
         assert!(AmxLinear::new(&[1.0; 3], 2, 2).is_none());
     }
 }
-
-// A timing test reports what it measured.
-#[cfg(test)]
-#[allow(clippy::print_stderr)]
-mod timing {
-    use crate::test_matrices::time_against_gemm;
-
-    /// `cargo test --release -p linkly-index --lib amx::timing -- --ignored --nocapture`
-    #[test]
-    #[ignore]
-    fn products_against_gemm() {
-        if !super::supported() {
-            return;
-        }
-        let lines = time_against_gemm("amx bf16", |w, k, n| {
-            let q = super::AmxLinear::new(w, k, n).unwrap();
-            Box::new(move |x, rows| q.forward(x, rows))
-        });
-        for line in lines {
-            eprintln!("{line}");
-        }
-    }
-}

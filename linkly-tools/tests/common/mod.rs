@@ -1,9 +1,56 @@
-//! What the tool tests share: calling a tool and reading its answer.
+//! What the tool tests share: an index over files written for the test, calling a tool and
+//! reading its answer.
 // Each test binary uses part of it.
 #![allow(dead_code)]
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use linkly_core::{Config, DataDir};
+use linkly_index::{Index, SyncOptions};
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
+
+/// Writes each (relative path, text) of `files` under `root`, making the folders.
+pub(crate) fn write_files(root: &Path, files: &[(&str, &str)]) {
+    for (rel, text) in files {
+        let p = root.join(rel);
+        fs_err::create_dir_all(p.parent().unwrap()).unwrap();
+        fs_err::write(&p, text).unwrap();
+    }
+}
+
+/// An index in `home/home` synced over `roots`, and the tools over it with `config`.
+pub(crate) fn open_synced(home: &Path, roots: &[PathBuf], config: Config) -> Linkly {
+    let data = DataDir::new(home.join("home"));
+    let index = Index::open(&data.index_dir()).unwrap();
+    index
+        .sync(
+            &SyncOptions {
+                roots: roots.to_vec(),
+                ..SyncOptions::default()
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+    Linkly::new(Arc::new(index), data, config)
+}
+
+/// A data directory in `home/home` whose configuration watches `docs`.
+pub(crate) fn watching(home: &Path, docs: &Path) -> DataDir {
+    let data = DataDir::new(home.join("home"));
+    let mut config = Config::default();
+    config.add_folder(docs).unwrap();
+    config.save(&data).unwrap();
+    data
+}
+
+/// The tools over a data directory in `home/home` that watches `docs`, indexed once.
+pub(crate) fn indexed(home: &Path, docs: &Path) -> Arc<Linkly> {
+    let linkly = Arc::new(Linkly::open(watching(home, docs)).unwrap());
+    linkly.index_now(&mut |_| {}).unwrap();
+    linkly
+}
 
 /// Calls `tool`: its text and whether it is an error.
 pub(crate) fn call(l: &Linkly, tool: &str, args: Value) -> (String, bool) {

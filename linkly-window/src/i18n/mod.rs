@@ -151,14 +151,7 @@ impl Lang {
         if digits.len() < min {
             return digits;
         }
-        let mut out = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                out.push_str(sep);
-            }
-            out.push(c);
-        }
-        out
+        linkly_core::stdx::group_thousands(n, sep)
     }
 
     /// A date and time (Unix ms) in the server's time zone, as the locale writes it.
