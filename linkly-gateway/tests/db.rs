@@ -5,11 +5,11 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use linkly_gateway::GatewayError;
-use linkly_gateway::db::{Db, DbSpec};
 use linkly_gateway::model::{
     CatalogQuery, LibraryKey, LibraryMeta, Limits, LinkOutcome, Plan, PublishedDoc, UnlinkOutcome,
     User, Visibility,
 };
+use linkly_gateway::server::db::{Db, DbSpec};
 
 /// A fresh, empty database: a SQLite file in a temporary directory, or a new PostgreSQL
 /// database dropped afterwards.

@@ -8,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use linkly_gateway::db::{Db, DbSpec};
 use linkly_gateway::model::{CATEGORIES, LibraryMeta, Plan, Visibility};
+use linkly_gateway::server::db::{Db, DbSpec};
 use serde_json::{Value, json};
 
 struct Gateway(Child);

@@ -14,12 +14,12 @@ mod sqlite;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::admin;
 use crate::model::{
     CatalogEntry, CatalogPage, CatalogQuery, DocChanges, LibraryInfo, LibraryKey, LibraryMeta,
     Limits, LinkOutcome, ManifestEntry, Plan, PublishedDoc, UnlinkOutcome, User, Visibility,
     parse_category, valid_name,
 };
+use crate::server::admin;
 use crate::{GatewayError, Result};
 
 /// Where the store lives.

@@ -24,11 +24,11 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 
-use crate::db::Db;
 use crate::model::{
     LibraryKey, LibraryMeta, Limits, ManifestEntry, PublishedDoc, User, parse_category, valid_name,
 };
-use crate::server::{GatewayServer, Shared};
+use crate::server::db::Db;
+use crate::server::mcp::{GatewayServer, Shared};
 use crate::{GatewayError, Result};
 
 /// The largest `/mcp` request body by default: 16 MiB.
@@ -728,7 +728,7 @@ mod tests {
     #[test]
     fn the_rate_limit_is_a_bucket_per_user() {
         let tmp = tempfile::tempdir().unwrap();
-        let db = Db::open(&crate::db::DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
+        let db = Db::open(&crate::server::db::DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
         let auth = Auth {
             db,
             buckets: Mutex::default(),

@@ -22,8 +22,8 @@ use linkly_extract::Extracted;
 use linkly_index::{Index, IngestDoc};
 use linkly_tools::Linkly;
 
-use crate::db::Db;
 use crate::model::{LibraryInfo, LibraryKey, PublishedDoc};
+use crate::server::db::Db;
 use crate::{GatewayError, Result};
 
 /// Open library indexes at most (the least recently used one is closed beyond).
