@@ -84,7 +84,7 @@ pub(crate) fn publish(
         println!("{v}");
     } else {
         println!(
-            "Published {} as {}{}: {} sent, {} unchanged, {} removed{}.",
+            "Published {} as {}{}: {} sent, {} unchanged, {} removed{}. {}",
             args.library,
             report.library,
             if report.created { " (new)" } else { "" },
@@ -95,6 +95,13 @@ pub(crate) fn publish(
                 format!(" ({} left out: no extractable text)", report.skipped)
             } else {
                 String::new()
+            },
+            match &report.vector_model {
+                Some(m) => format!(
+                    "Vectors of {m} went with {} of them: the gateway searches it by meaning when it has that model.",
+                    report.sent_with_vectors
+                ),
+                None => "No vectors went (the local index has none): the gateway searches it by keyword.".to_string(),
             }
         );
     }

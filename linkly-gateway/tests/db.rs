@@ -100,6 +100,7 @@ fn doc(path: &str, hash: &str) -> PublishedDoc {
         title: Some(format!("Title of {path}")),
         text: format!("text of {path} at {hash}"),
         outline: serde_json::json!([{"title": "Intro", "line": 1}]),
+        vectors: None,
     }
 }
 

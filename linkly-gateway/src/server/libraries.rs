@@ -19,10 +19,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use linkly_core::{Config, DataDir, DocId, DocType, OutlineNode};
 use linkly_extract::Extracted;
-use linkly_index::{Index, IngestDoc};
+use linkly_index::vector::{ModelChoice, ModelManager, TextEmbedder, canonical_name};
+use linkly_index::{ChunkVector, DocChunkVectors, Index, IngestDoc};
 use linkly_tools::Linkly;
 
-use crate::model::{LibraryInfo, LibraryKey, PublishedDoc};
+use crate::model::{LibraryInfo, LibraryKey, PublishedDoc, PublishedVectors};
 use crate::server::db::Db;
 use crate::{GatewayError, Result};
 
@@ -59,6 +60,10 @@ struct Applied {
     seq: i64,
     roots: BTreeSet<String>,
     linkly: Arc<Linkly>,
+    /// Why search is keyword-only (`None`: it is hybrid), and whether to look again at the
+    /// next call (the gateway lacked the model: it may be installed meanwhile).
+    notice: Option<String>,
+    look_again: bool,
 }
 
 /// The per-library indexes of one gateway process.
@@ -71,6 +76,66 @@ pub struct Libraries {
     open: Mutex<Lru>,
     /// Libraries being caught up in the background now; `true`: once more when done.
     warming: Mutex<HashMap<LibraryKey, bool>>,
+    /// The embedding models that embed queries, shared by every library.
+    models: Models,
+}
+
+/// The embedding models of the gateway's data directory, loaded once each on first need: a
+/// library whose vectors one of them made is searched by meaning, its queries embedded by it.
+pub struct Models {
+    data_dir: PathBuf,
+    loaded: Mutex<HashMap<String, std::result::Result<Arc<TextEmbedder>, String>>>,
+}
+
+impl Models {
+    /// The models of the data directory `data_dir` (`<data_dir>/models/`, or
+    /// `LINKLY_MODEL_DIR`).
+    pub fn new(data_dir: &Path) -> Models {
+        Models {
+            data_dir: data_dir.to_path_buf(),
+            loaded: Mutex::default(),
+        }
+    }
+
+    /// Where the model `name` lies on this gateway: the selected model (or
+    /// `LINKLY_MODEL_DIR`'s) when it has that name, else `<data_dir>/models/<org>--<name>/`.
+    fn find(&self, name: &str) -> Option<ModelChoice> {
+        let manager = ModelManager::new(&self.data_dir);
+        let chosen = manager.choice();
+        if chosen.name == name && chosen.is_present() {
+            return Some(chosen);
+        }
+        let stored = ModelChoice {
+            name: name.to_string(),
+            dir: manager.dir_of(&canonical_name(name)),
+            from_env: false,
+        };
+        stored.is_present().then_some(stored)
+    }
+
+    /// The model `name`, loaded; else why it cannot embed queries here.
+    pub fn embedder(&self, name: &str) -> std::result::Result<Arc<TextEmbedder>, String> {
+        if let Some(done) = lock(&self.loaded).get(name) {
+            return done.clone();
+        }
+        let Some(choice) = self.find(name) else {
+            // Not cached: installed later, it is found at the next look.
+            return Err("this gateway does not have it".to_string());
+        };
+        let loaded = TextEmbedder::load(&choice)
+            .map(Arc::new)
+            .map_err(|e| format!("it does not load here: {e}"));
+        if let Err(e) = &loaded {
+            tracing::warn!(model = name, error = %e, "embedding model unusable; libraries of its vectors stay keyword-only");
+        }
+        lock(&self.loaded).insert(name.to_string(), loaded.clone());
+        loaded
+    }
+
+    /// The width of the vectors of the model `name`, when this gateway has it.
+    pub fn dim(&self, name: &str) -> Option<usize> {
+        self.embedder(name).ok().map(|e| e.dim())
+    }
 }
 
 impl std::fmt::Debug for Libraries {
@@ -104,7 +169,14 @@ impl Libraries {
             _instance_lock: lock_file,
             open: Mutex::default(),
             warming: Mutex::default(),
+            models: Models::new(data_dir),
         })
+    }
+
+    /// The width of the vectors of the model `name`, when this gateway has it (a publish's
+    /// vectors of that model must have it).
+    pub fn model_dim(&self, name: &str) -> Option<usize> {
+        self.models.dim(name)
     }
 
     /// The directory of the indexes.
@@ -130,7 +202,7 @@ impl Libraries {
             self.forget(key);
             lib = self.entry(key)?;
         }
-        lib.catch_up(&self.db, &info)
+        lib.catch_up(&self.db, &info, &self.models)
     }
 
     /// Starts a background catch-up of a library (`true`), or asks the one running to go once
@@ -231,7 +303,7 @@ impl LibraryIndex {
             .map(|s| s.lines().map(str::to_string).collect())
             .unwrap_or_default();
         let index = Arc::new(Index::open(&dir.join("index"))?);
-        let linkly = make_linkly(&index, &dir, &key, &roots);
+        let linkly = make_linkly(&index, &dir, &key, &roots, None);
         Ok(LibraryIndex {
             dir,
             key,
@@ -241,30 +313,47 @@ impl LibraryIndex {
                 seq,
                 roots,
                 linkly,
+                notice: None,
+                // Looked at by the first call.
+                look_again: true,
             }),
         })
     }
 
     /// Applies the database's changes up to `info.content_seq`; returns the tools.
-    fn catch_up(&self, db: &Db, info: &LibraryInfo) -> Result<Arc<Linkly>> {
+    fn catch_up(&self, db: &Db, info: &LibraryInfo, models: &Models) -> Result<Arc<Linkly>> {
         let mut state = lock(&self.state);
         if state.library_id != info.id {
             state.library_id = info.id;
             state.seq = 0;
         }
         let before = state.roots.len();
+        let mut applied = false;
         while state.seq < info.content_seq {
             let changes = db.changes_since(info.id, state.seq, PAGE)?;
             let mut docs = Vec::with_capacity(changes.upserted.len());
-            for (id, doc) in changes.upserted {
+            let mut vectors: HashMap<String, Vec<DocChunkVectors>> = HashMap::new();
+            for (id, mut doc) in changes.upserted {
                 if let Some(root) = doc.path.split('/').next() {
                     state.roots.insert(root.to_string());
+                }
+                if let Some(v) = doc.vectors.take() {
+                    match published_vectors(id, &doc, &v) {
+                        Ok(d) => vectors.entry(v.model).or_default().push(d),
+                        Err(e) => {
+                            tracing::warn!(library = %self.key, path = %doc.path, error = %e, "stored vectors unreadable; the document is found by its words only");
+                        }
+                    }
                 }
                 docs.push(ingest_doc(id, doc)?);
             }
             let removed: Vec<String> = changes.removed.iter().map(|p| format!("/{p}")).collect();
             let (n, r) = (docs.len(), removed.len());
             self.index.ingest(docs, &removed)?;
+            for (model, docs) in vectors {
+                self.index.put_vectors(&model, docs)?;
+            }
+            applied = true;
             tracing::debug!(library = %self.key, upserted = n, removed = r, seq = changes.last_seq, "caught up");
             let moved = changes.last_seq > state.seq;
             state.seq = changes.last_seq;
@@ -273,12 +362,58 @@ impl LibraryIndex {
                 break;
             }
         }
-        if state.roots.len() != before {
+        let mut remake = state.roots.len() != before;
+        if remake {
             let roots: String = state.roots.iter().map(|r| format!("{r}\n")).collect();
             fs_err::write(self.dir.join(ROOTS_FILE), roots)?;
-            state.linkly = make_linkly(&self.index, &self.dir, &self.key, &state.roots);
+        }
+        if applied || state.look_again {
+            let (notice, look_again) = self.vector_notice(models)?;
+            remake |= notice != state.notice;
+            state.notice = notice;
+            state.look_again = look_again;
+        }
+        if remake {
+            state.linkly = make_linkly(
+                &self.index,
+                &self.dir,
+                &self.key,
+                &state.roots,
+                state.notice.clone(),
+            );
         }
         Ok(state.linkly.clone())
+    }
+
+    /// Whether search can be hybrid (the model of the stored vectors is attached: `None`),
+    /// else why not; and whether the reason may go away without a publish (the model
+    /// missing on this gateway).
+    fn vector_notice(&self, models: &Models) -> Result<(Option<String>, bool)> {
+        let Some(model) = self.index.vector_model()? else {
+            return Ok((
+                Some(
+                    "Keyword-only search: this library was published without vectors (its \
+                     publisher's index had no embedding model), so it is found by its words \
+                     only."
+                        .to_string(),
+                ),
+                false,
+            ));
+        };
+        match models.embedder(&model) {
+            Ok(embedder) => {
+                self.index.attach_embedder(&model, embedder);
+                Ok((None, false))
+            }
+            Err(reason) => Ok((
+                Some(format!(
+                    "Keyword-only search: this library's vectors were made by the model {model}, \
+                     and this gateway cannot embed queries with it ({reason}); its administrator \
+                     can install it (`linkly --home <gateway data dir> model download {model}`)."
+                )),
+                true,
+            )),
+        }
     }
 }
 
@@ -287,6 +422,7 @@ fn make_linkly(
     dir: &Path,
     key: &LibraryKey,
     roots: &BTreeSet<String>,
+    keyword_notice: Option<String>,
 ) -> Arc<Linkly> {
     let config = Config {
         folders: roots
@@ -297,7 +433,8 @@ fn make_linkly(
     };
     Arc::new(
         Linkly::new(index.clone(), DataDir::new(dir.to_path_buf()), config)
-            .with_doc_prefix(key.doc_prefix()),
+            .with_doc_prefix(key.doc_prefix())
+            .with_keyword_notice(keyword_notice),
     )
 }
 
@@ -315,6 +452,25 @@ fn write_applied(dir: &Path, library_id: i64, seq: i64) -> Result<()> {
     fs_err::write(&tmp, format!("{library_id} {seq}\n"))?;
     fs_err::rename(&tmp, dir.join(APPLIED_FILE))?;
     Ok(())
+}
+
+/// A published document's vectors as the index takes them, under the database's id.
+fn published_vectors(id: i64, doc: &PublishedDoc, v: &PublishedVectors) -> Result<DocChunkVectors> {
+    let id = u64::try_from(id)
+        .map_err(|_| GatewayError::Database(format!("negative document id {id}")))?;
+    Ok(DocChunkVectors {
+        id: DocId(id),
+        hash: doc.hash.clone(),
+        chunks: v
+            .decode(&doc.path)?
+            .into_iter()
+            .map(|(start_line, end_line, vector)| ChunkVector {
+                start_line,
+                end_line,
+                vector,
+            })
+            .collect(),
+    })
 }
 
 /// A published document as the index takes it: stored at `/<path>` under the database's id.
@@ -359,6 +515,7 @@ mod tests {
             title: Some("T".into()),
             text: "# T\n\nbody".into(),
             outline,
+            vectors: None,
         }
     }
 
