@@ -589,7 +589,7 @@ fn warm(shared: Arc<Shared>, key: LibraryKey) {
     }
     tokio::task::spawn_blocking(move || {
         loop {
-            if let Err(e) = shared.libraries().linkly(&key) {
+            if let Err(e) = shared.libraries().catch_up(&key) {
                 tracing::warn!(library = %key, error = %e, "cannot catch the library's index up");
             }
             if !shared.libraries().end_warming(&key) {

@@ -15,7 +15,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use linkly_core::{Config, DataDir, DocId, DocType, OutlineNode};
 use linkly_extract::Extracted;
@@ -29,6 +31,10 @@ use crate::{GatewayError, Result};
 
 /// Open library indexes at most (the least recently used one is closed beyond).
 pub const DEFAULT_OPEN_LIBRARIES: usize = 64;
+
+/// The longest a call spends catching a library's index up before it answers from what is
+/// indexed (the rest goes on in the background).
+pub const CALL_BUDGET: Duration = Duration::from_millis(300);
 
 /// Changes applied per database round trip.
 const PAGE: usize = 1000;
@@ -52,6 +58,10 @@ struct LibraryIndex {
     index: Arc<Index>,
     /// Catch-up state; held while catching up, so one catch-up at a time per library.
     state: Mutex<Applied>,
+    /// The tools as of the last page applied: what a call gets while a catch-up runs.
+    current: Mutex<Arc<Linkly>>,
+    /// A background catch-up started by a call runs.
+    background: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -77,7 +87,7 @@ pub struct Libraries {
     /// Libraries being caught up in the background now; `true`: once more when done.
     warming: Mutex<HashMap<LibraryKey, bool>>,
     /// The embedding models that embed queries, shared by every library.
-    models: Models,
+    models: Arc<Models>,
 }
 
 /// The embedding models of the gateway's data directory, loaded once each on first need: a
@@ -169,7 +179,7 @@ impl Libraries {
             _instance_lock: lock_file,
             open: Mutex::default(),
             warming: Mutex::default(),
-            models: Models::new(data_dir),
+            models: Arc::new(Models::new(data_dir)),
         })
     }
 
@@ -188,13 +198,33 @@ impl Libraries {
     ///
     /// `NotFound` when the library does not exist (the caller has checked that the user may
     /// read it).
+    ///
+    /// A call never waits long for the index: while a catch-up runs (a publish's, in the
+    /// background) it answers from what is indexed already, and a catch-up it starts itself
+    /// stops after [`CALL_BUDGET`] and goes on in a background thread.
     pub fn linkly(&self, key: &LibraryKey) -> Result<Arc<Linkly>> {
+        self.linkly_within(key, Some(CALL_BUDGET))
+    }
+
+    /// Catches a library's index up with the database completely, waiting for a catch-up
+    /// in progress (a publish's background catch-up).
+    pub fn catch_up(&self, key: &LibraryKey) -> Result<Arc<Linkly>> {
+        self.linkly_within(key, None)
+    }
+
+    fn linkly_within(&self, key: &LibraryKey, budget: Option<Duration>) -> Result<Arc<Linkly>> {
         let info = self
             .db
             .library(key)?
             .ok_or_else(|| GatewayError::not_found(format!("no library {key}")))?;
         let mut lib = self.entry(key)?;
-        let held = lock(&lib.state).library_id;
+        let held = match (budget, lib.state.try_lock()) {
+            (_, Ok(state)) => state.library_id,
+            (_, Err(std::sync::TryLockError::Poisoned(e))) => e.into_inner().library_id,
+            // Being caught up: what is indexed so far.
+            (Some(_), Err(std::sync::TryLockError::WouldBlock)) => return Ok(lib.current()),
+            (None, Err(std::sync::TryLockError::WouldBlock)) => lock(&lib.state).library_id,
+        };
         if held != 0 && held != info.id {
             // Deleted and published again under the same address: start over.
             tracing::info!(library = %key, "library replaced: rebuilding its index");
@@ -202,7 +232,19 @@ impl Libraries {
             self.forget(key);
             lib = self.entry(key)?;
         }
-        lib.catch_up(&self.db, &info, &self.models)
+        let deadline = budget.map(|b| Instant::now() + b);
+        let (linkly, done) = lib.catch_up(&self.db, &info, &self.models, deadline)?;
+        if !done && !lib.background.swap(true, Ordering::SeqCst) {
+            // The rest in the background; calls meanwhile answer from what is indexed.
+            let (db, models) = (self.db.clone(), self.models.clone());
+            std::thread::spawn(move || {
+                if let Err(e) = lib.catch_up(&db, &info, &models, None) {
+                    tracing::warn!(library = %lib.key, error = %e, "cannot catch the library's index up");
+                }
+                lib.background.store(false, Ordering::SeqCst);
+            });
+        }
+        Ok(linkly)
     }
 
     /// Starts a background catch-up of a library (`true`), or asks the one running to go once
@@ -308,6 +350,8 @@ impl LibraryIndex {
             dir,
             key,
             index,
+            current: Mutex::new(linkly.clone()),
+            background: AtomicBool::new(false),
             state: Mutex::new(Applied {
                 library_id,
                 seq,
@@ -321,7 +365,20 @@ impl LibraryIndex {
     }
 
     /// Applies the database's changes up to `info.content_seq`; returns the tools.
-    fn catch_up(&self, db: &Db, info: &LibraryInfo, models: &Models) -> Result<Arc<Linkly>> {
+    /// The tools as of the last page applied.
+    fn current(&self) -> Arc<Linkly> {
+        lock(&self.current).clone()
+    }
+
+    /// Applies the database's changes up to `info.content_seq`, or as many as fit before
+    /// `deadline` (a page at least); returns the tools and whether it caught up.
+    fn catch_up(
+        &self,
+        db: &Db,
+        info: &LibraryInfo,
+        models: &Models,
+        deadline: Option<Instant>,
+    ) -> Result<(Arc<Linkly>, bool)> {
         let mut state = lock(&self.state);
         if state.library_id != info.id {
             state.library_id = info.id;
@@ -361,7 +418,21 @@ impl LibraryIndex {
             if !changes.has_more || !moved {
                 break;
             }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            if state.roots.len() != before && state.seq < info.content_seq {
+                // Searchable under its roots while the rest is applied.
+                *lock(&self.current) = make_linkly(
+                    &self.index,
+                    &self.dir,
+                    &self.key,
+                    &state.roots,
+                    state.notice.clone(),
+                );
+            }
         }
+        let done = state.seq >= info.content_seq;
         let mut remake = state.roots.len() != before;
         if remake {
             let roots: String = state.roots.iter().map(|r| format!("{r}\n")).collect();
@@ -382,7 +453,8 @@ impl LibraryIndex {
                 state.notice.clone(),
             );
         }
-        Ok(state.linkly.clone())
+        *lock(&self.current) = state.linkly.clone();
+        Ok((state.linkly.clone(), done))
     }
 
     /// Whether search can be hybrid (the model of the stored vectors is attached: `None`),
