@@ -34,7 +34,7 @@ pub const DEFAULT_OPEN_LIBRARIES: usize = 64;
 
 /// The longest a call spends catching a library's index up before it answers from what is
 /// indexed (the rest goes on in the background).
-pub const CALL_BUDGET: Duration = Duration::from_millis(300);
+pub const CALL_BUDGET: Duration = Duration::from_millis(800);
 
 /// Changes applied per database round trip.
 const PAGE: usize = 1000;
@@ -199,9 +199,10 @@ impl Libraries {
     /// `NotFound` when the library does not exist (the caller has checked that the user may
     /// read it).
     ///
-    /// A call never waits long for the index: while a catch-up runs (a publish's, in the
-    /// background) it answers from what is indexed already, and a catch-up it starts itself
-    /// stops after [`CALL_BUDGET`] and goes on in a background thread.
+    /// A call never waits long for the index: it waits for a catch-up in progress (a
+    /// publish's, in the background) at most [`CALL_BUDGET`], then answers from what is
+    /// indexed already, and a catch-up it starts itself stops after [`CALL_BUDGET`] and goes
+    /// on in a background thread.
     pub fn linkly(&self, key: &LibraryKey) -> Result<Arc<Linkly>> {
         self.linkly_within(key, Some(CALL_BUDGET))
     }
@@ -218,12 +219,25 @@ impl Libraries {
             .library(key)?
             .ok_or_else(|| GatewayError::not_found(format!("no library {key}")))?;
         let mut lib = self.entry(key)?;
-        let held = match (budget, lib.state.try_lock()) {
-            (_, Ok(state)) => state.library_id,
-            (_, Err(std::sync::TryLockError::Poisoned(e))) => e.into_inner().library_id,
-            // Being caught up: what is indexed so far.
-            (Some(_), Err(std::sync::TryLockError::WouldBlock)) => return Ok(lib.current()),
-            (None, Err(std::sync::TryLockError::WouldBlock)) => lock(&lib.state).library_id,
+        let held = match budget {
+            None => lock(&lib.state).library_id,
+            Some(budget) => {
+                // A catch-up in progress (a publish's) is waited for up to the budget, so a
+                // small publish is searchable in full at once; past it, what is indexed so far.
+                let until = Instant::now() + budget;
+                loop {
+                    match lib.state.try_lock() {
+                        Ok(state) => break state.library_id,
+                        Err(std::sync::TryLockError::Poisoned(e)) => {
+                            break e.into_inner().library_id;
+                        }
+                        Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                        Err(std::sync::TryLockError::WouldBlock) => return Ok(lib.current()),
+                    }
+                }
+            }
         };
         if held != 0 && held != info.id {
             // Deleted and published again under the same address: start over.
