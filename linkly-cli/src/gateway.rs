@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use linkly_core::DataDir;
 use linkly_gateway::GatewayOptions;
-use linkly_gateway::db::{Db, DbSpec};
 use linkly_gateway::model::{LibraryKey, Limits, Plan};
+use linkly_gateway::server::db::{Db, DbSpec};
 use serde_json::json;
 
 use crate::args::{

@@ -1,12 +1,12 @@
 //! `linkly publish`: sends a local library's extracted documents to a Linkly Cloud gateway
-//! (`linkly_gateway::publish`), or takes it down with `--unpublish`.
+//! (`linkly_gateway::client::publish`), or takes it down with `--unpublish`.
 
 use std::process::ExitCode;
 
 use anyhow::bail;
 use linkly_core::{DataDir, LibraryRef};
+use linkly_gateway::client::publish::{PublishOptions, slug_from_name};
 use linkly_gateway::model::{LibraryMeta, Visibility};
-use linkly_gateway::publish::{PublishOptions, slug_from_name};
 use linkly_tools::Linkly;
 use serde_json::json;
 
@@ -44,7 +44,7 @@ pub(crate) fn publish(
                 }
             }
         };
-        let deleted = linkly_gateway::publish::unpublish(&args.gateway, &token, &slug)?;
+        let deleted = linkly_gateway::client::publish::unpublish(&args.gateway, &token, &slug)?;
         if printer.json {
             println!(
                 "{}",
@@ -77,14 +77,14 @@ pub(crate) fn publish(
         },
     };
     let local = Linkly::open(data.clone()).map_err(|e| anyhow::anyhow!("{}", e.message))?;
-    let report = linkly_gateway::publish::publish(&local, &args.library, &opts)?;
+    let report = linkly_gateway::client::publish::publish(&local, &args.library, &opts)?;
     if printer.json {
         let mut v = serde_json::to_value(&report)?;
         v["status"] = json!("success");
         println!("{v}");
     } else {
         println!(
-            "Published {} as {}{}: {} sent, {} unchanged, {} removed{}.",
+            "Published {} as {}{}: {} sent, {} unchanged, {} removed{}. {}",
             args.library,
             report.library,
             if report.created { " (new)" } else { "" },
@@ -95,6 +95,13 @@ pub(crate) fn publish(
                 format!(" ({} left out: no extractable text)", report.skipped)
             } else {
                 String::new()
+            },
+            match &report.vector_model {
+                Some(m) => format!(
+                    "Vectors of {m} went with {} of them: the gateway searches it by meaning when it has that model.",
+                    report.sent_with_vectors
+                ),
+                None => "No vectors went (the local index has none): the gateway searches it by keyword.".to_string(),
             }
         );
     }

@@ -76,7 +76,7 @@ pub(crate) fn mcp(data: &DataDir, args: McpArgs) -> anyhow::Result<ExitCode> {
 fn remote(data: &DataDir, url: &str, token: Option<String>) -> anyhow::Result<ExitCode> {
     let token = crate::publish::gateway_token(token)?;
     let (linkly, engine) = open_fresh(data)?;
-    let router = linkly_gateway::remote::RemoteRouter::new(linkly, url, &token);
+    let router = linkly_gateway::client::remote::RemoteRouter::new(linkly, url, &token);
     runtime()?.block_on(async move {
         // A refused token is a mistake to show now; an unreachable gateway may come back (the
         // local tools answer meanwhile).
@@ -85,7 +85,7 @@ fn remote(data: &DataDir, url: &str, token: Option<String>) -> anyhow::Result<Ex
             Err(e) => tracing::warn!(error = %e, "the gateway does not answer yet"),
             Ok(()) => {}
         }
-        linkly_gateway::remote::serve_stdio_remote(router).await
+        linkly_gateway::client::remote::serve_stdio_remote(router).await
     })?;
     drop(engine);
     Ok(ExitCode::SUCCESS)

@@ -28,6 +28,15 @@ impl Gateway {
 
     /// Starts a gateway on `port` (0: a free one) with this data directory and database.
     fn start_at(home: &Path, database: Option<&str>, port: u16) -> Gateway {
+        Gateway::start_full(home, database, port, None)
+    }
+
+    /// Starts a gateway on a free port whose embedding model is `model` (`LINKLY_MODEL_DIR`).
+    fn start_with_model(home: &Path, model: &Path) -> Gateway {
+        Gateway::start_full(home, None, 0, Some(model))
+    }
+
+    fn start_full(home: &Path, database: Option<&str>, port: u16, model: Option<&Path>) -> Gateway {
         fs_err::create_dir_all(home).unwrap();
         let port_file = home.join("gateway.port");
         let _ = fs_err::remove_file(&port_file);
@@ -35,6 +44,7 @@ impl Gateway {
         let mut cmd = Command::new(bin());
         cmd.env_remove("LINKLY_LOG")
             .env_remove("LINKLY_GATEWAY_DATABASE")
+            .env_remove("LINKLY_MODEL_DIR")
             .arg("--home")
             .arg(home)
             .args([
@@ -50,6 +60,9 @@ impl Gateway {
             .stderr(Stdio::from(std::fs::File::create(&log).unwrap()));
         if let Some(db) = database {
             cmd.args(["--database", db]);
+        }
+        if let Some(model) = model {
+            cmd.env("LINKLY_MODEL_DIR", model);
         }
         let mut child = cmd.spawn().unwrap();
         let started = Instant::now();
@@ -117,8 +130,17 @@ impl Drop for Gateway {
 
 /// `linkly --home <home> args…`.
 fn linkly(home: &Path, args: &[&str]) -> Output {
-    Command::new(bin())
-        .env_remove("LINKLY_LOG")
+    linkly_with_model(home, None, args)
+}
+
+/// `linkly --home <home> args…` with `model` as its embedding model (none: keyword only).
+fn linkly_with_model(home: &Path, model: Option<&Path>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(bin());
+    match model {
+        Some(m) => cmd.env("LINKLY_MODEL_DIR", m),
+        None => cmd.env_remove("LINKLY_MODEL_DIR"),
+    };
+    cmd.env_remove("LINKLY_LOG")
         .env_remove("LINKLY_GATEWAY_TOKEN")
         .env_remove("LINKLY_GATEWAY_DATABASE")
         .env_remove("LINKLY_GATEWAY")
@@ -727,4 +749,232 @@ fn notes_are_saved_by_every_process_of_a_gateway() {
             }
         }
     }
+}
+
+/// The test embedding model's folder (all-MiniLM-L6-v2 from `cargo xtask test-model`); fails,
+/// never skips, when it is missing.
+fn test_model() -> PathBuf {
+    let dir = std::env::var_os("LINKLY_TEST_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_dir().join("target/test-model"));
+    assert!(
+        dir.join("model.safetensors").is_file(),
+        "the test embedding model is missing at {}: run `cargo xtask test-model`",
+        dir.display()
+    );
+    dir
+}
+
+/// Three documents; [`PARAPHRASE`] shares no word with the bread one.
+const MEANING: &[(&str, &str)] = &[
+    (
+        "bread.md",
+        "# Sourdough at home\n\nMix flour, water and starter, knead the dough, let it rise overnight and bake it in a very hot oven.\n",
+    ),
+    (
+        "revenue.md",
+        "# Quarterly results\n\nQuarterly revenue grew by twelve percent thanks to strong sales in Europe.\n",
+    ),
+    (
+        "cat.md",
+        "# Afternoon\n\nThe cat sleeps on the windowsill all afternoon, purring in the sunshine.\n",
+    ),
+];
+const PARAPHRASE: &str = "making loaves of bread";
+
+/// Indexes `files` as the library `name` of a local data directory, with `model` embedding
+/// them (none: no vectors), and publishes it; returns the publish report.
+fn publish_library(
+    home: &Path,
+    docs: &Path,
+    name: &str,
+    model: Option<&Path>,
+    gateway: &Gateway,
+    token: &str,
+) -> Value {
+    let dir = docs.join(name);
+    write_files(&dir, MEANING);
+    for args in [
+        vec!["index", dir.to_str().unwrap()],
+        vec!["library", "add", name, dir.to_str().unwrap()],
+    ] {
+        let out = linkly_with_model(home, model, &args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // The publish itself needs no model: the vectors are read from the index.
+    let out = linkly_with_model(
+        home,
+        None,
+        &[
+            "--json",
+            "publish",
+            name,
+            "--gateway",
+            &gateway.base(),
+            "--token",
+            token,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "publish: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Links `library` and searches it for [`PARAPHRASE`] through `linkly mcp --remote`.
+fn search_by_meaning(home: &Path, gateway: &Gateway, token: &str, library: &str) -> Value {
+    let mut client = StdioClient::start(
+        Command::new(bin())
+            .env_remove("LINKLY_LOG")
+            .env_remove("LINKLY_MODEL_DIR")
+            .arg("--home")
+            .arg(home)
+            .args(["mcp", "--remote", &gateway.base(), "--token", token]),
+    );
+    let (text, error) = client.call("library_link", json!({"library": library}));
+    assert!(!error, "{text}");
+    let (text, error) = client.call(
+        "search",
+        json!({"query": PARAPHRASE, "library": library, "output_format": "json", "limit": 3}),
+    );
+    assert!(
+        !error,
+        "{text}\ngateway log: {}",
+        fs_err::read_to_string(&gateway.log).unwrap_or_default()
+    );
+    serde_json::from_str(&text).unwrap()
+}
+
+/// POSTs JSON to the gateway's publish API; the status and the answer's JSON.
+fn api_post(gateway: &Gateway, token: &str, tail: &str, body: &Value) -> (u16, Value) {
+    let url = format!("{}/api/v1/libraries/{tail}", gateway.base());
+    let answer = ureq::post(&url)
+        .set("Authorization", &format!("Bearer {token}"))
+        .set("Content-Type", "application/json")
+        .send_string(&body.to_string());
+    let (status, response) = match answer {
+        Ok(r) => (r.status(), r),
+        Err(ureq::Error::Status(code, r)) => (code, r),
+        Err(e) => panic!("{url}: {e}"),
+    };
+    (
+        status,
+        serde_json::from_str(&response.into_string().unwrap()).unwrap(),
+    )
+}
+
+#[test]
+fn a_library_published_with_vectors_is_searched_by_meaning_on_the_gateway() {
+    let model = test_model();
+    let tmp = tempfile::tempdir().unwrap();
+    let gw_home = tmp.path().join("gateway-home");
+    let gateway = Gateway::start_with_model(&gw_home, &model);
+    let ann = add_user(&gw_home, "ann", None);
+    let docs = tmp.path().join("docs");
+
+    // Published with the vectors of the local index: found by meaning, in hybrid mode.
+    let home = tmp.path().join("ann-home");
+    let report = publish_library(&home, &docs, "baking", Some(&model), &gateway, &ann);
+    assert_eq!(report["sent"], 3, "{report}");
+    assert_eq!(report["sent_with_vectors"], 3, "{report}");
+    let vector_model = report["vector_model"].as_str().unwrap().to_string();
+    let found = search_by_meaning(&home, &gateway, &ann, "cloud://ann/baking");
+    assert_eq!(found["mode"], "hybrid", "{found}");
+    let first = found["results"][0]["path"].as_str().unwrap_or_default();
+    assert!(first.ends_with("bread.md"), "{found}");
+
+    // Published without vectors (the publisher has no model): keyword, saying why.
+    let bare = tmp.path().join("bare-home");
+    // (Another user: a free plan links one library.)
+    let cy = add_user(&gw_home, "cy", None);
+    let report = publish_library(&bare, &docs, "plain", None, &gateway, &cy);
+    assert!(report["vector_model"].is_null(), "{report}");
+    let found = search_by_meaning(&bare, &gateway, &cy, "cloud://cy/plain");
+    assert_eq!(found["mode"], "keyword", "{found}");
+    assert!(
+        found["notices"]
+            .to_string()
+            .contains("published without vectors"),
+        "{found}"
+    );
+
+    // A vector of the wrong width is refused with a clear error, and nothing is stored.
+    let short = json!({
+        "path": "baking/odd.md", "doc_type": "md", "hash": "h1", "size": 4,
+        "modified_at": 0, "title": null, "text": "odd\n", "outline": [],
+        "vectors": {"model": vector_model, "dim": 384,
+                    "chunks": [{"start_line": 1, "end_line": 1, "vector": "AACAPwAAAEAAAEBA"}]}
+    });
+    let (status, answer) = api_post(
+        &gateway,
+        &ann,
+        "baking/documents",
+        &json!({"documents": [short]}),
+    );
+    assert_eq!(status, 400, "{answer}");
+    let error = answer["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("baking/odd.md") && error.contains("3 values") && error.contains("384"),
+        "{answer}"
+    );
+    // Consistent in itself, but not the width of the model of that name this gateway has.
+    let narrow = json!({
+        "path": "baking/odd.md", "doc_type": "md", "hash": "h1", "size": 4,
+        "modified_at": 0, "title": null, "text": "odd\n", "outline": [],
+        "vectors": {"model": vector_model, "dim": 3,
+                    "chunks": [{"start_line": 1, "end_line": 1, "vector": "AACAPwAAAEAAAEBA"}]}
+    });
+    let (status, answer) = api_post(
+        &gateway,
+        &ann,
+        "baking/documents",
+        &json!({"documents": [narrow]}),
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("384-dimensional"),
+        "{answer}"
+    );
+    let (_, manifest) = api_post(
+        &gateway,
+        &ann,
+        "baking/manifest",
+        &json!({"documents": [{"path": "baking/odd.md", "hash": "h1"}]}),
+    );
+    assert_eq!(
+        manifest["needed"],
+        json!(["baking/odd.md"]),
+        "nothing was stored: {manifest}"
+    );
+
+    // A gateway without the model: keyword, saying why.
+    let bare_gw_home = tmp.path().join("bare-gateway-home");
+    let bare_gateway = Gateway::start(&bare_gw_home, None);
+    let bob = add_user(&bare_gw_home, "bob", None);
+    let bob_home = tmp.path().join("bob-home");
+    let report = publish_library(
+        &bob_home,
+        &tmp.path().join("bob-docs"),
+        "baking",
+        Some(&model),
+        &bare_gateway,
+        &bob,
+    );
+    assert_eq!(report["sent_with_vectors"], 3, "{report}");
+    let found = search_by_meaning(&bob_home, &bare_gateway, &bob, "cloud://bob/baking");
+    assert_eq!(found["mode"], "keyword", "{found}");
+    let notices = found["notices"].to_string();
+    assert!(
+        notices.contains(&vector_model) && notices.contains("does not have it"),
+        "{found}"
+    );
 }

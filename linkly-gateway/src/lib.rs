@@ -1,33 +1,27 @@
 //! Linkly Cloud, self-hosted: a multi-user MCP gateway that hosts the libraries people publish,
 //! with `library_search`, `library_link` and the nine document tools over `cloud://` libraries.
 //!
-//! Two halves that share only the vocabulary ([`model`], [`GatewayError`]), with no arrow
-//! between them:
+//! Two halves that share only the vocabulary ([`model`], [`GatewayError`]); the arrow points
+//! one way, the client never uses the server (`cargo xtask tidy` checks it):
 //!
-//! - The server (`linkly gateway serve`):
-//!   - [`db`]: the one store of accounts, catalogue, links, invitations and published
+//! - [`server`], `linkly gateway serve`:
+//!   - [`server::db`]: the one store of accounts, catalogue, links, invitations and published
 //!     documents, in SQLite (one process) or PostgreSQL (several processes behind a load
 //!     balancer);
-//!   - [`catalog`]: the gateway's own tools, `library_search` and `library_link`;
-//!   - [`admin`]: user tokens;
-//!   - [`server`], [`libraries`], [`http`]: the MCP server, the published libraries' indexes,
-//!     the HTTP front.
-//! - The client, what the desktop `linkly` uses against a gateway:
-//!   - [`publish`]: the client of the publish protocol (`linkly publish`);
-//!   - [`remote`]: the stdio router of `linkly mcp --remote` (local tools here, cloud ones
-//!     there).
+//!   - [`server::catalog`]: the gateway's own tools, `library_search` and `library_link`;
+//!   - [`server::admin`]: user tokens;
+//!   - [`server::mcp`], [`server::libraries`], [`server::http`]: the MCP server, the published
+//!     libraries' indexes, the HTTP front.
+//! - [`client`], what the desktop `linkly` uses against a gateway:
+//!   - [`client::publish`]: the client of the publish protocol (`linkly publish`);
+//!   - [`client::remote`]: the stdio router of `linkly mcp --remote` (local tools here, cloud
+//!     ones there).
 //! - Shared: [`model`] (users, plans, libraries, visibility, published documents).
 
-pub mod admin;
-pub mod catalog;
-pub mod db;
+pub mod client;
 mod error;
-pub mod http;
-pub mod libraries;
 pub mod model;
-pub mod publish;
-pub mod remote;
 pub mod server;
 
 pub use crate::error::{GatewayError, Result};
-pub use crate::http::{BoundGateway, GatewayOptions, bind, serve};
+pub use crate::server::http::{BoundGateway, GatewayOptions, bind, serve};

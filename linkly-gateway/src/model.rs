@@ -269,6 +269,126 @@ pub struct PublishedDoc {
     pub text: String,
     /// The outline as `linkly_core::OutlineNode` JSON (an array; empty when none).
     pub outline: serde_json::Value,
+    /// The chunk vectors the publisher's index made from this text, when it has them: the
+    /// gateway searches by meaning with them instead of embedding the library again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<PublishedVectors>,
+}
+
+/// The most values a published vector may have.
+pub const MAX_VECTOR_DIM: usize = 8192;
+
+/// A published document's chunk vectors and the model that made them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublishedVectors {
+    /// The model's name, as the publisher's index records it
+    /// (`sentence-transformers/all-MiniLM-L6-v2`).
+    pub model: String,
+    /// The values per vector.
+    pub dim: usize,
+    /// The chunks, in line order.
+    pub chunks: Vec<PublishedChunk>,
+}
+
+/// One chunk's vector: the lines it covers and its values, little-endian `f32`s in base64.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublishedChunk {
+    /// First line (1-based).
+    pub start_line: u32,
+    /// Last line (inclusive).
+    pub end_line: u32,
+    /// `dim` little-endian `f32`s, base64 (standard alphabet, padded).
+    pub vector: String,
+}
+
+/// The model of a publish: what the manifest's header says the documents' vectors are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VectorModel {
+    /// As [`PublishedVectors::model`].
+    pub model: String,
+    /// As [`PublishedVectors::dim`].
+    pub dim: usize,
+}
+
+impl PublishedVectors {
+    /// Encodes chunks `(first line, last line, values)` made by `model`; the width is the
+    /// first chunk's.
+    pub fn encode(model: &str, chunks: &[(u32, u32, &[f32])]) -> PublishedVectors {
+        use base64::Engine as _;
+        PublishedVectors {
+            model: model.to_string(),
+            dim: chunks.first().map_or(0, |c| c.2.len()),
+            chunks: chunks
+                .iter()
+                .map(|(start, end, v)| {
+                    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                    PublishedChunk {
+                        start_line: *start,
+                        end_line: *end,
+                        vector: base64::engine::general_purpose::STANDARD.encode(bytes),
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// The chunks decoded and checked: a named model, a width of 1 to [`MAX_VECTOR_DIM`],
+    /// every vector exactly `dim` finite values and every line range ordered; the error
+    /// names the document (`path`), the chunk and what was expected.
+    pub fn decode(&self, path: &str) -> Result<Vec<(u32, u32, Vec<f32>)>> {
+        use base64::Engine as _;
+        if self.model.trim().is_empty() {
+            return Err(GatewayError::invalid(format!(
+                "the vectors of {path:?} name no model: expected the model's name and dimension"
+            )));
+        }
+        if self.dim == 0 || self.dim > MAX_VECTOR_DIM {
+            return Err(GatewayError::invalid(format!(
+                "the vectors of {path:?} have dimension {}: expected 1 to {MAX_VECTOR_DIM}",
+                self.dim
+            )));
+        }
+        let mut out = Vec::with_capacity(self.chunks.len());
+        for (i, c) in self.chunks.iter().enumerate() {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(c.vector.as_bytes())
+                .map_err(|e| {
+                    GatewayError::invalid(format!(
+                        "chunk {} of {path:?}: the vector is not base64 ({e})",
+                        i + 1
+                    ))
+                })?;
+            if bytes.len() != self.dim * 4 {
+                return Err(GatewayError::invalid(format!(
+                    "chunk {} of {path:?} has a vector of {} values: expected {} ({}'s dimension)",
+                    i + 1,
+                    bytes.len() as f64 / 4.0,
+                    self.dim,
+                    self.model
+                )));
+            }
+            let v: Vec<f32> = bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            if v.iter().any(|x| !x.is_finite()) {
+                return Err(GatewayError::invalid(format!(
+                    "chunk {} of {path:?} has a value that is not a finite number",
+                    i + 1
+                )));
+            }
+            if c.start_line == 0 || c.end_line < c.start_line {
+                return Err(GatewayError::invalid(format!(
+                    "chunk {} of {path:?} covers lines {}-{}: expected 1-based, first <= last",
+                    i + 1,
+                    c.start_line,
+                    c.end_line
+                )));
+            }
+            out.push((c.start_line, c.end_line, v));
+        }
+        Ok(out)
+    }
 }
 
 /// One line of a publish manifest: a document the publisher has, by path and hash.
@@ -278,6 +398,9 @@ pub struct ManifestEntry {
     pub path: String,
     /// As [`PublishedDoc::hash`].
     pub hash: String,
+    /// The model of the vectors the gateway holds for it (in the gateway's manifest only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_model: Option<String>,
 }
 
 /// The changes of a library's documents after a sequence number, in sequence order.

@@ -1,9 +1,9 @@
 //! `library_search` and `library_link` as the gateway's MCP server calls them: answers'
 //! shape in both formats, every status, and parameter errors.
 
-use linkly_gateway::catalog::{self, library_link, library_search};
-use linkly_gateway::db::{Db, DbSpec};
 use linkly_gateway::model::{LibraryKey, LibraryMeta, Limits, Plan, User, Visibility};
+use linkly_gateway::server::catalog::{self, library_link, library_search};
+use linkly_gateway::server::db::{Db, DbSpec};
 use serde_json::{Value, json};
 
 struct Fixture {

@@ -5,11 +5,11 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use linkly_gateway::GatewayError;
-use linkly_gateway::db::{Db, DbSpec};
 use linkly_gateway::model::{
     CatalogQuery, LibraryKey, LibraryMeta, Limits, LinkOutcome, Plan, PublishedDoc, UnlinkOutcome,
     User, Visibility,
 };
+use linkly_gateway::server::db::{Db, DbSpec};
 
 /// A fresh, empty database: a SQLite file in a temporary directory, or a new PostgreSQL
 /// database dropped afterwards.
@@ -100,6 +100,7 @@ fn doc(path: &str, hash: &str) -> PublishedDoc {
         title: Some(format!("Title of {path}")),
         text: format!("text of {path} at {hash}"),
         outline: serde_json::json!([{"title": "Intro", "line": 1}]),
+        vectors: None,
     }
 }
 

@@ -4,8 +4,8 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use linkly_gateway::db::{Db, DbSpec};
 use linkly_gateway::model::Plan;
+use linkly_gateway::server::db::{Db, DbSpec};
 use linkly_gateway::{BoundGateway, GatewayOptions};
 use linkly_mcp::RemoteClient;
 use serde_json::{Value, json};

@@ -47,7 +47,9 @@ pub use crate::hybrid::{
 pub use crate::indexer::{Phase, Progress, SyncOptions, SyncReport};
 pub use crate::ingest::IngestDoc;
 pub use crate::store::DocRecord;
-pub use crate::vector::{EmbedProgress, EmbedReport, ModelStatus, VectorStats};
+pub use crate::vector::{
+    ChunkVector, DocChunkVectors, EmbedProgress, EmbedReport, ModelStatus, VectorStats,
+};
 pub use crate::watcher::{WatchEvent, Watcher};
 pub use linkly_models::ModelError;
 

@@ -85,6 +85,9 @@ struct DocSource {
     /// True when every document is a file of this machine, checked against it before it is
     /// served; false for documents extracted elsewhere (a gateway's published libraries).
     files: bool,
+    /// Why search is keyword-only here, when the caller knows better than the model's status
+    /// (a gateway: the library was published without vectors, or with another model's).
+    keyword_notice: Option<String>,
 }
 
 impl Linkly {
@@ -110,6 +113,7 @@ impl Linkly {
             docs: DocSource {
                 prefix: linkly_core::DocId::PREFIX.to_string(),
                 files: true,
+                keyword_notice: None,
             },
         }
     }
@@ -120,11 +124,21 @@ impl Linkly {
     /// nothing is checked against or read from the file system (no freshness check, `list`'s
     /// `path` is a prefix of the stored paths, resolved without touching the disk).
     pub fn with_doc_prefix(mut self, prefix: impl Into<String>) -> Linkly {
-        self.docs = DocSource {
-            prefix: prefix.into(),
-            files: false,
-        };
+        self.docs.prefix = prefix.into();
+        self.docs.files = false;
         self
+    }
+
+    /// The notice a keyword-only search answer gives, instead of the one the embedding model's
+    /// status suggests (a gateway says why a published library has no usable vectors).
+    pub fn with_keyword_notice(mut self, notice: Option<String>) -> Linkly {
+        self.docs.keyword_notice = notice;
+        self
+    }
+
+    /// The notice set by [`Linkly::with_keyword_notice`].
+    pub(crate) fn keyword_notice(&self) -> Option<&str> {
+        self.docs.keyword_notice.as_deref()
     }
 
     /// A document's id as the tools show it: `local://12`, or under the prefix of

@@ -8,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use linkly_gateway::db::{Db, DbSpec};
 use linkly_gateway::model::{CATEGORIES, LibraryMeta, Plan, Visibility};
+use linkly_gateway::server::db::{Db, DbSpec};
 use serde_json::{Value, json};
 
 struct Gateway(Child);
@@ -257,6 +257,10 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
         bail!("library_link failed: {linked}");
     }
     let queries = crate::corpus::generated_queries(200);
+    // What the first query matches once the gateway's index holds every document.
+    let first_total = linkly(&bin, &local, &["search", &queries[0]])?["total"]
+        .as_u64()
+        .unwrap_or(0);
     let t = Instant::now();
     crate::load::call_once(
         &url,
@@ -265,7 +269,30 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
         &json!({"query": queries[0], "library": "cloud://bench/big"}),
     )?;
     report.push_str(&format!(
-        "| first search: the gateway builds the library's index from the database ({sent} documents) | {:.1} s |\n",
+        "| first search right after the publish ({sent} documents; the index catches up in the background) | {:.2} s |\n",
+        t.elapsed().as_secs_f64()
+    ));
+    // The library's index complete: a search that finds every document's word.
+    let t = Instant::now();
+    loop {
+        let r = crate::load::call_once(
+            &url,
+            token,
+            "search",
+            &json!({"query": queries[0], "library": "cloud://bench/big", "output_format": "json"}),
+        )?;
+        let text = r["content"][0]["text"].as_str().unwrap_or_default();
+        let indexed = serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|v| v["total"].as_u64())
+            .unwrap_or(0);
+        if indexed >= first_total || t.elapsed().as_secs() > 600 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    report.push_str(&format!(
+        "| the library's index complete (background catch-up), after the first search | {:.1} s more |\n",
         t.elapsed().as_secs_f64()
     ));
     let mut ms = Vec::new();

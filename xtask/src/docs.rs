@@ -63,8 +63,8 @@ pub(crate) fn render() -> String {
         ));
     }
     out.push_str(GATEWAY);
-    let outputs = linkly_gateway::catalog::output_schemas();
-    for t in linkly_gateway::catalog::tools() {
+    let outputs = linkly_gateway::server::catalog::output_schemas();
+    for t in linkly_gateway::server::catalog::tools() {
         let schema = Value::Object((*t.input_schema).clone());
         let output = outputs.iter().find(|(n, _)| *n == t.name).map(|(_, s)| s);
         let read_only = t

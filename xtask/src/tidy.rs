@@ -18,6 +18,8 @@
 //! - **`docs/ARCHITECTURE.md` reads line by line:** no line over [`MAX_DOC_LINE`] characters
 //!   outside code blocks (one sentence a line), and its first diagram names the crates in the
 //!   order of [`LAYERS`], top layer first.
+//! - **The gateway's client never uses its server:** no file under [`GATEWAY_CLIENT`] names
+//!   `crate::server` (by path or in a `use crate::{…}` group).
 //!
 //! The checks read source text; comments and string literals are blanked first, so a
 //! doc comment may mention `println!` or `rusqlite::`.
@@ -80,6 +82,9 @@ const INDEX_CRATES: &[&str] = &[
 
 /// The longest line `docs/ARCHITECTURE.md` may hold outside code blocks, in characters.
 pub(crate) const MAX_DOC_LINE: usize = 400;
+/// The gateway's client half (`linkly publish`, `mcp --remote`): it shares `model` and the
+/// error with the server half, `src/server/`, and never uses it.
+pub(crate) const GATEWAY_CLIENT: &str = "linkly-gateway/src/client/";
 
 const PRINT_MACROS: &[&str] = &["println", "print", "eprintln", "eprint", "dbg"];
 
@@ -149,6 +154,9 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
             let text = fs_err::read_to_string(&file)?;
             let shown = rel(&root, &file);
             problems.extend(check_no_printing(&shown, &text));
+            if shown.starts_with(GATEWAY_CLIENT) {
+                problems.extend(check_client_one_way(&shown, &text));
+            }
             if let Some((_, hidden)) = HIDDEN_CRATES.iter().find(|(c, _)| c == name) {
                 problems.extend(check_public_types(&shown, &text, hidden));
             }
@@ -183,7 +191,7 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
         println!(
             "tidy: ok ({} crates, {} library sources; layers, no printing, no storage or model \
              types in linkly-index's and linkly-models' public items, lib.rs openings, unsafe \
-             only in {UNSAFE_MODULE}, docs/ARCHITECTURE.md's lines and diagram)",
+             only in {UNSAFE_MODULE}, docs/ARCHITECTURE.md's lines and diagram, the gateway's client apart from its server)",
             graph.len(),
             files
         );
@@ -243,6 +251,39 @@ pub(crate) fn check_unsafe_allowed(file: &str, text: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// A use of the gateway's server half in a file of its client half: `crate::server` or
+/// `super::super::server` by path, or `server` in a `use crate::{…}` group.
+pub(crate) fn check_client_one_way(file: &str, text: &str) -> Vec<String> {
+    let code = blank_comments_and_strings(text);
+    let line_of = |pos: usize| code[..pos].matches('\n').count() + 1;
+    let mut lines = BTreeSet::new();
+    for (i, line) in code.lines().enumerate() {
+        let squeezed: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+        if ["crate::server", "super::super::server"]
+            .iter()
+            .any(|p| squeezed.contains(p))
+        {
+            lines.insert(i + 1);
+        }
+    }
+    for stmt in statements_starting(&code, "use") {
+        let ws = words(stmt);
+        if ws.iter().any(|(_, w)| *w == "crate") && ws.iter().any(|(_, w)| *w == "server") {
+            let pos = stmt.as_ptr() as usize - code.as_ptr() as usize;
+            lines.insert(line_of(pos));
+        }
+    }
+    lines
+        .into_iter()
+        .map(|l| {
+            format!(
+                "{file}:{l}: the gateway's client uses its server; the arrow points one way \
+                 (share through `crate::model`)"
+            )
+        })
+        .collect()
 }
 
 /// A binary's source inside a library's `src`: `main.rs` or anything under `src/bin/`.
@@ -805,6 +846,22 @@ mod tests {
         let spaced = "#[expect( unsafe_code )]\nmod m {}\n";
         assert_eq!(check_unsafe_allowed("a.rs", spaced).len(), 1);
         assert!(check_unsafe_allowed("a.rs", "let s = \"allow(unsafe_code)\";\n").is_empty());
+    }
+
+    #[test]
+    fn the_gateway_client_never_uses_the_server() {
+        let f = "linkly-gateway/src/client/remote.rs";
+        let fine = "//! Not crate::server.\nuse crate::model::LibraryKey;\nuse rmcp::ServerHandler;\n\
+                    use linkly_mcp::server::X;\nfn f() { let _ = \"crate::server\"; }\n";
+        assert!(check_client_one_way(f, fine).is_empty(), "{fine}");
+        let by_path = "fn f() { crate::server::db::Db::open(); }\n";
+        assert_eq!(check_client_one_way(f, by_path).len(), 1);
+        let grouped = "use crate::{\n    model::User,\n    server::http,\n};\n";
+        let p = check_client_one_way(f, grouped);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].contains("remote.rs:1"), "{p:?}");
+        let spaced = "use crate :: server :: mcp;\n";
+        assert_eq!(check_client_one_way(f, spaced).len(), 1);
     }
 
     #[test]

@@ -121,6 +121,30 @@ pub struct EmbedReport {
     pub elapsed_ms: u64,
 }
 
+/// One chunk's vector as it is stored: the lines it covers and its values (what
+/// [`Index::doc_vectors`] reads and [`Index::put_vectors`] writes, so vectors made by one index
+/// can be served by another, as a gateway serves a published library's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkVector {
+    /// First line of the chunk (1-based).
+    pub start_line: u32,
+    /// Last line of the chunk (inclusive).
+    pub end_line: u32,
+    /// The vector, as the model made it.
+    pub vector: Vec<f32>,
+}
+
+/// A document's chunk vectors, at the content hash they were made from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocChunkVectors {
+    /// The document.
+    pub id: DocId,
+    /// The content hash the vectors belong to.
+    pub hash: String,
+    /// Its chunks.
+    pub chunks: Vec<ChunkVector>,
+}
+
 /// Facts about the vectors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VectorStats {
@@ -620,6 +644,150 @@ impl Index {
             state.ann.remove(&removed);
         }
         Ok(stale.len() as u64)
+    }
+
+    /// The model of the stored vectors, if any are stored.
+    pub fn vector_model(&self) -> Result<Option<String>> {
+        if self.vectors.store.chunk_count()? == 0 {
+            return Ok(None);
+        }
+        self.vectors.store.model()
+    }
+
+    /// A document's chunk vectors when they were made from its current content; `None` when
+    /// it has none, or only stale ones.
+    pub fn doc_vectors(&self, id: DocId) -> Result<Option<DocChunkVectors>> {
+        let Some((hash, chunks)) = self.vectors.store.doc_chunks(id.0)? else {
+            return Ok(None);
+        };
+        let current = self.store.hashes(&[id.0])?;
+        if current.get(&id.0) != Some(&hash) {
+            return Ok(None);
+        }
+        Ok(Some(DocChunkVectors {
+            id,
+            hash,
+            chunks: chunks
+                .into_iter()
+                .map(|c| ChunkVector {
+                    start_line: c.start_line,
+                    end_line: c.end_line,
+                    vector: c.vector,
+                })
+                .collect(),
+        }))
+    }
+
+    /// Stores vectors made elsewhere (by `model`) for documents, replacing theirs, under the
+    /// writer lock as an embedding run does; vectors of another model are dropped first. Every
+    /// vector must have the width of the first one.
+    pub fn put_vectors(&self, model: &str, docs: Vec<DocChunkVectors>) -> Result<u64> {
+        let dim = docs
+            .iter()
+            .flat_map(|d| d.chunks.first())
+            .map(|c| c.vector.len())
+            .next()
+            .unwrap_or(0);
+        if let Some((d, c)) = docs.iter().find_map(|d| {
+            d.chunks
+                .iter()
+                .find(|c| c.vector.len() != dim || dim == 0)
+                .map(|c| (d, c))
+        }) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "document {} has a vector of {} values at lines {}-{}; expected {dim}",
+                    d.id.0,
+                    c.vector.len(),
+                    c.start_line,
+                    c.end_line
+                ),
+            )
+            .into());
+        }
+        let _gate = self.embed_gate.lock().unwrap_or_else(|e| e.into_inner());
+        self.lexical.acquire_writer()?;
+        let result = self.put_vectors_locked(model, dim, docs);
+        let released = self.lexical.release_writer();
+        let n = result?;
+        released?;
+        Ok(n)
+    }
+
+    fn put_vectors_locked(
+        &self,
+        model: &str,
+        dim: usize,
+        docs: Vec<DocChunkVectors>,
+    ) -> Result<u64> {
+        self.vectors.ensure_loaded()?;
+        self.vectors.store.set_model(model)?;
+        {
+            let mut state = self.vectors.ann.write().unwrap_or_else(|e| e.into_inner());
+            if state.model.as_deref() != Some(model) {
+                state.ann = Ann::new(dim);
+                state.model = Some(model.to_string());
+            }
+        }
+        *self
+            .vectors
+            .seen_version
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = self.vectors.store.data_version()?;
+        let docs: Vec<DocVectors> = docs
+            .into_iter()
+            .map(|d| DocVectors {
+                doc_id: d.id.0,
+                hash: d.hash,
+                chunks: d
+                    .chunks
+                    .into_iter()
+                    .map(|c| (c.start_line, c.end_line, c.vector))
+                    .collect(),
+            })
+            .collect();
+        let (removed, added) = self.vectors.store.write(&docs)?;
+        let n = added.len() as u64;
+        {
+            let mut state = self.vectors.ann.write().unwrap_or_else(|e| e.into_inner());
+            state.ann.remove(&removed);
+            state.ann.add(added);
+        }
+        self.vectors.spawn_graph_build();
+        Ok(n)
+    }
+
+    /// Drops the vectors of these documents (a gateway's documents republished without them).
+    pub fn remove_vectors(&self, ids: &[DocId]) -> Result<u64> {
+        let ids: Vec<u64> = ids.iter().map(|d| d.0).collect();
+        let _gate = self.embed_gate.lock().unwrap_or_else(|e| e.into_inner());
+        self.vectors.ensure_loaded()?;
+        self.drop_vectors(&ids)
+    }
+
+    /// Uses an embedder loaded elsewhere (shared by many indexes, as a gateway's libraries
+    /// share one) for the vectors of `name`: search is hybrid when the stored vectors are
+    /// that model's.
+    pub fn attach_embedder(&self, name: &str, embedder: Arc<TextEmbedder>) {
+        *self
+            .vectors
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
+        let dim = embedder.dim();
+        *self
+            .vectors
+            .model
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(Loaded {
+            name: name.to_string(),
+            embedder,
+        });
+        self.vectors.set_status(ModelStatus::Ready {
+            name: name.to_string(),
+            dim,
+        });
     }
 
     /// Embeds the documents that have no vectors at their current content, in batches, each

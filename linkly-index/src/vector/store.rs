@@ -285,6 +285,43 @@ impl VectorStore {
         Ok(out)
     }
 
+    /// The chunks of one document with the content hash it was embedded at, in line order;
+    /// `None` when it has no vectors.
+    pub(crate) fn doc_chunks(&self, doc_id: u64) -> Result<Option<(String, Vec<StoredChunk>)>> {
+        let conn = self.conn();
+        let hash: Option<String> = conn
+            .query_row(
+                "SELECT hash FROM embedded WHERE doc_id = ?1",
+                [doc_id as i64],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(hash) = hash else {
+            return Ok(None);
+        };
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, start_line, end_line, vector FROM chunks WHERE doc_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([doc_id as i64], |r| {
+            let blob: Vec<u8> = r.get(3)?;
+            Ok(StoredChunk {
+                id: r.get::<_, i64>(0)? as u64,
+                doc_id,
+                start_line: r.get::<_, i64>(1)? as u32,
+                end_line: r.get::<_, i64>(2)? as u32,
+                vector: blob
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            })
+        })?;
+        let mut chunks = Vec::new();
+        for row in rows {
+            chunks.push(row?);
+        }
+        Ok(Some((hash, chunks)))
+    }
+
     /// Every chunk id.
     pub(crate) fn chunk_ids(&self) -> Result<Vec<u64>> {
         let conn = self.conn();

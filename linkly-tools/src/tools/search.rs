@@ -338,7 +338,10 @@ impl Linkly {
         }
         let mut notices = Vec::new();
         if outcome.mode == linkly_index::SearchMode::Keyword {
-            notices.push(keyword_only_notice(&self.index().model_status()));
+            notices.push(match self.keyword_notice() {
+                Some(n) => n.to_string(),
+                None => keyword_only_notice(&self.index().model_status()),
+            });
         }
         notices.extend(self.staleness_note());
         let filters = active_filters(&p, scope);

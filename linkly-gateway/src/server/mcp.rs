@@ -1,6 +1,6 @@
 //! The gateway's MCP server: eleven tools for a signed-in user.
 //!
-//! `library_search` and `library_link` are the catalogue's ([`crate::catalog`]). The nine
+//! `library_search` and `library_link` are the catalogue's ([`crate::server::catalog`]). The nine
 //! document tools run on the search index of the cloud library a call names
 //! (`library: "cloud://<owner>/<slug>"`, or a document id `cloud://<owner>/<slug>/<n>`), which
 //! the user must have linked; a library that does not exist, is private or is not linked gets
@@ -8,7 +8,7 @@
 //! libraries; `search` without `library` covers all of them. Notes (`note_save`,
 //! `scope="notes"`) are the user's own, in `<data_dir>/users/<name>/`.
 //!
-//! The user comes from the HTTP request (the bearer token, checked by [`crate::http`]); a
+//! The user comes from the HTTP request (the bearer token, checked by [`crate::server::http`]); a
 //! session stays bound to the user who opened it.
 
 use std::collections::HashMap;
@@ -30,10 +30,11 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
-use crate::db::Db;
-use crate::libraries::Libraries;
+use crate::GatewayError;
 use crate::model::{LibraryKey, Limits, User};
-use crate::{GatewayError, catalog};
+use crate::server::catalog;
+use crate::server::db::Db;
+use crate::server::libraries::Libraries;
 
 /// The server name reported in `serverInfo`.
 pub const SERVER_NAME: &str = "linkly-gateway";
@@ -96,7 +97,7 @@ impl Shared {
         let libraries = Libraries::new(
             db.clone(),
             &data_dir,
-            crate::libraries::DEFAULT_OPEN_LIBRARIES,
+            crate::server::libraries::DEFAULT_OPEN_LIBRARIES,
         )?;
         Ok(Shared {
             db,

@@ -18,7 +18,9 @@ use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::model::{LibraryMeta, ManifestEntry, PublishedDoc, valid_name};
+use crate::model::{
+    LibraryMeta, ManifestEntry, PublishedDoc, PublishedVectors, VectorModel, valid_name,
+};
 use crate::{GatewayError, Result};
 
 /// The most JSON one documents request carries (the server accepts twice as much).
@@ -57,6 +59,11 @@ pub struct PublishReport {
     pub removed: u64,
     /// Documents left out because their content could not be extracted (`skip_reason`).
     pub skipped: u64,
+    /// The model of the chunk vectors sent with the documents (`None`: the local index has
+    /// none, and the library is searched by keyword on the gateway).
+    pub vector_model: Option<String>,
+    /// Documents sent with their chunk vectors.
+    pub sent_with_vectors: u64,
 }
 
 /// A slug made from a library name: lowercase ASCII letters and digits, other runs as `-`.
@@ -382,7 +389,11 @@ pub fn publish(
                 continue;
             };
             if ids.insert(path.clone(), d.id).is_none() {
-                manifest.push(ManifestEntry { path, hash });
+                manifest.push(ManifestEntry {
+                    path,
+                    hash,
+                    vector_model: None,
+                });
             }
         }
     }
@@ -398,14 +409,35 @@ pub fn publish(
         .iter()
         .map(|m| (m.path.clone(), m.hash.clone()))
         .collect();
+    // The chunk vectors the local index holds travel with the documents, under the model
+    // (and width) the manifest's header names.
+    let vectors = match index.vector_model()? {
+        Some(model) => {
+            let mut dim = None;
+            for entry in &manifest {
+                if let Some(v) = index.doc_vectors(ids[&entry.path])?
+                    && let Some(c) = v.chunks.first()
+                {
+                    dim = Some(c.vector.len());
+                    break;
+                }
+            }
+            dim.map(|dim| VectorModel { model, dim })
+        }
+        None => None,
+    };
     let answer: ManifestAnswer = api.send(
         "POST",
         &api.url(&slug, "/manifest"),
-        Some(serde_json::to_vec(&json!({ "documents": manifest })).map_err(std::io::Error::other)?),
+        Some(
+            serde_json::to_vec(&json!({ "documents": manifest, "vectors": vectors }))
+                .map_err(std::io::Error::other)?,
+        ),
     )?;
 
     // The documents it needs, in batches.
     let mut sent = 0u64;
+    let mut with_vectors = 0u64;
     let mut batch = Batch::new(MAX_BATCH_BYTES);
     let docs_url = api.url(&slug, "/documents");
     let mut send = |body: Vec<u8>, n: u64| -> Result<()> {
@@ -422,6 +454,24 @@ pub fn publish(
             continue;
         };
         let text = index.content(id)?.unwrap_or_default();
+        let doc_vectors = match &vectors {
+            Some(m) => index.doc_vectors(id)?.filter(|v| {
+                v.chunks.iter().all(|c| c.vector.len() == m.dim) && !v.chunks.is_empty()
+            }),
+            None => None,
+        };
+        let published_vectors = match (&vectors, doc_vectors) {
+            (Some(m), Some(v)) => {
+                with_vectors += 1;
+                let chunks: Vec<(u32, u32, &[f32])> = v
+                    .chunks
+                    .iter()
+                    .map(|c| (c.start_line, c.end_line, c.vector.as_slice()))
+                    .collect();
+                Some(PublishedVectors::encode(&m.model, &chunks))
+            }
+            _ => None,
+        };
         let doc = PublishedDoc {
             path: path.clone(),
             doc_type: record.doc_type.as_str().to_string(),
@@ -431,6 +481,7 @@ pub fn publish(
             title: record.title.clone(),
             text,
             outline: serde_json::to_value(&record.outline).map_err(std::io::Error::other)?,
+            vectors: published_vectors,
         };
         let bytes = serde_json::to_vec(&doc).map_err(std::io::Error::other)?;
         if let Some((body, n)) = batch.push(bytes) {
@@ -448,6 +499,8 @@ pub fn publish(
         unchanged: total.saturating_sub(answer.needed.len() as u64),
         removed: answer.removed,
         skipped,
+        vector_model: vectors.map(|v| v.model),
+        sent_with_vectors: with_vectors,
     })
 }
 

@@ -15,19 +15,26 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use linkly_core::{Config, DataDir, DocId, DocType, OutlineNode};
 use linkly_extract::Extracted;
-use linkly_index::{Index, IngestDoc};
+use linkly_index::vector::{ModelChoice, ModelManager, TextEmbedder, canonical_name};
+use linkly_index::{ChunkVector, DocChunkVectors, Index, IngestDoc};
 use linkly_tools::Linkly;
 
-use crate::db::Db;
-use crate::model::{LibraryInfo, LibraryKey, PublishedDoc};
+use crate::model::{LibraryInfo, LibraryKey, PublishedDoc, PublishedVectors};
+use crate::server::db::Db;
 use crate::{GatewayError, Result};
 
 /// Open library indexes at most (the least recently used one is closed beyond).
 pub const DEFAULT_OPEN_LIBRARIES: usize = 64;
+
+/// The longest a call spends catching a library's index up before it answers from what is
+/// indexed (the rest goes on in the background).
+pub const CALL_BUDGET: Duration = Duration::from_millis(800);
 
 /// Changes applied per database round trip.
 const PAGE: usize = 1000;
@@ -51,6 +58,10 @@ struct LibraryIndex {
     index: Arc<Index>,
     /// Catch-up state; held while catching up, so one catch-up at a time per library.
     state: Mutex<Applied>,
+    /// The tools as of the last page applied: what a call gets while a catch-up runs.
+    current: Mutex<Arc<Linkly>>,
+    /// A background catch-up started by a call runs.
+    background: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -59,6 +70,10 @@ struct Applied {
     seq: i64,
     roots: BTreeSet<String>,
     linkly: Arc<Linkly>,
+    /// Why search is keyword-only (`None`: it is hybrid), and whether to look again at the
+    /// next call (the gateway lacked the model: it may be installed meanwhile).
+    notice: Option<String>,
+    look_again: bool,
 }
 
 /// The per-library indexes of one gateway process.
@@ -71,6 +86,66 @@ pub struct Libraries {
     open: Mutex<Lru>,
     /// Libraries being caught up in the background now; `true`: once more when done.
     warming: Mutex<HashMap<LibraryKey, bool>>,
+    /// The embedding models that embed queries, shared by every library.
+    models: Arc<Models>,
+}
+
+/// The embedding models of the gateway's data directory, loaded once each on first need: a
+/// library whose vectors one of them made is searched by meaning, its queries embedded by it.
+pub struct Models {
+    data_dir: PathBuf,
+    loaded: Mutex<HashMap<String, std::result::Result<Arc<TextEmbedder>, String>>>,
+}
+
+impl Models {
+    /// The models of the data directory `data_dir` (`<data_dir>/models/`, or
+    /// `LINKLY_MODEL_DIR`).
+    pub fn new(data_dir: &Path) -> Models {
+        Models {
+            data_dir: data_dir.to_path_buf(),
+            loaded: Mutex::default(),
+        }
+    }
+
+    /// Where the model `name` lies on this gateway: the selected model (or
+    /// `LINKLY_MODEL_DIR`'s) when it has that name, else `<data_dir>/models/<org>--<name>/`.
+    fn find(&self, name: &str) -> Option<ModelChoice> {
+        let manager = ModelManager::new(&self.data_dir);
+        let chosen = manager.choice();
+        if chosen.name == name && chosen.is_present() {
+            return Some(chosen);
+        }
+        let stored = ModelChoice {
+            name: name.to_string(),
+            dir: manager.dir_of(&canonical_name(name)),
+            from_env: false,
+        };
+        stored.is_present().then_some(stored)
+    }
+
+    /// The model `name`, loaded; else why it cannot embed queries here.
+    pub fn embedder(&self, name: &str) -> std::result::Result<Arc<TextEmbedder>, String> {
+        if let Some(done) = lock(&self.loaded).get(name) {
+            return done.clone();
+        }
+        let Some(choice) = self.find(name) else {
+            // Not cached: installed later, it is found at the next look.
+            return Err("this gateway does not have it".to_string());
+        };
+        let loaded = TextEmbedder::load(&choice)
+            .map(Arc::new)
+            .map_err(|e| format!("it does not load here: {e}"));
+        if let Err(e) = &loaded {
+            tracing::warn!(model = name, error = %e, "embedding model unusable; libraries of its vectors stay keyword-only");
+        }
+        lock(&self.loaded).insert(name.to_string(), loaded.clone());
+        loaded
+    }
+
+    /// The width of the vectors of the model `name`, when this gateway has it.
+    pub fn dim(&self, name: &str) -> Option<usize> {
+        self.embedder(name).ok().map(|e| e.dim())
+    }
 }
 
 impl std::fmt::Debug for Libraries {
@@ -104,7 +179,14 @@ impl Libraries {
             _instance_lock: lock_file,
             open: Mutex::default(),
             warming: Mutex::default(),
+            models: Arc::new(Models::new(data_dir)),
         })
+    }
+
+    /// The width of the vectors of the model `name`, when this gateway has it (a publish's
+    /// vectors of that model must have it).
+    pub fn model_dim(&self, name: &str) -> Option<usize> {
+        self.models.dim(name)
     }
 
     /// The directory of the indexes.
@@ -116,13 +198,47 @@ impl Libraries {
     ///
     /// `NotFound` when the library does not exist (the caller has checked that the user may
     /// read it).
+    ///
+    /// A call never waits long for the index: it waits for a catch-up in progress (a
+    /// publish's, in the background) at most [`CALL_BUDGET`], then answers from what is
+    /// indexed already, and a catch-up it starts itself stops after [`CALL_BUDGET`] and goes
+    /// on in a background thread.
     pub fn linkly(&self, key: &LibraryKey) -> Result<Arc<Linkly>> {
+        self.linkly_within(key, Some(CALL_BUDGET))
+    }
+
+    /// Catches a library's index up with the database completely, waiting for a catch-up
+    /// in progress (a publish's background catch-up).
+    pub fn catch_up(&self, key: &LibraryKey) -> Result<Arc<Linkly>> {
+        self.linkly_within(key, None)
+    }
+
+    fn linkly_within(&self, key: &LibraryKey, budget: Option<Duration>) -> Result<Arc<Linkly>> {
         let info = self
             .db
             .library(key)?
             .ok_or_else(|| GatewayError::not_found(format!("no library {key}")))?;
         let mut lib = self.entry(key)?;
-        let held = lock(&lib.state).library_id;
+        let held = match budget {
+            None => lock(&lib.state).library_id,
+            Some(budget) => {
+                // A catch-up in progress (a publish's) is waited for up to the budget, so a
+                // small publish is searchable in full at once; past it, what is indexed so far.
+                let until = Instant::now() + budget;
+                loop {
+                    match lib.state.try_lock() {
+                        Ok(state) => break state.library_id,
+                        Err(std::sync::TryLockError::Poisoned(e)) => {
+                            break e.into_inner().library_id;
+                        }
+                        Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                        Err(std::sync::TryLockError::WouldBlock) => return Ok(lib.current()),
+                    }
+                }
+            }
+        };
         if held != 0 && held != info.id {
             // Deleted and published again under the same address: start over.
             tracing::info!(library = %key, "library replaced: rebuilding its index");
@@ -130,7 +246,19 @@ impl Libraries {
             self.forget(key);
             lib = self.entry(key)?;
         }
-        lib.catch_up(&self.db, &info)
+        let deadline = budget.map(|b| Instant::now() + b);
+        let (linkly, done) = lib.catch_up(&self.db, &info, &self.models, deadline)?;
+        if !done && !lib.background.swap(true, Ordering::SeqCst) {
+            // The rest in the background; calls meanwhile answer from what is indexed.
+            let (db, models) = (self.db.clone(), self.models.clone());
+            std::thread::spawn(move || {
+                if let Err(e) = lib.catch_up(&db, &info, &models, None) {
+                    tracing::warn!(library = %lib.key, error = %e, "cannot catch the library's index up");
+                }
+                lib.background.store(false, Ordering::SeqCst);
+            });
+        }
+        Ok(linkly)
     }
 
     /// Starts a background catch-up of a library (`true`), or asks the one running to go once
@@ -231,40 +359,72 @@ impl LibraryIndex {
             .map(|s| s.lines().map(str::to_string).collect())
             .unwrap_or_default();
         let index = Arc::new(Index::open(&dir.join("index"))?);
-        let linkly = make_linkly(&index, &dir, &key, &roots);
+        let linkly = make_linkly(&index, &dir, &key, &roots, None);
         Ok(LibraryIndex {
             dir,
             key,
             index,
+            current: Mutex::new(linkly.clone()),
+            background: AtomicBool::new(false),
             state: Mutex::new(Applied {
                 library_id,
                 seq,
                 roots,
                 linkly,
+                notice: None,
+                // Looked at by the first call.
+                look_again: true,
             }),
         })
     }
 
     /// Applies the database's changes up to `info.content_seq`; returns the tools.
-    fn catch_up(&self, db: &Db, info: &LibraryInfo) -> Result<Arc<Linkly>> {
+    /// The tools as of the last page applied.
+    fn current(&self) -> Arc<Linkly> {
+        lock(&self.current).clone()
+    }
+
+    /// Applies the database's changes up to `info.content_seq`, or as many as fit before
+    /// `deadline` (a page at least); returns the tools and whether it caught up.
+    fn catch_up(
+        &self,
+        db: &Db,
+        info: &LibraryInfo,
+        models: &Models,
+        deadline: Option<Instant>,
+    ) -> Result<(Arc<Linkly>, bool)> {
         let mut state = lock(&self.state);
         if state.library_id != info.id {
             state.library_id = info.id;
             state.seq = 0;
         }
         let before = state.roots.len();
+        let mut applied = false;
         while state.seq < info.content_seq {
             let changes = db.changes_since(info.id, state.seq, PAGE)?;
             let mut docs = Vec::with_capacity(changes.upserted.len());
-            for (id, doc) in changes.upserted {
+            let mut vectors: HashMap<String, Vec<DocChunkVectors>> = HashMap::new();
+            for (id, mut doc) in changes.upserted {
                 if let Some(root) = doc.path.split('/').next() {
                     state.roots.insert(root.to_string());
+                }
+                if let Some(v) = doc.vectors.take() {
+                    match published_vectors(id, &doc, &v) {
+                        Ok(d) => vectors.entry(v.model).or_default().push(d),
+                        Err(e) => {
+                            tracing::warn!(library = %self.key, path = %doc.path, error = %e, "stored vectors unreadable; the document is found by its words only");
+                        }
+                    }
                 }
                 docs.push(ingest_doc(id, doc)?);
             }
             let removed: Vec<String> = changes.removed.iter().map(|p| format!("/{p}")).collect();
             let (n, r) = (docs.len(), removed.len());
             self.index.ingest(docs, &removed)?;
+            for (model, docs) in vectors {
+                self.index.put_vectors(&model, docs)?;
+            }
+            applied = true;
             tracing::debug!(library = %self.key, upserted = n, removed = r, seq = changes.last_seq, "caught up");
             let moved = changes.last_seq > state.seq;
             state.seq = changes.last_seq;
@@ -272,13 +432,74 @@ impl LibraryIndex {
             if !changes.has_more || !moved {
                 break;
             }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            if state.roots.len() != before && state.seq < info.content_seq {
+                // Searchable under its roots while the rest is applied.
+                *lock(&self.current) = make_linkly(
+                    &self.index,
+                    &self.dir,
+                    &self.key,
+                    &state.roots,
+                    state.notice.clone(),
+                );
+            }
         }
-        if state.roots.len() != before {
+        let done = state.seq >= info.content_seq;
+        let mut remake = state.roots.len() != before;
+        if remake {
             let roots: String = state.roots.iter().map(|r| format!("{r}\n")).collect();
             fs_err::write(self.dir.join(ROOTS_FILE), roots)?;
-            state.linkly = make_linkly(&self.index, &self.dir, &self.key, &state.roots);
         }
-        Ok(state.linkly.clone())
+        if applied || state.look_again {
+            let (notice, look_again) = self.vector_notice(models)?;
+            remake |= notice != state.notice;
+            state.notice = notice;
+            state.look_again = look_again;
+        }
+        if remake {
+            state.linkly = make_linkly(
+                &self.index,
+                &self.dir,
+                &self.key,
+                &state.roots,
+                state.notice.clone(),
+            );
+        }
+        *lock(&self.current) = state.linkly.clone();
+        Ok((state.linkly.clone(), done))
+    }
+
+    /// Whether search can be hybrid (the model of the stored vectors is attached: `None`),
+    /// else why not; and whether the reason may go away without a publish (the model
+    /// missing on this gateway).
+    fn vector_notice(&self, models: &Models) -> Result<(Option<String>, bool)> {
+        let Some(model) = self.index.vector_model()? else {
+            return Ok((
+                Some(
+                    "Keyword-only search: this library was published without vectors (its \
+                     publisher's index had no embedding model), so it is found by its words \
+                     only."
+                        .to_string(),
+                ),
+                false,
+            ));
+        };
+        match models.embedder(&model) {
+            Ok(embedder) => {
+                self.index.attach_embedder(&model, embedder);
+                Ok((None, false))
+            }
+            Err(reason) => Ok((
+                Some(format!(
+                    "Keyword-only search: this library's vectors were made by the model {model}, \
+                     and this gateway cannot embed queries with it ({reason}); its administrator \
+                     can install it (`linkly --home <gateway data dir> model download {model}`)."
+                )),
+                true,
+            )),
+        }
     }
 }
 
@@ -287,6 +508,7 @@ fn make_linkly(
     dir: &Path,
     key: &LibraryKey,
     roots: &BTreeSet<String>,
+    keyword_notice: Option<String>,
 ) -> Arc<Linkly> {
     let config = Config {
         folders: roots
@@ -297,7 +519,8 @@ fn make_linkly(
     };
     Arc::new(
         Linkly::new(index.clone(), DataDir::new(dir.to_path_buf()), config)
-            .with_doc_prefix(key.doc_prefix()),
+            .with_doc_prefix(key.doc_prefix())
+            .with_keyword_notice(keyword_notice),
     )
 }
 
@@ -315,6 +538,25 @@ fn write_applied(dir: &Path, library_id: i64, seq: i64) -> Result<()> {
     fs_err::write(&tmp, format!("{library_id} {seq}\n"))?;
     fs_err::rename(&tmp, dir.join(APPLIED_FILE))?;
     Ok(())
+}
+
+/// A published document's vectors as the index takes them, under the database's id.
+fn published_vectors(id: i64, doc: &PublishedDoc, v: &PublishedVectors) -> Result<DocChunkVectors> {
+    let id = u64::try_from(id)
+        .map_err(|_| GatewayError::Database(format!("negative document id {id}")))?;
+    Ok(DocChunkVectors {
+        id: DocId(id),
+        hash: doc.hash.clone(),
+        chunks: v
+            .decode(&doc.path)?
+            .into_iter()
+            .map(|(start_line, end_line, vector)| ChunkVector {
+                start_line,
+                end_line,
+                vector,
+            })
+            .collect(),
+    })
 }
 
 /// A published document as the index takes it: stored at `/<path>` under the database's id.
@@ -359,6 +601,7 @@ mod tests {
             title: Some("T".into()),
             text: "# T\n\nbody".into(),
             outline,
+            vectors: None,
         }
     }
 

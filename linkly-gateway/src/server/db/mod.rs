@@ -14,12 +14,12 @@ mod sqlite;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::admin;
 use crate::model::{
     CatalogEntry, CatalogPage, CatalogQuery, DocChanges, LibraryInfo, LibraryKey, LibraryMeta,
     Limits, LinkOutcome, ManifestEntry, Plan, PublishedDoc, UnlinkOutcome, User, Visibility,
     parse_category, valid_name,
 };
+use crate::server::admin;
 use crate::{GatewayError, Result};
 
 /// Where the store lives.
@@ -908,14 +908,15 @@ impl Db {
         self.tx(false, |tx| {
             Ok(tx
                 .query(
-                    "SELECT path, hash FROM documents WHERE library_id = $1 AND deleted = 0 \
-                     ORDER BY path",
+                    "SELECT path, hash, vector_model FROM documents WHERE library_id = $1 \
+                     AND deleted = 0 ORDER BY path",
                     &[Val::I(library_id)],
                 )?
                 .iter()
                 .map(|r| ManifestEntry {
                     path: r.t(0),
                     hash: r.t(1),
+                    vector_model: r.ot(2),
                 })
                 .collect())
         })
@@ -950,13 +951,14 @@ impl Db {
             for (i, doc) in docs.iter().enumerate() {
                 tx.exec(
                     "INSERT INTO documents (library_id, path, doc_type, hash, size, modified_at, \
-                     title, body, outline, seq, deleted) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0) \
+                     title, body, outline, seq, deleted, vector_model, vectors) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $12) \
                      ON CONFLICT (library_id, path) DO UPDATE SET doc_type = excluded.doc_type, \
                      hash = excluded.hash, size = excluded.size, \
                      modified_at = excluded.modified_at, title = excluded.title, \
                      body = excluded.body, outline = excluded.outline, seq = excluded.seq, \
-                     deleted = 0",
+                     deleted = 0, vector_model = excluded.vector_model, \
+                     vectors = excluded.vectors",
                     &[
                         Val::I(library_id),
                         Val::T(doc.path.clone()),
@@ -968,6 +970,16 @@ impl Db {
                         Val::T(doc.text.clone()),
                         Val::T(doc.outline.to_string()),
                         Val::I(first + i as i64),
+                        doc.vectors
+                            .as_ref()
+                            .map_or(Val::N, |v| Val::T(v.model.clone())),
+                        match &doc.vectors {
+                            Some(v) => Val::T(
+                                serde_json::to_string(v)
+                                    .map_err(|e| GatewayError::Database(e.to_string()))?,
+                            ),
+                            None => Val::N,
+                        },
                     ],
                 )?;
             }
@@ -997,7 +1009,7 @@ impl Db {
             for path in paths {
                 let changed = tx.exec(
                     "UPDATE documents SET deleted = 1, seq = $3, body = '', outline = '[]', \
-                     title = NULL WHERE library_id = $1 AND path = $2 AND deleted = 0",
+                     title = NULL, vector_model = NULL, vectors = NULL WHERE library_id = $1 AND path = $2 AND deleted = 0",
                     &[Val::I(library_id), Val::T(path.clone()), Val::I(seq + 1)],
                 )?;
                 if changed > 0 {
@@ -1022,7 +1034,7 @@ impl Db {
         self.tx(false, |tx| {
             let rows = tx.query(
                 "SELECT id, path, doc_type, hash, size, modified_at, title, body, outline, seq, \
-                 deleted FROM documents WHERE library_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                 deleted, vectors FROM documents WHERE library_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
                 &[Val::I(library_id), Val::I(seq), Val::I(limit as i64 + 1)],
             )?;
             let mut changes = DocChanges {
@@ -1049,6 +1061,11 @@ impl Db {
                         title: row.ot(6),
                         text: row.t(7),
                         outline,
+                        // Written by `put_documents` from checked vectors; unreadable ones
+                        // (never expected) leave the document keyword-only.
+                        vectors: row
+                            .ot(11)
+                            .and_then(|v| serde_json::from_str(&v).ok()),
                     },
                 ));
             }

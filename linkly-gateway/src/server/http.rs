@@ -24,11 +24,12 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 
-use crate::db::Db;
 use crate::model::{
-    LibraryKey, LibraryMeta, Limits, ManifestEntry, PublishedDoc, User, parse_category, valid_name,
+    LibraryKey, LibraryMeta, Limits, ManifestEntry, PublishedDoc, User, VectorModel,
+    parse_category, valid_name,
 };
-use crate::server::{GatewayServer, Shared};
+use crate::server::db::Db;
+use crate::server::mcp::{GatewayServer, Shared};
 use crate::{GatewayError, Result};
 
 /// The largest `/mcp` request body by default: 16 MiB.
@@ -514,6 +515,9 @@ pub fn check_document(doc: &PublishedDoc) -> Result<()> {
         serde_json::from_value::<Vec<OutlineNode>>(doc.outline.clone())
             .map_err(|e| GatewayError::invalid(format!("{}: invalid outline: {e}", doc.path)))?;
     }
+    if let Some(v) = &doc.vectors {
+        v.decode(&doc.path)?;
+    }
     Ok(())
 }
 
@@ -585,7 +589,7 @@ fn warm(shared: Arc<Shared>, key: LibraryKey) {
     }
     tokio::task::spawn_blocking(move || {
         loop {
-            if let Err(e) = shared.libraries().linkly(&key) {
+            if let Err(e) = shared.libraries().catch_up(&key) {
                 tracing::warn!(library = %key, error = %e, "cannot catch the library's index up");
             }
             if !shared.libraries().end_warming(&key) {
@@ -611,6 +615,10 @@ fn own_library(db: &Db, user: &User, slug: &str) -> Result<i64> {
 #[derive(serde::Deserialize)]
 struct ManifestBody {
     documents: Vec<ManifestEntry>,
+    /// The model of the vectors the documents will carry, when they carry some: a document
+    /// whose stored vectors are not that model's is asked for again.
+    #[serde(default)]
+    vectors: Option<VectorModel>,
 }
 
 #[derive(serde::Deserialize)]
@@ -634,11 +642,12 @@ async fn post_manifest(
         let db = shared.db().clone();
         let (needed, removed) = blocking(move || {
             let id = own_library(&db, &user, &slug)?;
-            let current: HashMap<String, String> = db
+            let current: HashMap<String, (String, Option<String>)> = db
                 .manifest(id)?
                 .into_iter()
-                .map(|e| (e.path, e.hash))
+                .map(|e| (e.path, (e.hash, e.vector_model)))
                 .collect();
+            let model = manifest.vectors.as_ref().map(|v| v.model.as_str());
             let listed: HashSet<&str> =
                 manifest.documents.iter().map(|e| e.path.as_str()).collect();
             let gone: Vec<String> = current
@@ -655,7 +664,12 @@ async fn post_manifest(
             let needed: Vec<String> = manifest
                 .documents
                 .iter()
-                .filter(|e| current.get(&e.path) != Some(&e.hash))
+                .filter(|e| match current.get(&e.path) {
+                    Some((hash, held)) => {
+                        *hash != e.hash || (model.is_some() && held.as_deref() != model)
+                    }
+                    None => true,
+                })
                 .filter(|e| seen.insert(e.path.clone()))
                 .map(|e| e.path.clone())
                 .collect();
@@ -682,6 +696,28 @@ async fn post_documents(
         drop(body);
         for d in &docs.documents {
             check_document(d).map_err(ApiError::from)?;
+        }
+        let models: HashSet<(String, usize)> = docs
+            .documents
+            .iter()
+            .filter_map(|d| d.vectors.as_ref().map(|v| (v.model.clone(), v.dim)))
+            .collect();
+        if !models.is_empty() {
+            // Vectors of a model this gateway has must have its width.
+            let s = shared.clone();
+            blocking(move || {
+                for (model, dim) in &models {
+                    if let Some(want) = s.libraries().model_dim(model)
+                        && want != *dim
+                    {
+                        return Err(GatewayError::invalid(format!(
+                            "the vectors are {dim}-dimensional, but {model} makes {want}-dimensional ones: nothing was stored"
+                        )));
+                    }
+                }
+                Ok(())
+            })
+            .await?;
         }
         let db = shared.db().clone();
         let key = LibraryKey {
@@ -728,7 +764,7 @@ mod tests {
     #[test]
     fn the_rate_limit_is_a_bucket_per_user() {
         let tmp = tempfile::tempdir().unwrap();
-        let db = Db::open(&crate::db::DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
+        let db = Db::open(&crate::server::db::DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
         let auth = Auth {
             db,
             buckets: Mutex::default(),

@@ -63,6 +63,8 @@ CREATE TABLE IF NOT EXISTS documents (
     outline TEXT NOT NULL,
     seq INTEGER NOT NULL,
     deleted INTEGER NOT NULL DEFAULT 0,
+    vector_model TEXT,
+    vectors TEXT,
     UNIQUE (library_id, path)
 );
 CREATE INDEX IF NOT EXISTS documents_seq ON documents (library_id, seq);
@@ -104,7 +106,33 @@ fn setup(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.execute_batch(SCHEMA)?;
+    add_vector_columns(&conn)?;
     Ok(conn)
+}
+
+/// Adds the documents' vector columns to a database made before them.
+fn add_vector_columns(conn: &Connection) -> rusqlite::Result<()> {
+    let has: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM pragma_table_info('documents') WHERE name = 'vectors'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has > 0 {
+        return Ok(());
+    }
+    for sql in [
+        "ALTER TABLE documents ADD COLUMN vector_model TEXT",
+        "ALTER TABLE documents ADD COLUMN vectors TEXT",
+    ] {
+        match conn.execute(sql, []) {
+            // Another process added it meanwhile.
+            Err(e) if e.to_string().contains("duplicate column") => {}
+            other => {
+                other?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether an error is another connection's lock (worth waiting out), not a fault.

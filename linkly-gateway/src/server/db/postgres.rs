@@ -69,9 +69,13 @@ CREATE TABLE IF NOT EXISTS documents (
     outline TEXT NOT NULL,
     seq BIGINT NOT NULL,
     deleted BIGINT NOT NULL DEFAULT 0,
+    vector_model TEXT,
+    vectors TEXT,
     UNIQUE (library_id, path)
 );
 CREATE INDEX IF NOT EXISTS documents_seq ON documents (library_id, seq);
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS vector_model TEXT;
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS vectors TEXT;
 ";
 
 /// A few connections to one database.

@@ -17,11 +17,11 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::db::Db;
 use crate::model::{
     CATEGORIES, CatalogEntry, CatalogPage, CatalogQuery, LibraryKey, Limits, LinkOutcome,
     UnlinkOutcome, User,
 };
+use crate::server::db::Db;
 
 /// The name of the catalogue search tool.
 pub const LIBRARY_SEARCH: &str = "library_search";
