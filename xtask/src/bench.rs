@@ -33,6 +33,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         fs_err::write(work.join("report-gateway.md"), &report)?;
         return Ok(());
     }
+    if what == "soak" {
+        return crate::bench_soak::run(&args[1..]);
+    }
     if what == "serve" {
         let report = crate::bench_serve::run(docs)?;
         println!("{report}");

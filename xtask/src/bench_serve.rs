@@ -19,7 +19,7 @@ use crate::corpus;
 /// A `linkly` command that sees no test model: the daemon's figures are those of keyword search
 /// over the generated corpus, whatever `LINKLY_MODEL_DIR` the bench was started with (with a
 /// model, the daemon would embed the whole corpus while it is measured).
-fn keyword_only(bin: &Path) -> Command {
+pub(crate) fn keyword_only(bin: &Path) -> Command {
     let mut cmd = Command::new(bin);
     cmd.env_remove("LINKLY_MODEL_DIR");
     cmd
@@ -34,7 +34,7 @@ impl Drop for Daemon {
     }
 }
 
-fn status(bin: &Path, home: &Path) -> Value {
+pub(crate) fn status(bin: &Path, home: &Path) -> Value {
     keyword_only(bin)
         .args(["--json", "--home"])
         .arg(home)
@@ -45,7 +45,7 @@ fn status(bin: &Path, home: &Path) -> Value {
         .unwrap_or(Value::Null)
 }
 
-fn proc_kb(pid: u32, key: &str) -> u64 {
+pub(crate) fn proc_kb(pid: u32, key: &str) -> u64 {
     fs_err::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
