@@ -157,25 +157,26 @@ pub(crate) fn fuse(
     let lexical_scale = Scale::of(lexical.iter().map(|(_, a)| a.score));
     let vector_scale = Scale::of(vector.iter().map(|(_, a)| a.score));
     // What one arm gives a document, from its rank and score there.
-    let (lexical_part, vector_part): (
-        Box<dyn Fn(usize, f32) -> f32>,
-        Box<dyn Fn(usize, f32) -> f32>,
-    ) = match (opts.arms, opts.fusion) {
-        (Arms::Vector, _) => (Box::new(|_, _| 0.0), Box::new(|_, cosine| cosine)),
-        (_, Fusion::Rank { k, vector_weight }) => {
-            let k = k.max(0.0);
-            let w = vector_weight.max(0.0);
-            (
-                Box::new(move |rank, _| 1.0 / (k + rank as f32)),
-                Box::new(move |rank, _| w / (k + rank as f32)),
-            )
-        }
-        (_, Fusion::Score { vector_weight }) => {
-            let w = vector_weight.clamp(0.0, 1.0);
-            (
-                Box::new(move |_, s| (1.0 - w) * lexical_scale.unit(s)),
-                Box::new(move |_, s| w * vector_scale.unit(s)),
-            )
+    let part = |vector_arm: bool, rank: usize, score: f32| -> f32 {
+        match (opts.arms, opts.fusion) {
+            (Arms::Vector, _) if vector_arm => score,
+            (Arms::Vector, _) => 0.0,
+            (_, Fusion::Rank { k, vector_weight }) => {
+                let weight = if vector_arm {
+                    vector_weight.max(0.0)
+                } else {
+                    1.0
+                };
+                weight / (k.max(0.0) + rank as f32)
+            }
+            (_, Fusion::Score { vector_weight }) => {
+                let w = vector_weight.clamp(0.0, 1.0);
+                if vector_arm {
+                    w * vector_scale.unit(score)
+                } else {
+                    (1.0 - w) * lexical_scale.unit(score)
+                }
+            }
         }
     };
     let mut fused: HashMap<u64, HybridHit> = HashMap::new();
@@ -186,7 +187,7 @@ pub(crate) fn fuse(
             lexical: None,
             vector: None,
         });
-        e.score += lexical_part(arm.rank, arm.score);
+        e.score += part(false, arm.rank, arm.score);
         e.lexical = Some(arm);
     }
     for (id, arm) in vector {
@@ -196,7 +197,7 @@ pub(crate) fn fuse(
             lexical: None,
             vector: None,
         });
-        e.score += vector_part(arm.rank, arm.score);
+        e.score += part(true, arm.rank, arm.score);
         e.vector = Some(arm);
     }
     let candidates = fused.len();
