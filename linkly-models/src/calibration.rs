@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::encoder::Precision;
 
 /// The least cosine a precision's vectors must keep to the f32 ones, each of them.
-pub(crate) const LEAST_COSINE: f32 = 0.999;
+pub const LEAST_COSINE: f32 = 0.999;
 
 /// Bumped when the batch or the rule changes: older files are measured again.
 const FORMAT: u32 = 1;
