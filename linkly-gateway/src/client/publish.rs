@@ -5,8 +5,10 @@
 //! document is addressed by `<root>/<relative path>`, where `<root>` is the base name of the
 //! library folder that holds it (suffixed `-<6 hex>` of the folder's SHA-256 when two folders
 //! share a base name), so the publisher's absolute paths stay home. The client first sends the
-//! manifest (path and hash of every document); the gateway drops what is gone and names what it
-//! needs, and only those documents follow, in batches of at most [`MAX_BATCH_BYTES`].
+//! manifest (path and hash of every document), which opens a staged publish; the gateway names
+//! what it needs, only those documents follow, in batches of at most [`MAX_BATCH_BYTES`], and a
+//! last request commits the publish: the gateway then drops what is gone and shows what came
+//! in one transaction, so a publish cut off halfway changes nothing.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -148,8 +150,13 @@ struct PutAnswer {
 
 #[derive(Deserialize)]
 struct ManifestAnswer {
+    /// The staged publish the manifest opened.
+    publish: i64,
     needed: Vec<String>,
-    #[serde(default)]
+}
+
+#[derive(Deserialize)]
+struct CommitAnswer {
     removed: u64,
 }
 
@@ -241,6 +248,10 @@ fn status_error(base: &str, code: u16, message: &str) -> GatewayError {
         401 | 403 => GatewayError::Unauthorized(format!(
             "the gateway at {base} refused the token (HTTP {code}){said}: check --token (the one `linkly gateway user add` printed)"
         )),
+        // The gateway's own 404s say what is missing; an empty one is a route it lacks.
+        404 if message.is_empty() => GatewayError::not_found(format!(
+            "the gateway at {base} answered 404 without a message: it is probably older than this linkly (the all-or-nothing publish, POST /api/v1/libraries/<slug>/publish, came later): update the gateway"
+        )),
         404 => GatewayError::not_found(format!("the gateway at {base} answered 404{said}")),
         413 => GatewayError::invalid(format!(
             "the gateway at {base} refused a request as too large (HTTP 413){said}"
@@ -319,7 +330,8 @@ fn resolve_slug(slug: Option<&str>, name: &str) -> Result<String> {
 
 /// Publishes the local library `library` (a name or `local://<id>`) to a gateway: creates or
 /// updates the library there, then brings its documents up to date (sends new and changed ones,
-/// the gateway drops those gone). Blocking; run it off async threads.
+/// the gateway drops those gone), all at once at the end: a publish cut off halfway leaves the
+/// library as it was. Blocking; run it off async threads.
 pub fn publish(
     local: &linkly_tools::Linkly,
     library: &str,
@@ -428,7 +440,7 @@ pub fn publish(
     };
     let answer: ManifestAnswer = api.send(
         "POST",
-        &api.url(&slug, "/manifest"),
+        &api.url(&slug, "/publish"),
         Some(
             serde_json::to_vec(&json!({ "documents": manifest, "vectors": vectors }))
                 .map_err(std::io::Error::other)?,
@@ -439,7 +451,7 @@ pub fn publish(
     let mut sent = 0u64;
     let mut with_vectors = 0u64;
     let mut batch = Batch::new(MAX_BATCH_BYTES);
-    let docs_url = api.url(&slug, "/documents");
+    let docs_url = api.url(&slug, &format!("/publish/{}/documents", answer.publish));
     let mut send = |body: Vec<u8>, n: u64| -> Result<()> {
         let _: serde_json::Value = api.send("POST", &docs_url, Some(body))?;
         sent += n;
@@ -491,13 +503,19 @@ pub fn publish(
     if let Some((body, n)) = batch.finish() {
         send(body, n)?;
     }
+    // Nothing sent is in sight until this: the removals and the documents, in one transaction.
+    let commit: CommitAnswer = api.send(
+        "POST",
+        &api.url(&slug, &format!("/publish/{}/commit", answer.publish)),
+        None,
+    )?;
 
     Ok(PublishReport {
         library: put.library,
         created: put.created,
         sent,
         unchanged: total.saturating_sub(answer.needed.len() as u64),
-        removed: answer.removed,
+        removed: commit.removed,
         skipped,
         vector_model: vectors.map(|v| v.model),
         sent_with_vectors: with_vectors,

@@ -221,6 +221,15 @@ fn app(shared: Arc<Shared>, opts: &GatewayOptions) -> (Router, impl FnOnce() + S
             "/api/v1/libraries/{slug}",
             put(put_library).delete(delete_library),
         )
+        .route("/api/v1/libraries/{slug}/publish", post(open_publish))
+        .route(
+            "/api/v1/libraries/{slug}/publish/{id}/documents",
+            post(stage_documents),
+        )
+        .route(
+            "/api/v1/libraries/{slug}/publish/{id}/commit",
+            post(commit_publish),
+        )
         .route("/api/v1/libraries/{slug}/manifest", post(post_manifest))
         .route("/api/v1/libraries/{slug}/documents", post(post_documents))
         .layer(DefaultBodyLimit::max(opts.max_api_body_bytes))
@@ -229,6 +238,7 @@ fn app(shared: Arc<Shared>, opts: &GatewayOptions) -> (Router, impl FnOnce() + S
         db: shared.db().clone(),
         buckets: Mutex::default(),
         rate: opts.rate.max(1),
+        max_body_bytes: opts.max_body_bytes,
         sessions: Mutex::default(),
     });
     let protected = mcp
@@ -262,9 +272,8 @@ impl IntoResponse for ApiError {
 impl From<GatewayError> for ApiError {
     fn from(e: GatewayError) -> ApiError {
         match e {
-            GatewayError::Invalid(m) | GatewayError::Conflict(m) => {
-                ApiError(StatusCode::BAD_REQUEST, m)
-            }
+            GatewayError::Invalid(m) => ApiError(StatusCode::BAD_REQUEST, m),
+            GatewayError::Conflict(m) => ApiError(StatusCode::CONFLICT, m),
             GatewayError::NotFound(m) => ApiError(StatusCode::NOT_FOUND, m),
             GatewayError::Unauthorized(m) => ApiError(StatusCode::UNAUTHORIZED, m),
             e => {
@@ -273,10 +282,6 @@ impl From<GatewayError> for ApiError {
             }
         }
     }
-}
-
-fn gateway_error(e: GatewayError) -> Response {
-    ApiError::from(e).into_response()
 }
 
 /// Runs blocking work (the database) off the async threads.
@@ -317,6 +322,8 @@ struct Auth {
     db: Db,
     buckets: Mutex<HashMap<i64, Bucket>>,
     rate: u32,
+    /// The largest `/mcp` request body (read again only to answer a failed token check).
+    max_body_bytes: usize,
     /// MCP session id → the user who opened it (and when it was last used).
     sessions: Mutex<HashMap<String, (i64, Instant)>>,
 }
@@ -392,7 +399,7 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut req: Request, next: Nex
     let user = match auth.user(&token).await {
         Ok(Some(u)) => u,
         Ok(None) => return unauthorized("unknown token"),
-        Err(e) => return gateway_error(e),
+        Err(e) => return token_unchecked(req, e, auth.max_body_bytes).await,
     };
     if let Err(wait) = auth.admit(user.id) {
         let mut r = error(
@@ -441,6 +448,30 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut req: Request, next: Nex
         owners.insert(id.to_string(), (user_id, Instant::now()));
     }
     response
+}
+
+/// The answer to a request whose token could not be checked (the database failed): 503 with
+/// the reason. An MCP request gets it as a JSON-RPC error instead, which an MCP client shows as
+/// such (a bare HTTP status would read as a lost connection to the gateway).
+async fn token_unchecked(req: Request, e: GatewayError, max_body_bytes: usize) -> Response {
+    tracing::error!(error = %e, "cannot check a token");
+    let message = e.to_string();
+    if req.uri().path().starts_with("/mcp") && req.method() == axum::http::Method::POST {
+        let body = axum::body::to_bytes(req.into_body(), max_body_bytes)
+            .await
+            .unwrap_or_default();
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body)
+            && let Some(id) = v.get("id")
+        {
+            let answer = json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": -32603, "message": message},
+            });
+            return axum::Json(answer).into_response();
+        }
+    }
+    error(StatusCode::SERVICE_UNAVAILABLE, message)
 }
 
 /// The user the middleware put into the request.
@@ -626,6 +657,87 @@ struct DocumentsBody {
     documents: Vec<PublishedDoc>,
 }
 
+/// The start of every publish request: the signed-in user, the slug checked, the JSON body.
+fn publish_request<T: serde::de::DeserializeOwned>(
+    user: Option<axum::Extension<User>>,
+    slug: &str,
+    body: &Bytes,
+) -> Result<(User, T), ApiError> {
+    let user = signed_in(user)?;
+    check_slug(slug)?;
+    Ok((user, parse_body(body)?))
+}
+
+/// What a manifest asks of the library `id`: the paths the gateway needs (new ones, those
+/// whose hash changed, those whose vectors are not of the manifest's model), and those it
+/// holds that the manifest no longer lists.
+fn plan_manifest(db: &Db, id: i64, manifest: &ManifestBody) -> Result<(Vec<String>, Vec<String>)> {
+    let current: HashMap<String, (String, Option<String>)> = db
+        .manifest(id)?
+        .into_iter()
+        .map(|e| (e.path, (e.hash, e.vector_model)))
+        .collect();
+    let model = manifest.vectors.as_ref().map(|v| v.model.as_str());
+    let listed: HashSet<&str> = manifest.documents.iter().map(|e| e.path.as_str()).collect();
+    let gone: Vec<String> = current
+        .keys()
+        .filter(|p| !listed.contains(p.as_str()))
+        .cloned()
+        .collect();
+    let mut seen = HashSet::new();
+    let needed: Vec<String> = manifest
+        .documents
+        .iter()
+        .filter(|e| match current.get(&e.path) {
+            Some((hash, held)) => *hash != e.hash || (model.is_some() && held.as_deref() != model),
+            None => true,
+        })
+        .filter(|e| seen.insert(e.path.clone()))
+        .map(|e| e.path.clone())
+        .collect();
+    Ok((needed, gone))
+}
+
+/// A manifest's paths, checked.
+fn check_manifest(manifest: &ManifestBody) -> Result<(), ApiError> {
+    for e in &manifest.documents {
+        check_path(&e.path).map_err(ApiError::from)?;
+    }
+    Ok(())
+}
+
+/// A batch's documents, checked: paths, types, outlines, and vectors of the width their model
+/// makes on this gateway (a batch with one bad document is refused whole).
+async fn check_batch(shared: &Arc<Shared>, docs: &DocumentsBody) -> Result<(), ApiError> {
+    for d in &docs.documents {
+        check_document(d).map_err(ApiError::from)?;
+    }
+    let models: HashSet<(String, usize)> = docs
+        .documents
+        .iter()
+        .filter_map(|d| d.vectors.as_ref().map(|v| (v.model.clone(), v.dim)))
+        .collect();
+    if models.is_empty() {
+        return Ok(());
+    }
+    let s = shared.clone();
+    blocking(move || {
+        for (model, dim) in &models {
+            if let Some(want) = s.libraries().model_dim(model)
+                && want != *dim
+            {
+                return Err(GatewayError::invalid(format!(
+                    "the vectors are {dim}-dimensional, but {model} makes {want}-dimensional ones: nothing was stored"
+                )));
+            }
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// `POST …/manifest` (the protocol of clients before the staged publish): removes the
+/// documents the manifest no longer lists at once and names those needed.
 async fn post_manifest(
     State(shared): State<Arc<Shared>>,
     user: Option<axum::Extension<User>>,
@@ -633,47 +745,13 @@ async fn post_manifest(
     body: Bytes,
 ) -> Response {
     let run = async {
-        let user = signed_in(user)?;
-        check_slug(&slug)?;
-        let manifest: ManifestBody = parse_body(&body)?;
-        for e in &manifest.documents {
-            check_path(&e.path).map_err(ApiError::from)?;
-        }
+        let (user, manifest): (_, ManifestBody) = publish_request(user, &slug, &body)?;
+        check_manifest(&manifest)?;
         let db = shared.db().clone();
         let (needed, removed) = blocking(move || {
             let id = own_library(&db, &user, &slug)?;
-            let current: HashMap<String, (String, Option<String>)> = db
-                .manifest(id)?
-                .into_iter()
-                .map(|e| (e.path, (e.hash, e.vector_model)))
-                .collect();
-            let model = manifest.vectors.as_ref().map(|v| v.model.as_str());
-            let listed: HashSet<&str> =
-                manifest.documents.iter().map(|e| e.path.as_str()).collect();
-            let gone: Vec<String> = current
-                .keys()
-                .filter(|p| !listed.contains(p.as_str()))
-                .cloned()
-                .collect();
-            let removed = if gone.is_empty() {
-                0
-            } else {
-                db.remove_documents(id, &gone)?
-            };
-            let mut seen = HashSet::new();
-            let needed: Vec<String> = manifest
-                .documents
-                .iter()
-                .filter(|e| match current.get(&e.path) {
-                    Some((hash, held)) => {
-                        *hash != e.hash || (model.is_some() && held.as_deref() != model)
-                    }
-                    None => true,
-                })
-                .filter(|e| seen.insert(e.path.clone()))
-                .map(|e| e.path.clone())
-                .collect();
-            Ok((needed, removed))
+            let (needed, gone) = plan_manifest(&db, id, &manifest)?;
+            Ok((needed, db.remove_documents(id, &gone)?))
         })
         .await?;
         Ok::<_, ApiError>(
@@ -683,6 +761,8 @@ async fn post_manifest(
     run.await.unwrap_or_else(IntoResponse::into_response)
 }
 
+/// `POST …/documents` (the protocol of clients before the staged publish): stores a batch at
+/// once, in its own transaction.
 async fn post_documents(
     State(shared): State<Arc<Shared>>,
     user: Option<axum::Extension<User>>,
@@ -690,35 +770,9 @@ async fn post_documents(
     body: Bytes,
 ) -> Response {
     let run = async {
-        let user = signed_in(user)?;
-        check_slug(&slug)?;
-        let docs: DocumentsBody = parse_body(&body)?;
+        let (user, docs): (_, DocumentsBody) = publish_request(user, &slug, &body)?;
         drop(body);
-        for d in &docs.documents {
-            check_document(d).map_err(ApiError::from)?;
-        }
-        let models: HashSet<(String, usize)> = docs
-            .documents
-            .iter()
-            .filter_map(|d| d.vectors.as_ref().map(|v| (v.model.clone(), v.dim)))
-            .collect();
-        if !models.is_empty() {
-            // Vectors of a model this gateway has must have its width.
-            let s = shared.clone();
-            blocking(move || {
-                for (model, dim) in &models {
-                    if let Some(want) = s.libraries().model_dim(model)
-                        && want != *dim
-                    {
-                        return Err(GatewayError::invalid(format!(
-                            "the vectors are {dim}-dimensional, but {model} makes {want}-dimensional ones: nothing was stored"
-                        )));
-                    }
-                }
-                Ok(())
-            })
-            .await?;
-        }
+        check_batch(&shared, &docs).await?;
         let db = shared.db().clone();
         let key = LibraryKey {
             owner: user.name.clone(),
@@ -732,6 +786,85 @@ async fn post_documents(
         .await?;
         warm(shared, key);
         Ok::<_, ApiError>(axum::Json(json!({ "stored": stored })).into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `POST …/publish`: opens a staged publish from a manifest (discarding any other open publish
+/// of the library) and answers its number, the paths needed and how many documents its commit
+/// will remove; nothing changes in sight yet.
+async fn open_publish(
+    State(shared): State<Arc<Shared>>,
+    user: Option<axum::Extension<User>>,
+    Path(slug): Path<String>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let (user, manifest): (_, ManifestBody) = publish_request(user, &slug, &body)?;
+        check_manifest(&manifest)?;
+        let db = shared.db().clone();
+        let (publish, needed, removing) = blocking(move || {
+            let id = own_library(&db, &user, &slug)?;
+            let (needed, gone) = plan_manifest(&db, id, &manifest)?;
+            Ok((db.begin_publish(id, &gone)?, needed, gone.len()))
+        })
+        .await?;
+        Ok::<_, ApiError>(
+            axum::Json(json!({ "publish": publish, "needed": needed, "removed": removing }))
+                .into_response(),
+        )
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `POST …/publish/{id}/documents`: stages a batch of an open publish (out of sight until the
+/// commit); 409 when that publish is no longer open.
+async fn stage_documents(
+    State(shared): State<Arc<Shared>>,
+    user: Option<axum::Extension<User>>,
+    Path((slug, publish)): Path<(String, i64)>,
+    body: Bytes,
+) -> Response {
+    let run = async {
+        let (user, docs): (_, DocumentsBody) = publish_request(user, &slug, &body)?;
+        drop(body);
+        check_batch(&shared, &docs).await?;
+        let db = shared.db().clone();
+        let staged = blocking(move || {
+            let id = own_library(&db, &user, &slug)?;
+            db.stage_documents(id, publish, &docs.documents)?;
+            Ok(docs.documents.len())
+        })
+        .await?;
+        Ok::<_, ApiError>(axum::Json(json!({ "staged": staged })).into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `POST …/publish/{id}/commit`: applies an open publish whole, in one transaction (its
+/// removals and staged documents); 409 when it is no longer open.
+async fn commit_publish(
+    State(shared): State<Arc<Shared>>,
+    user: Option<axum::Extension<User>>,
+    Path((slug, publish)): Path<(String, i64)>,
+) -> Response {
+    let run = async {
+        let user = signed_in(user)?;
+        check_slug(&slug)?;
+        let db = shared.db().clone();
+        let key = LibraryKey {
+            owner: user.name.clone(),
+            slug: slug.clone(),
+        };
+        let done = blocking(move || {
+            let id = own_library(&db, &user, &slug)?;
+            db.commit_publish(id, publish)
+        })
+        .await?;
+        warm(shared, key);
+        Ok::<_, ApiError>(
+            axum::Json(json!({ "stored": done.stored, "removed": done.removed })).into_response(),
+        )
     };
     run.await.unwrap_or_else(IntoResponse::into_response)
 }
@@ -769,6 +902,7 @@ mod tests {
             db,
             buckets: Mutex::default(),
             rate: 2,
+            max_body_bytes: DEFAULT_MCP_BODY_BYTES,
             sessions: Mutex::default(),
         };
         assert!(auth.admit(1).is_ok() && auth.admit(1).is_ok());

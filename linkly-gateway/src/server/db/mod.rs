@@ -289,7 +289,12 @@ impl Db {
 
     /// Runs `f` in one transaction (a write one takes its locks up front on SQLite) and
     /// commits when it succeeds.
-    fn tx<T>(&self, write: bool, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+    ///
+    /// On PostgreSQL a connection the server closed (a restart, a terminated backend) is
+    /// dropped with every idle one, and `f` runs once more on a fresh connection when nothing
+    /// of the first run can have been kept: it failed before its commit was sent, or it only
+    /// read. A write whose commit was lost is not run again (it may have been applied).
+    fn tx<T>(&self, write: bool, mut f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         match &self.inner.backend {
             Backend::Sqlite(pool) if write => {
                 let mut conn = pool.writer();
@@ -311,15 +316,37 @@ impl Db {
                 out
             }
             Backend::Postgres(pool) => {
-                let mut client = pool.take()?;
-                let out = (|| {
-                    let mut tx = Tx::Pg(client.transaction()?);
-                    let out = f(&mut tx)?;
-                    tx.commit()?;
-                    Ok(out)
-                })();
-                pool.give(client);
-                out
+                let mut fresh = false;
+                loop {
+                    let mut client = if fresh { pool.connect()? } else { pool.take()? };
+                    let mut committing = false;
+                    let out = (|| {
+                        let mut tx = Tx::Pg(client.transaction()?);
+                        let out = f(&mut tx)?;
+                        committing = true;
+                        tx.commit()?;
+                        Ok(out)
+                    })();
+                    let Err(e) = out else {
+                        pool.give(client);
+                        return out;
+                    };
+                    if !pool.lost(&mut client, &e) {
+                        pool.give(client);
+                        return Err(e);
+                    }
+                    pool.forget_idle();
+                    if committing && write {
+                        return Err(GatewayError::Database(format!(
+                            "the connection to PostgreSQL was lost while committing: the change may or may not have been saved ({e})"
+                        )));
+                    }
+                    if fresh {
+                        return Err(pool.unreachable(&e));
+                    }
+                    tracing::warn!(error = %e, "the connection to PostgreSQL was lost; running the transaction again on a new one");
+                    fresh = true;
+                }
             }
         }
     }
@@ -380,6 +407,17 @@ impl Db {
             };
             let id = Val::I(row.i(0));
             let owned = "(SELECT id FROM libraries WHERE owner_id = $1)";
+            tx.exec(
+                &format!(
+                    "DELETE FROM staged_documents WHERE publish_id IN \
+                     (SELECT id FROM publishes WHERE library_id IN {owned})"
+                ),
+                std::slice::from_ref(&id),
+            )?;
+            tx.exec(
+                &format!("DELETE FROM publishes WHERE library_id IN {owned}"),
+                std::slice::from_ref(&id),
+            )?;
             tx.exec(
                 &format!("DELETE FROM documents WHERE library_id IN {owned}"),
                 std::slice::from_ref(&id),
@@ -446,7 +484,7 @@ impl Db {
             Ok(tx
                 .one(
                     &format!("SELECT {USER_COLS} FROM users WHERE token_hash = $1"),
-                    &[Val::T(hash)],
+                    &[Val::T(hash.clone())],
                 )?
                 .as_ref()
                 .map(user_of))
@@ -585,6 +623,12 @@ impl Db {
                 return Ok(false);
             };
             let id = [Val::I(row.i(0))];
+            tx.exec(
+                "DELETE FROM staged_documents WHERE publish_id IN \
+                 (SELECT id FROM publishes WHERE library_id = $1)",
+                &id,
+            )?;
+            tx.exec("DELETE FROM publishes WHERE library_id = $1", &id)?;
             tx.exec("DELETE FROM documents WHERE library_id = $1", &id)?;
             tx.exec("DELETE FROM links WHERE library_id = $1", &id)?;
             tx.exec("DELETE FROM invites WHERE library_id = $1", &id)?;
@@ -930,12 +974,7 @@ impl Db {
         if docs.is_empty() {
             return Ok(());
         }
-        if let Some(bad) = docs.iter().find(|d| d.path.trim().is_empty()) {
-            return Err(GatewayError::invalid(format!(
-                "a document has an empty path (hash {:?})",
-                bad.hash
-            )));
-        }
+        check_paths(docs)?;
         let n = docs.len() as i64;
         self.tx(true, |tx| {
             // The UPDATE locks the library's row: concurrent publishers number in turn.
@@ -949,38 +988,16 @@ impl Db {
                 .i(0);
             let first = last - n + 1;
             for (i, doc) in docs.iter().enumerate() {
+                let mut params = vec![Val::I(library_id)];
+                params.extend(doc_values(doc)?);
+                params.push(Val::I(first + i as i64));
                 tx.exec(
-                    "INSERT INTO documents (library_id, path, doc_type, hash, size, modified_at, \
-                     title, body, outline, seq, deleted, vector_model, vectors) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $12) \
-                     ON CONFLICT (library_id, path) DO UPDATE SET doc_type = excluded.doc_type, \
-                     hash = excluded.hash, size = excluded.size, \
-                     modified_at = excluded.modified_at, title = excluded.title, \
-                     body = excluded.body, outline = excluded.outline, seq = excluded.seq, \
-                     deleted = 0, vector_model = excluded.vector_model, \
-                     vectors = excluded.vectors",
-                    &[
-                        Val::I(library_id),
-                        Val::T(doc.path.clone()),
-                        Val::T(doc.doc_type.clone()),
-                        Val::T(doc.hash.clone()),
-                        Val::I(i64::try_from(doc.size).unwrap_or(i64::MAX)),
-                        Val::I(doc.modified_at),
-                        doc.title.clone().map_or(Val::N, Val::T),
-                        Val::T(doc.text.clone()),
-                        Val::T(doc.outline.to_string()),
-                        Val::I(first + i as i64),
-                        doc.vectors
-                            .as_ref()
-                            .map_or(Val::N, |v| Val::T(v.model.clone())),
-                        match &doc.vectors {
-                            Some(v) => Val::T(
-                                serde_json::to_string(v)
-                                    .map_err(|e| GatewayError::Database(e.to_string()))?,
-                            ),
-                            None => Val::N,
-                        },
-                    ],
+                    &format!(
+                        "INSERT INTO documents (library_id, path, doc_type, hash, size, \
+                         modified_at, title, body, outline, vector_model, vectors, seq, deleted) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0) {UPSERT}"
+                    ),
+                    &params,
                 )?;
             }
             recount(tx, library_id)
@@ -995,36 +1012,125 @@ impl Db {
             return Ok(0);
         }
         self.tx(true, |tx| {
-            let mut seq = tx
-                .one(
-                    &format!(
-                        "SELECT content_seq FROM libraries WHERE id = $1{}",
-                        tx.for_update()
-                    ),
-                    &[Val::I(library_id)],
-                )?
-                .ok_or_else(|| GatewayError::not_found(format!("no library #{library_id}")))?
-                .i(0);
-            let mut removed = 0;
-            for path in paths {
-                let changed = tx.exec(
-                    "UPDATE documents SET deleted = 1, seq = $3, body = '', outline = '[]', \
-                     title = NULL, vector_model = NULL, vectors = NULL WHERE library_id = $1 AND path = $2 AND deleted = 0",
-                    &[Val::I(library_id), Val::T(path.clone()), Val::I(seq + 1)],
-                )?;
-                if changed > 0 {
-                    seq += 1;
-                    removed += changed;
-                }
-            }
+            let seq = lock_library(tx, library_id)?;
+            let (seq, removed) = tombstone(tx, library_id, seq, paths)?;
             if removed > 0 {
-                tx.exec(
-                    "UPDATE libraries SET content_seq = $2, updated_at = $3 WHERE id = $1",
-                    &[Val::I(library_id), Val::I(seq), Val::I(now_ms())],
-                )?;
-                recount(tx, library_id)?;
+                moved(tx, library_id, seq)?;
             }
             Ok(removed)
+        })
+    }
+
+    // ----- staged publishes -----
+
+    /// Opens a staged publish of a library and returns its number: the documents it is given
+    /// ([`Db::stage_documents`]) stay out of sight until [`Db::commit_publish`] applies them
+    /// and removes `gone` in one transaction. Any other open publish of the library is
+    /// discarded with its staged documents (a publish cut off, or one a newer one overtakes),
+    /// and so is every publish left open longer than [`PUBLISH_TTL_MS`]. `NotFound` for an
+    /// unknown library.
+    pub fn begin_publish(&self, library_id: i64, gone: &[String]) -> Result<i64> {
+        let gone =
+            serde_json::to_string(gone).map_err(|e| GatewayError::Database(e.to_string()))?;
+        self.tx(true, |tx| {
+            // Locks the library's row: two publishes starting at once open in turn.
+            lock_library(tx, library_id)?;
+            let now = now_ms();
+            let stale = "(SELECT id FROM publishes WHERE library_id = $1 OR created_at < $2)";
+            let params = [Val::I(library_id), Val::I(now - PUBLISH_TTL_MS)];
+            tx.exec(
+                &format!("DELETE FROM staged_documents WHERE publish_id IN {stale}"),
+                &params,
+            )?;
+            tx.exec(
+                "DELETE FROM publishes WHERE library_id = $1 OR created_at < $2",
+                &params,
+            )?;
+            let row = tx
+                .one(
+                    "INSERT INTO publishes (library_id, created_at, gone) VALUES ($1, $2, $3) \
+                     RETURNING id",
+                    &[Val::I(library_id), Val::I(now), Val::T(gone.clone())],
+                )?
+                .ok_or_else(|| GatewayError::Database("insert returned no row".into()))?;
+            Ok(row.i(0))
+        })
+    }
+
+    /// Stages documents for an open publish (a document sent twice keeps its last version);
+    /// nothing of them is visible before [`Db::commit_publish`]. `Conflict` when the publish
+    /// is no longer open (committed, or discarded by a newer publish of the library).
+    pub fn stage_documents(
+        &self,
+        library_id: i64,
+        publish_id: i64,
+        docs: &[PublishedDoc],
+    ) -> Result<()> {
+        check_paths(docs)?;
+        self.tx(true, |tx| {
+            // Locks the publish's row: a newer publish cannot discard it halfway through.
+            lock_publish(tx, library_id, publish_id)?;
+            for doc in docs {
+                let mut params = vec![Val::I(publish_id)];
+                params.extend(doc_values(doc)?);
+                tx.exec(
+                    "INSERT INTO staged_documents (publish_id, path, doc_type, hash, size, \
+                     modified_at, title, body, outline, vector_model, vectors) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                     ON CONFLICT (publish_id, path) DO UPDATE SET doc_type = excluded.doc_type, \
+                     hash = excluded.hash, size = excluded.size, \
+                     modified_at = excluded.modified_at, title = excluded.title, \
+                     body = excluded.body, outline = excluded.outline, \
+                     vector_model = excluded.vector_model, vectors = excluded.vectors",
+                    &params,
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Applies an open publish in one transaction: removes the documents its manifest no
+    /// longer listed and stores its staged documents, each with a new sequence number as
+    /// [`Db::remove_documents`] and [`Db::put_documents`] do; then forgets the publish.
+    /// `Conflict` when it is no longer open, `NotFound` for an unknown library.
+    pub fn commit_publish(&self, library_id: i64, publish_id: i64) -> Result<PublishCommit> {
+        self.tx(true, |tx| {
+            let seq = lock_library(tx, library_id)?;
+            let gone = lock_publish(tx, library_id, publish_id)?;
+            let gone: Vec<String> =
+                serde_json::from_str(&gone).map_err(|e| GatewayError::Database(e.to_string()))?;
+            let (seq, removed) = tombstone(tx, library_id, seq, &gone)?;
+            let staged = tx
+                .one(
+                    "SELECT COUNT(*) FROM staged_documents WHERE publish_id = $1",
+                    &[Val::I(publish_id)],
+                )?
+                .map_or(0, |r| r.i(0).max(0));
+            if staged > 0 {
+                tx.exec(
+                    &format!(
+                        "INSERT INTO documents (library_id, path, doc_type, hash, size, \
+                         modified_at, title, body, outline, vector_model, vectors, seq, deleted) \
+                         SELECT CAST($1 AS BIGINT), path, doc_type, hash, size, modified_at, \
+                         title, body, outline, vector_model, vectors, \
+                         CAST($3 AS BIGINT) + ROW_NUMBER() OVER (ORDER BY path), 0 \
+                         FROM staged_documents WHERE publish_id = $2 {UPSERT}"
+                    ),
+                    &[Val::I(library_id), Val::I(publish_id), Val::I(seq)],
+                )?;
+            }
+            if removed > 0 || staged > 0 {
+                moved(tx, library_id, seq + staged)?;
+            }
+            tx.exec(
+                "DELETE FROM staged_documents WHERE publish_id = $1",
+                &[Val::I(publish_id)],
+            )?;
+            tx.exec("DELETE FROM publishes WHERE id = $1", &[Val::I(publish_id)])?;
+            Ok(PublishCommit {
+                stored: staged as u64,
+                removed,
+            })
         })
     }
 
@@ -1061,7 +1167,7 @@ impl Db {
                         title: row.ot(6),
                         text: row.t(7),
                         outline,
-                        // Written by `put_documents` from checked vectors; unreadable ones
+                        // Written by `put_documents` or a publish's commit from checked vectors; unreadable ones
                         // (never expected) leave the document keyword-only.
                         vectors: row
                             .ot(11)
@@ -1130,6 +1236,126 @@ fn recount(tx: &mut Tx<'_>, library_id: i64) -> Result<()> {
         &[Val::I(library_id)],
     )?;
     Ok(())
+}
+
+/// How long a publish may stay open: one older is discarded when any publish starts.
+pub const PUBLISH_TTL_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// What [`Db::commit_publish`] applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PublishCommit {
+    /// Documents stored (new or changed).
+    pub stored: u64,
+    /// Documents removed (no longer in the manifest).
+    pub removed: u64,
+}
+
+/// The end of an insert into `documents` whose row may exist already: it replaces that row's
+/// content (the document keeps its id) and brings it back when it was a tombstone.
+const UPSERT: &str = "ON CONFLICT (library_id, path) DO UPDATE SET doc_type = excluded.doc_type, \
+     hash = excluded.hash, size = excluded.size, modified_at = excluded.modified_at, \
+     title = excluded.title, body = excluded.body, outline = excluded.outline, \
+     seq = excluded.seq, deleted = 0, vector_model = excluded.vector_model, \
+     vectors = excluded.vectors";
+
+/// `Invalid` when a document has an empty path.
+fn check_paths(docs: &[PublishedDoc]) -> Result<()> {
+    match docs.iter().find(|d| d.path.trim().is_empty()) {
+        Some(bad) => Err(GatewayError::invalid(format!(
+            "a document has an empty path (hash {:?})",
+            bad.hash
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A document's columns as stored: path, doc_type, hash, size, modified_at, title, body,
+/// outline, vector_model, vectors.
+fn doc_values(doc: &PublishedDoc) -> Result<[Val; 10]> {
+    let vectors = match &doc.vectors {
+        Some(v) => {
+            Val::T(serde_json::to_string(v).map_err(|e| GatewayError::Database(e.to_string()))?)
+        }
+        None => Val::N,
+    };
+    Ok([
+        Val::T(doc.path.clone()),
+        Val::T(doc.doc_type.clone()),
+        Val::T(doc.hash.clone()),
+        Val::I(i64::try_from(doc.size).unwrap_or(i64::MAX)),
+        Val::I(doc.modified_at),
+        doc.title.clone().map_or(Val::N, Val::T),
+        Val::T(doc.text.clone()),
+        Val::T(doc.outline.to_string()),
+        doc.vectors
+            .as_ref()
+            .map_or(Val::N, |v| Val::T(v.model.clone())),
+        vectors,
+    ])
+}
+
+/// Locks the library's row until commit (PostgreSQL; SQLite holds the write lock already) and
+/// reads its `content_seq`. `NotFound` for an unknown library.
+fn lock_library(tx: &mut Tx<'_>, library_id: i64) -> Result<i64> {
+    let sql = format!(
+        "SELECT content_seq FROM libraries WHERE id = $1{}",
+        tx.for_update()
+    );
+    Ok(tx
+        .one(&sql, &[Val::I(library_id)])?
+        .ok_or_else(|| GatewayError::not_found(format!("no library #{library_id}")))?
+        .i(0))
+}
+
+/// Locks an open publish's row until commit and reads its `gone` list (JSON). `Conflict` when
+/// the library has no such open publish.
+fn lock_publish(tx: &mut Tx<'_>, library_id: i64, publish_id: i64) -> Result<String> {
+    let sql = format!(
+        "SELECT gone FROM publishes WHERE id = $1 AND library_id = $2{}",
+        tx.for_update()
+    );
+    Ok(tx
+        .one(&sql, &[Val::I(publish_id), Val::I(library_id)])?
+        .ok_or_else(|| {
+            GatewayError::Conflict(format!(
+                "publish #{publish_id} is no longer open: a newer publish of this library started, or it was committed or left open for a day; publish again"
+            ))
+        })?
+        .t(0))
+}
+
+/// Tombstones the live documents at these paths, numbering them on from `seq`: the last
+/// number used and how many were removed.
+fn tombstone(
+    tx: &mut Tx<'_>,
+    library_id: i64,
+    mut seq: i64,
+    paths: &[String],
+) -> Result<(i64, u64)> {
+    let mut removed = 0;
+    for path in paths {
+        let changed = tx.exec(
+            "UPDATE documents SET deleted = 1, seq = $3, body = '', outline = '[]', \
+             title = NULL, vector_model = NULL, vectors = NULL \
+             WHERE library_id = $1 AND path = $2 AND deleted = 0",
+            &[Val::I(library_id), Val::T(path.clone()), Val::I(seq + 1)],
+        )?;
+        if changed > 0 {
+            seq += 1;
+            removed += changed;
+        }
+    }
+    Ok((seq, removed))
+}
+
+/// Records that the library's documents changed up to `seq`: its `content_seq` (which every
+/// process's index catches up to), `updated_at` and document count.
+fn moved(tx: &mut Tx<'_>, library_id: i64, seq: i64) -> Result<()> {
+    tx.exec(
+        "UPDATE libraries SET content_seq = $2, updated_at = $3 WHERE id = $1",
+        &[Val::I(library_id), Val::I(seq), Val::I(now_ms())],
+    )?;
+    recount(tx, library_id)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! (`tokio::task::spawn_blocking`), never from inside an async task.
 
 use std::sync::Mutex;
+use std::time::Duration;
 
 use ::postgres::types::{ToSql, Type};
 use ::postgres::{Client, NoTls};
@@ -16,7 +17,8 @@ const MAX_IDLE: usize = 8;
 /// An arbitrary, fixed key of the advisory lock that serialises schema creation.
 const SCHEMA_LOCK: i64 = 0x6c69_6e6b_6c79_0016;
 
-/// The schema, idempotent (run under [`SCHEMA_LOCK`]).
+/// The schema, idempotent (run under [`SCHEMA_LOCK`]): a database made before a table or column
+/// was added gains it at the next start, its data kept.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS users (
     id BIGSERIAL PRIMARY KEY,
@@ -76,20 +78,49 @@ CREATE TABLE IF NOT EXISTS documents (
 CREATE INDEX IF NOT EXISTS documents_seq ON documents (library_id, seq);
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS vector_model TEXT;
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS vectors TEXT;
+CREATE TABLE IF NOT EXISTS publishes (
+    id BIGSERIAL PRIMARY KEY,
+    library_id BIGINT NOT NULL,
+    created_at BIGINT NOT NULL,
+    gone TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS publishes_library ON publishes (library_id);
+CREATE TABLE IF NOT EXISTS staged_documents (
+    publish_id BIGINT NOT NULL,
+    path TEXT NOT NULL,
+    doc_type TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    modified_at BIGINT NOT NULL,
+    title TEXT,
+    body TEXT NOT NULL,
+    outline TEXT NOT NULL,
+    vector_model TEXT,
+    vectors TEXT,
+    PRIMARY KEY (publish_id, path)
+);
 ";
 
 /// A few connections to one database.
 pub(super) struct Pool {
     url: String,
+    /// Where the server is (`host:port`), for errors: the URL without its credentials.
+    host: String,
     idle: Mutex<Vec<Client>>,
 }
+
+/// How long the check of a failed connection waits for the server's answer.
+const VALID_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Pool {
     /// Connects once and creates the schema when missing; safe when several processes start
     /// at once (the creation holds a transaction-scoped advisory lock).
     pub(super) fn open(url: &str) -> Result<Pool> {
+        let host = url.split_once("://").map_or(url, |(_, rest)| rest);
+        let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
         let pool = Pool {
             url: url.to_string(),
+            host: host.split(['/', '?']).next().unwrap_or(host).to_string(),
             idle: Mutex::new(Vec::new()),
         };
         let mut client = pool.take()?;
@@ -108,9 +139,36 @@ impl Pool {
         let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         match idle {
             Some(client) if !client.is_closed() => Ok(client),
-            _ => Client::connect(&self.url, NoTls)
-                .map_err(|e| GatewayError::Database(format!("cannot connect to PostgreSQL: {e}"))),
+            _ => self.connect(),
         }
+    }
+
+    /// A new connection; when the server cannot be reached, an error that says so.
+    pub(super) fn connect(&self) -> Result<Client> {
+        Client::connect(&self.url, NoTls).map_err(|e| self.unreachable(&e))
+    }
+
+    /// The error of a server that cannot be reached (down, restarting, refusing connections).
+    pub(super) fn unreachable(&self, e: &dyn std::fmt::Display) -> GatewayError {
+        GatewayError::Database(format!(
+            "PostgreSQL at {} cannot be reached ({e}); the gateway reconnects by itself, try again shortly",
+            self.host
+        ))
+    }
+
+    /// Whether `client` failed with `e` because its connection is gone (the server restarted
+    /// or ended it), rather than for what it asked. Only a database error is checked, with
+    /// one round trip when the driver has not yet seen the connection close.
+    pub(super) fn lost(&self, client: &mut Client, e: &GatewayError) -> bool {
+        if !matches!(e, GatewayError::Database(_)) {
+            return false;
+        }
+        client.is_closed() || client.is_valid(VALID_TIMEOUT).is_err()
+    }
+
+    /// Drops every idle connection (after one was found lost: a restarted server lost them all).
+    pub(super) fn forget_idle(&self) {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     /// Returns a connection for reuse (dropped when closed or the pool is full).

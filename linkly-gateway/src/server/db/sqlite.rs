@@ -10,7 +10,8 @@ use rusqlite::{Connection, TransactionBehavior};
 use super::{Row, Val};
 use crate::Result;
 
-/// The schema, idempotent.
+/// The schema, idempotent: a database made before a table was added gains it at the next open
+/// (`publishes` and `staged_documents` came with the all-or-nothing publish), its data kept.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS users (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -68,6 +69,27 @@ CREATE TABLE IF NOT EXISTS documents (
     UNIQUE (library_id, path)
 );
 CREATE INDEX IF NOT EXISTS documents_seq ON documents (library_id, seq);
+CREATE TABLE IF NOT EXISTS publishes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    library_id INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    gone TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS publishes_library ON publishes (library_id);
+CREATE TABLE IF NOT EXISTS staged_documents (
+    publish_id INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    doc_type TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    modified_at INTEGER NOT NULL,
+    title TEXT,
+    body TEXT NOT NULL,
+    outline TEXT NOT NULL,
+    vector_model TEXT,
+    vectors TEXT,
+    PRIMARY KEY (publish_id, path)
+);
 ";
 
 /// Opens (creating when missing) a database file and its schema.

@@ -1,0 +1,530 @@
+//! Bad input and faults: a publish cut off halfway leaves the library as it was (SQLite, and
+//! PostgreSQL when `LINKLY_TEST_POSTGRES` holds a URL), a database made before the staged
+//! publish keeps its documents, and a PostgreSQL whose connections die (a restart) or that is
+//! down for a while is survived: the gateway says the database cannot be reached, then
+//! recovers by itself.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use linkly_gateway::model::{LibraryKey, Plan};
+use linkly_gateway::server::db::{Db, DbSpec};
+use linkly_gateway::{BoundGateway, GatewayOptions};
+use linkly_mcp::RemoteClient;
+use serde_json::{Value, json};
+
+/// A fresh, empty database: a SQLite file in a temporary directory, or a new PostgreSQL
+/// database dropped afterwards.
+struct Fresh {
+    spec: DbSpec,
+    dir: tempfile::TempDir,
+    pg: Option<(String, String)>,
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        if let Some((admin_url, name)) = &self.pg
+            && let Ok(mut c) = postgres::Client::connect(admin_url, postgres::NoTls)
+        {
+            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        }
+    }
+}
+
+fn sqlite() -> Fresh {
+    let dir = tempfile::tempdir().unwrap();
+    Fresh {
+        spec: DbSpec::Sqlite(dir.path().join("gateway.sqlite")),
+        dir,
+        pg: None,
+    }
+}
+
+/// A new PostgreSQL database (`None`, saying so, without `LINKLY_TEST_POSTGRES`); `via`
+/// replaces the server's `host:port` in the gateway's URL (a proxy in front of it).
+#[allow(clippy::print_stderr)]
+fn postgres(via: Option<&str>) -> Option<Fresh> {
+    let Ok(url) = std::env::var("LINKLY_TEST_POSTGRES") else {
+        eprintln!("note: LINKLY_TEST_POSTGRES is unset: PostgreSQL not tested");
+        return None;
+    };
+    let name = format!("linkly_test_{}", uuid::Uuid::new_v4().simple());
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("LINKLY_TEST_POSTGRES");
+    c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+    let (scheme, rest) = url.split_once("://").expect("a postgres:// URL");
+    let (host, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let (user, host) = match host.rsplit_once('@') {
+        Some((user, host)) => (format!("{user}@"), host),
+        None => (String::new(), host),
+    };
+    let query = tail.find('?').map_or("", |i| &tail[i..]);
+    let host = via.unwrap_or(host);
+    Some(Fresh {
+        spec: DbSpec::Postgres(format!("{scheme}://{user}{host}/{name}{query}")),
+        dir: tempfile::tempdir().unwrap(),
+        pg: Some((url, name)),
+    })
+}
+
+/// A gateway served on its own runtime until dropped.
+struct Gateway {
+    rt: tokio::runtime::Runtime,
+    base: String,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+fn start(db: &Db, dir: &std::path::Path) -> Gateway {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut opts = GatewayOptions::new(db.clone(), dir.to_path_buf());
+    opts.bind = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    opts.port = 0;
+    let bound: BoundGateway = rt.block_on(linkly_gateway::bind(opts)).expect("bind");
+    let base = bound.base_url();
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    rt.spawn(async move {
+        let _ = bound
+            .serve(async move {
+                let _ = rx.await;
+            })
+            .await;
+    });
+    Gateway {
+        rt,
+        base,
+        _stop: stop,
+    }
+}
+
+/// A blocking HTTP call: (status, JSON body).
+fn http(method: &str, url: &str, token: Option<&str>, body: Option<Value>) -> (u16, Value) {
+    let mut req = ureq::request(method, url).set("Content-Type", "application/json");
+    if let Some(t) = token {
+        req = req.set("Authorization", &format!("Bearer {t}"));
+    }
+    let res = match body {
+        Some(b) => req.send_string(&b.to_string()),
+        None => req.call(),
+    };
+    let resp = match res {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{method} {url}: {e}"),
+    };
+    let status = resp.status();
+    let text = resp.into_string().unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+fn doc(path: &str, text: &str) -> Value {
+    json!({
+        "path": path, "doc_type": "md", "hash": format!("h-{text}"), "size": text.len(),
+        "modified_at": 1_700_000_000_000i64, "title": null, "text": text, "outline": [],
+    })
+}
+
+/// Opens a staged publish of `docs`: its number and the paths needed.
+fn open_publish(base: &str, token: &str, slug: &str, docs: &[Value]) -> (i64, Vec<String>) {
+    let manifest: Vec<Value> = docs
+        .iter()
+        .map(|d| json!({"path": d["path"], "hash": d["hash"]}))
+        .collect();
+    let (s, body) = http(
+        "POST",
+        &format!("{base}/api/v1/libraries/{slug}/publish"),
+        Some(token),
+        Some(json!({ "documents": manifest })),
+    );
+    assert_eq!(s, 200, "{body}");
+    let needed = body["needed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    (body["publish"].as_i64().unwrap(), needed)
+}
+
+fn stage(base: &str, token: &str, slug: &str, publish: i64, docs: &[&Value]) -> (u16, Value) {
+    http(
+        "POST",
+        &format!("{base}/api/v1/libraries/{slug}/publish/{publish}/documents"),
+        Some(token),
+        Some(json!({ "documents": docs })),
+    )
+}
+
+fn commit(base: &str, token: &str, slug: &str, publish: i64) -> (u16, Value) {
+    http(
+        "POST",
+        &format!("{base}/api/v1/libraries/{slug}/publish/{publish}/commit"),
+        Some(token),
+        None,
+    )
+}
+
+/// A whole publish, one batch per needed document: what the commit answered.
+fn publish_all(base: &str, token: &str, slug: &str, docs: &[Value]) -> Value {
+    let (id, needed) = open_publish(base, token, slug, docs);
+    for d in docs
+        .iter()
+        .filter(|d| needed.iter().any(|p| d["path"] == **p))
+    {
+        let (s, body) = stage(base, token, slug, id, &[d]);
+        assert_eq!(s, 200, "{body}");
+    }
+    let (s, body) = commit(base, token, slug, id);
+    assert_eq!(s, 200, "{body}");
+    body
+}
+
+/// One tool call's text; a failed call is an error.
+fn call(gw: &Gateway, c: &RemoteClient, tool: &str, args: Value) -> Result<String, String> {
+    match gw.rt.block_on(c.call(tool, args)) {
+        Ok(out) if !out.is_error => Ok(out.text),
+        Ok(out) => Err(out.text),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The library's documents as search and list show them: the paths `list` names, and whether
+/// each of `words` is found.
+fn seen(gw: &Gateway, c: &RemoteClient, words: &[&str]) -> (Vec<String>, Vec<bool>) {
+    let text = call(
+        gw,
+        c,
+        "list",
+        json!({"scope": "library", "library": "cloud://alice/guide", "output_format": "json"}),
+    )
+    .unwrap();
+    let mut paths: Vec<String> = ["a.md", "b.md", "c.md", "d.md"]
+        .into_iter()
+        .filter(|p| text.contains(p))
+        .map(str::to_string)
+        .collect();
+    paths.sort();
+    let found = words
+        .iter()
+        .map(|w| {
+            let text = call(
+                gw,
+                c,
+                "search",
+                json!({"query": w, "library": "cloud://alice/guide", "output_format": "json"}),
+            )
+            .unwrap();
+            let v: Value = serde_json::from_str(&text).unwrap();
+            !v["results"].as_array().unwrap().is_empty()
+        })
+        .collect();
+    (paths, found)
+}
+
+fn a_cut_off_publish_changes_nothing(fresh: &Fresh) {
+    let db = Db::open(&fresh.spec).unwrap();
+    let (_, alice) = db.add_user("alice", Plan::Pro).unwrap();
+    let gw = start(&db, fresh.dir.path());
+    let base = gw.base.clone();
+    let (s, body) = http(
+        "PUT",
+        &format!("{base}/api/v1/libraries/guide"),
+        Some(&alice),
+        Some(json!({"title": "guide", "description": "", "category": "", "visibility": "public"})),
+    );
+    assert_eq!(s, 200, "{body}");
+    let old = [
+        doc("r/a.md", "alpha apples"),
+        doc("r/b.md", "bravo bananas"),
+        doc("r/c.md", "charlie cherries"),
+    ];
+    let done = publish_all(&base, &alice, "guide", &old);
+    assert_eq!(
+        (done["stored"].as_u64(), done["removed"].as_u64()),
+        (Some(3), Some(0))
+    );
+    let c = gw
+        .rt
+        .block_on(RemoteClient::connect(&format!("{base}/mcp"), Some(&alice)))
+        .expect("connect");
+    call(
+        &gw,
+        &c,
+        "library_link",
+        json!({"library": "cloud://alice/guide"}),
+    )
+    .unwrap();
+    let words = ["apples", "bananas", "avocados", "dates"];
+    let before = seen(&gw, &c, &words);
+    assert_eq!(before.1, [true, true, false, false], "{before:?}");
+    assert_eq!(before.0, ["a.md", "b.md", "c.md"]);
+    let key = LibraryKey {
+        owner: "alice".into(),
+        slug: "guide".into(),
+    };
+    let lib = db.library(&key).unwrap().unwrap();
+    let manifest = db.manifest(lib.id).unwrap();
+
+    // The next version: a.md changed, b.md gone, d.md new; cut off after one batch.
+    let new = [
+        doc("r/a.md", "alpha avocados"),
+        doc("r/c.md", "charlie cherries"),
+        doc("r/d.md", "delta dates"),
+    ];
+    let (cut, needed) = open_publish(&base, &alice, "guide", &new);
+    assert_eq!(needed, ["r/a.md", "r/d.md"]);
+    let (s, body) = stage(&base, &alice, "guide", cut, &[&new[0]]);
+    assert_eq!((s, &body["staged"]), (200, &json!(1)), "{body}");
+    let during = db.library(&key).unwrap().unwrap();
+    assert_eq!(db.manifest(lib.id).unwrap(), manifest, "nothing moved");
+    assert_eq!((during.content_seq, during.doc_count), (lib.content_seq, 3));
+    assert_eq!(seen(&gw, &c, &words), before);
+
+    // A newer publish discards the cut-off one: its batches and commit are refused (409).
+    let (id, needed) = open_publish(&base, &alice, "guide", &new);
+    assert!(id != cut && needed.len() == 2, "{needed:?}");
+    let (s, body) = stage(&base, &alice, "guide", cut, &[&new[2]]);
+    assert_eq!(s, 409, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("no longer open"),
+        "{body}"
+    );
+    let (s, body) = commit(&base, &alice, "guide", cut);
+    assert_eq!(s, 409, "{body}");
+    assert_eq!(seen(&gw, &c, &words), before);
+
+    // The whole publish lands at its commit, at once.
+    for d in [&new[0], &new[2]] {
+        let (s, body) = stage(&base, &alice, "guide", id, &[d]);
+        assert_eq!(s, 200, "{body}");
+    }
+    assert_eq!(seen(&gw, &c, &words), before, "staged, not yet committed");
+    let (s, done) = commit(&base, &alice, "guide", id);
+    assert_eq!(s, 200, "{done}");
+    assert_eq!(
+        (done["stored"].as_u64(), done["removed"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let after = seen(&gw, &c, &words);
+    assert_eq!(after.1, [false, false, true, true], "{after:?}");
+    assert_eq!(after.0, ["a.md", "c.md", "d.md"]);
+    let lib2 = db.library(&key).unwrap().unwrap();
+    assert_eq!((lib2.content_seq, lib2.doc_count), (lib.content_seq + 3, 3));
+    // A commit is used once.
+    assert_eq!(commit(&base, &alice, "guide", id).0, 409);
+    // Someone else's publish number is not theirs to use.
+    let (_, bob) = db.add_user("bob", Plan::Free).unwrap();
+    assert_eq!(commit(&base, &bob, "guide", id).0, 404);
+}
+
+#[test]
+fn a_publish_cut_off_halfway_leaves_the_library_as_it_was_on_sqlite() {
+    a_cut_off_publish_changes_nothing(&sqlite());
+}
+
+#[test]
+fn a_publish_cut_off_halfway_leaves_the_library_as_it_was_on_postgres() {
+    if let Some(fresh) = postgres(None) {
+        a_cut_off_publish_changes_nothing(&fresh);
+    }
+}
+
+#[test]
+fn a_database_from_before_the_staged_publish_keeps_its_documents() {
+    let fresh = sqlite();
+    let DbSpec::Sqlite(path) = &fresh.spec else {
+        unreachable!()
+    };
+    let key = LibraryKey {
+        owner: "alice".into(),
+        slug: "guide".into(),
+    };
+    {
+        let db = Db::open(&fresh.spec).unwrap();
+        let (alice, _) = db.add_user("alice", Plan::Pro).unwrap();
+        let lib = db
+            .upsert_library(&alice, "guide", &Default::default())
+            .unwrap();
+        let d: linkly_gateway::model::PublishedDoc =
+            serde_json::from_value(doc("r/a.md", "alpha")).unwrap();
+        db.put_documents(lib.id, &[d]).unwrap();
+    }
+    // The schema as it was before: no staging tables.
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch("DROP TABLE publishes; DROP TABLE staged_documents;")
+        .unwrap();
+    drop(conn);
+    let db = Db::open(&fresh.spec).unwrap();
+    let lib = db.library(&key).unwrap().unwrap();
+    assert_eq!(db.manifest(lib.id).unwrap().len(), 1);
+    let publish = db.begin_publish(lib.id, &["r/a.md".into()]).unwrap();
+    let done = db.commit_publish(lib.id, publish).unwrap();
+    assert_eq!((done.stored, done.removed), (0, 1));
+    assert!(db.manifest(lib.id).unwrap().is_empty());
+}
+
+#[test]
+fn an_unreachable_postgres_says_so() {
+    // Port 1 on loopback: nothing listens there.
+    let e = Db::open(&DbSpec::Postgres(
+        "postgres://nobody:secret@127.0.0.1:1/none".into(),
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("PostgreSQL at 127.0.0.1:1 cannot be reached"),
+        "{e}"
+    );
+    assert!(!e.contains("secret"), "{e}");
+}
+
+/// A TCP relay in front of PostgreSQL that can drop every connection and refuse new ones (the
+/// server going down), then let them through again (back up).
+struct Relay {
+    addr: String,
+    up: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Relay {
+    fn start(target: String) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let up = Arc::new(AtomicBool::new(true));
+        let open = Arc::new(Mutex::new(Vec::<TcpStream>::new()));
+        let (u, o) = (up.clone(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if !u.load(Ordering::SeqCst) {
+                    continue; // Dropped at once: the connection ends before the handshake.
+                }
+                let Ok(server) = TcpStream::connect(&target) else {
+                    continue;
+                };
+                let mut conns = o.lock().unwrap();
+                conns.push(client.try_clone().unwrap());
+                conns.push(server.try_clone().unwrap());
+                drop(conns);
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 16 << 10];
+                        while let Ok(n) = from.read(&mut buf) {
+                            if n == 0 || to.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = to.shutdown(Shutdown::Both);
+                        let _ = from.shutdown(Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Relay { addr, up, open }
+    }
+
+    /// Drops every connection; new ones are refused until [`Relay::resume`].
+    fn stop(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        for c in self.open.lock().unwrap().drain(..) {
+            let _ = c.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn resume(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn searches_survive_a_postgres_restart() {
+    let Ok(url) = std::env::var("LINKLY_TEST_POSTGRES") else {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("note: LINKLY_TEST_POSTGRES is unset: the PostgreSQL restart is not tested");
+        }
+        return;
+    };
+    let target = url.split_once("://").unwrap().1;
+    let target = target.rsplit_once('@').map_or(target, |(_, h)| h);
+    let target = target.split(['/', '?']).next().unwrap().to_string();
+    let relay = Relay::start(target);
+    let fresh = postgres(Some(&relay.addr)).unwrap();
+    let db = Db::open(&fresh.spec).unwrap();
+    let (_, alice) = db.add_user("alice", Plan::Pro).unwrap();
+    let gw = start(&db, fresh.dir.path());
+    let base = gw.base.clone();
+    let (s, body) = http(
+        "PUT",
+        &format!("{base}/api/v1/libraries/guide"),
+        Some(&alice),
+        Some(json!({"title": "guide", "description": "", "category": ""})),
+    );
+    assert_eq!(s, 200, "{body}");
+    publish_all(
+        &base,
+        &alice,
+        "guide",
+        &[
+            doc("r/a.md", "alpha apples"),
+            doc("r/b.md", "bravo bananas"),
+        ],
+    );
+    let c = gw
+        .rt
+        .block_on(RemoteClient::connect(&format!("{base}/mcp"), Some(&alice)))
+        .expect("connect");
+    call(
+        &gw,
+        &c,
+        "library_link",
+        json!({"library": "cloud://alice/guide"}),
+    )
+    .unwrap();
+    let words = ["apples", "bananas"];
+    let expected = (
+        vec!["a.md".to_string(), "b.md".to_string()],
+        vec![true, true],
+    );
+    assert_eq!(seen(&gw, &c, &words), expected);
+
+    // Every backend of the gateway's database terminated, as a restart does: the next calls
+    // answer as before (the pool drops the dead connections and runs the reads again).
+    let (admin_url, name) = fresh.pg.clone().unwrap();
+    let mut admin = postgres::Client::connect(&admin_url, postgres::NoTls).unwrap();
+    for _ in 0..3 {
+        let killed = admin
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 \
+                 AND pid <> pg_backend_pid()",
+                &[&name],
+            )
+            .unwrap()
+            .len();
+        assert!(killed > 0, "the gateway holds connections");
+        assert_eq!(seen(&gw, &c, &words), expected);
+    }
+
+    // Down: the error says the database cannot be reached, then it recovers by itself.
+    relay.stop();
+    let (s, body) = http("GET", &format!("{base}/health"), None, None);
+    assert_eq!(s, 503, "{body}");
+    let e = body["error"].as_str().unwrap();
+    assert!(e.contains("cannot be reached"), "{e}");
+    let e = call(&gw, &c, "list_libraries", json!({})).unwrap_err();
+    assert!(e.contains("cannot be reached"), "{e}");
+    relay.resume();
+    assert_eq!(seen(&gw, &c, &words), expected);
+    let (s, body) = http("GET", &format!("{base}/health"), None, None);
+    assert_eq!((s, &body["libraries"]), (200, &json!(1)), "{body}");
+}
