@@ -288,41 +288,77 @@ impl Readers {
     }
 }
 
+/// How long opening a store retries a lock another opener holds.
+const OPEN_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// One attempt at opening the store: the connection (WAL, the writer's settings, the schema, the
+/// filter functions) and whether its format version differs from ours.
+fn setup(path: &Path) -> rusqlite::Result<(Connection, bool)> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // The writer's pages: the B-trees a sync inserts into (records, the catalog's indexes)
+    // stay in memory instead of being spilled and read back (the default is 2 MB);
+    // statement journals in memory; checkpoints every 32 MB of WAL instead of every 4.
+    conn.pragma_update(None, "cache_size", -WRITER_CACHE_KB)?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    conn.pragma_update(None, "wal_autocheckpoint", AUTO_CHECKPOINT_PAGES)?;
+    conn.execute_batch(SCHEMA)?;
+    crate::filter::register_functions(&conn)?;
+    let version: Option<String> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'format_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let mismatch = match version {
+        Some(v) => v != INDEX_FORMAT_VERSION,
+        None => {
+            // Another opener of a new store may have written it meanwhile.
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('format_version', ?1)",
+                [INDEX_FORMAT_VERSION],
+            )?;
+            false
+        }
+    };
+    Ok((conn, mismatch))
+}
+
+/// Whether an error is another connection's lock (worth waiting out), not a fault.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 const RECORD_COLUMNS: &str = "id, path, doc_type, size, modified_at, title, word_count, char_count, \
      total_lines, outline, keywords, abstract, skip_reason, encoding, indexed_at";
 
 impl Store {
     /// Opens (creating if needed) the store at `path`. Returns the store, whether its format
     /// version differed from ours (then the caller rebuilds) and whether it was just created.
+    ///
+    /// Several processes may open a new store at the same moment (`linkly serve` and `linkly
+    /// status` on a new data directory). Switching it to WAL and creating the schema take the
+    /// write lock, and SQLite answers `SQLITE_BUSY` at once, without the busy timeout, in some
+    /// of those races (a lock upgrade, a WAL another opener is setting up), so the setup is
+    /// tried again, with a growing pause, for up to [`OPEN_RETRY`].
     pub(crate) fn open(path: &Path) -> Result<(Store, bool, bool)> {
         let fresh = !path.exists();
-        let conn = Connection::open(path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        // The writer's pages: the B-trees a sync inserts into (records, the catalog's indexes)
-        // stay in memory instead of being spilled and read back (the default is 2 MB);
-        // statement journals in memory; checkpoints every 32 MB of WAL instead of every 4.
-        conn.pragma_update(None, "cache_size", -WRITER_CACHE_KB)?;
-        conn.pragma_update(None, "temp_store", "MEMORY")?;
-        conn.pragma_update(None, "wal_autocheckpoint", AUTO_CHECKPOINT_PAGES)?;
-        conn.execute_batch(SCHEMA)?;
-        crate::filter::register_functions(&conn)?;
-        let version: Option<String> = conn
-            .query_row(
-                "SELECT value FROM meta WHERE key = 'format_version'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let mismatch = match version {
-            Some(v) => v != INDEX_FORMAT_VERSION,
-            None => {
-                conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('format_version', ?1)",
-                    [INDEX_FORMAT_VERSION],
-                )?;
-                false
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(2);
+        let (conn, mismatch) = loop {
+            match setup(path) {
+                Err(e) if is_busy(&e) && started.elapsed() < OPEN_RETRY => {
+                    tracing::debug!(path = %path.display(), error = %e, "store busy while opening; retrying");
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(100));
+                }
+                done => break done?,
             }
         };
         Ok((
@@ -909,6 +945,34 @@ mod tests {
             store.upsert_batch(&[&new_doc("/d/e.md", "e")], 4).unwrap(),
             [11]
         );
+    }
+
+    #[test]
+    fn many_openers_of_a_new_store_all_succeed() {
+        // `linkly serve` and `linkly status` opening a new data directory at the same moment:
+        // the switch to WAL and the schema may meet another opener's lock.
+        for round in 0..12 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("store.sqlite");
+            let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let openers: Vec<_> = (0..8)
+                .map(|_| {
+                    let (path, start) = (path.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        Store::open(&path).map(|(_, mismatch, _)| mismatch)
+                    })
+                })
+                .collect();
+            for o in openers {
+                let opened = o.join().unwrap();
+                assert!(
+                    matches!(opened, Ok(false)),
+                    "round {round}: {:?}",
+                    opened.err()
+                );
+            }
+        }
     }
 
     #[test]
