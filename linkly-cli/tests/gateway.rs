@@ -978,3 +978,162 @@ fn a_library_published_with_vectors_is_searched_by_meaning_on_the_gateway() {
         "{found}"
     );
 }
+
+/// A TCP relay to `port` that cuts the connection carrying a publish's commit (the client's
+/// request line names `/commit`): a `linkly publish` cut off after its last batch.
+fn relay_without_commits(port: u16) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let relay = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { continue };
+            let Ok(mut server) = TcpStream::connect(("127.0.0.1", port)) else {
+                continue;
+            };
+            let (mut back_from, mut back_to) =
+                (server.try_clone().unwrap(), client.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut back_from, &mut back_to);
+                let _ = back_to.shutdown(Shutdown::Both);
+            });
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 << 10];
+                while let Ok(n) = client.read(&mut buf) {
+                    let chunk = &buf[..n];
+                    if n == 0 || chunk.windows(8).any(|w| w == b"/commit ") {
+                        break;
+                    }
+                    if server.write_all(chunk).is_err() {
+                        break;
+                    }
+                }
+                let _ = client.shutdown(Shutdown::Both);
+                let _ = server.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    relay
+}
+
+/// Whether a search of `library` for `word` finds something, as its owner sees it over MCP.
+fn finds(gateway: &Gateway, token: &str, library: &str, word: &str) -> bool {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let c = linkly_mcp::RemoteClient::connect(&gateway.mcp(), Some(token))
+            .await
+            .unwrap();
+        let linked = c
+            .call("library_link", json!({ "library": library }))
+            .await
+            .unwrap();
+        assert!(!linked.is_error, "{}", linked.text);
+        let out = c
+            .call(
+                "search",
+                json!({"query": word, "library": library, "output_format": "json"}),
+            )
+            .await
+            .unwrap();
+        assert!(!out.is_error, "{}", out.text);
+        c.close().await;
+        let v: Value = serde_json::from_str(&out.text).unwrap();
+        !v["results"].as_array().unwrap().is_empty()
+    })
+}
+
+#[test]
+#[allow(clippy::print_stderr)] // the note that says PostgreSQL was skipped
+fn a_publish_cut_off_before_its_commit_leaves_the_library_as_it_was() {
+    let postgres = std::env::var("LINKLY_TEST_POSTGRES").ok();
+    if postgres.is_none() {
+        eprintln!("note: LINKLY_TEST_POSTGRES is not set: the cut-off publish runs on SQLite only");
+    }
+    let databases = std::iter::once(None).chain(postgres.as_deref().map(Some));
+    for database in databases {
+        let tmp = tempfile::tempdir().unwrap();
+        let gw_home = tmp.path().join("gateway-home");
+        let gateway = Gateway::start(&gw_home, database);
+        // A name of its own, so that runs against one PostgreSQL database do not meet.
+        let owner = format!("cut{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+        let token = add_user(&gw_home, &owner, database);
+        let home = tmp.path().join("home");
+        let docs = tmp.path().join("docs");
+        local_libraries(
+            &home,
+            &docs,
+            &[(
+                "orchard",
+                &[
+                    ("a.md", "# A\n\nThe apples ripen.\n"),
+                    ("b.md", "# B\n\nThe bananas ripen.\n"),
+                ],
+            )],
+        );
+        let library = format!("cloud://{owner}/orchard");
+        let v = publish(&home, "orchard", &gateway, &token, "public");
+        assert_eq!(
+            (v["library"].as_str(), v["sent"].as_u64()),
+            (Some(library.as_str()), Some(2)),
+            "{v}"
+        );
+
+        // The next version: a.md changed, b.md gone, d.md new; its commit never arrives.
+        let dir = docs.join("orchard");
+        write_files(
+            &dir,
+            &[
+                ("a.md", "# A\n\nThe avocados ripen.\n"),
+                ("d.md", "# D\n\nThe dates ripen.\n"),
+            ],
+        );
+        fs_err::remove_file(dir.join("b.md")).unwrap();
+        let out = linkly(&home, &["index", dir.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let relay = relay_without_commits(gateway.port);
+        let out = linkly(
+            &home,
+            &[
+                "publish",
+                "orchard",
+                "--gateway",
+                &format!("http://127.0.0.1:{relay}"),
+                "--token",
+                &token,
+            ],
+        );
+        assert!(!out.status.success(), "the publish was cut off");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains("cannot reach the gateway"), "{said}");
+        let seen: Vec<bool> = ["apples", "bananas", "avocados", "dates"]
+            .iter()
+            .map(|w| finds(&gateway, &token, &library, w))
+            .collect();
+        assert_eq!(seen, [true, true, false, false], "the library is as it was");
+
+        // The next full publish commits the new version whole.
+        let v = publish(&home, "orchard", &gateway, &token, "public");
+        assert_eq!(
+            (v["sent"].as_u64(), v["removed"].as_u64()),
+            (Some(2), Some(1)),
+            "{v}"
+        );
+        let seen: Vec<bool> = ["apples", "bananas", "avocados", "dates"]
+            .iter()
+            .map(|w| finds(&gateway, &token, &library, w))
+            .collect();
+        assert_eq!(
+            seen,
+            [false, false, true, true],
+            "the library is the new one"
+        );
+    }
+}
