@@ -305,7 +305,7 @@ async fn health(State(shared): State<Arc<Shared>>) -> Response {
         Ok(Ok(n)) => n,
         Ok(Err(e)) => {
             tracing::error!(error = %e, "health: the database failed");
-            return error(StatusCode::SERVICE_UNAVAILABLE, format!("database: {e}"));
+            return error(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
         }
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };

@@ -143,7 +143,7 @@ impl Tx<'_> {
     fn commit(self) -> Result<()> {
         match self {
             Tx::Lite(tx) => Ok(tx.commit()?),
-            Tx::Pg(tx) => Ok(tx.commit()?),
+            Tx::Pg(tx) => tx.commit().map_err(postgres::failed),
         }
     }
 }
@@ -321,7 +321,7 @@ impl Db {
                     let mut client = if fresh { pool.connect()? } else { pool.take()? };
                     let mut committing = false;
                     let out = (|| {
-                        let mut tx = Tx::Pg(client.transaction()?);
+                        let mut tx = Tx::Pg(client.transaction().map_err(postgres::failed)?);
                         let out = f(&mut tx)?;
                         committing = true;
                         tx.commit()?;
@@ -342,7 +342,11 @@ impl Db {
                         )));
                     }
                     if fresh {
-                        return Err(pool.unreachable(&e));
+                        let why = match &e {
+                            GatewayError::Database(m) => m.clone(),
+                            other => other.to_string(),
+                        };
+                        return Err(pool.unreachable(&why));
                     }
                     tracing::warn!(error = %e, "the connection to PostgreSQL was lost; running the transaction again on a new one");
                     fresh = true;

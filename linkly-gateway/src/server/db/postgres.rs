@@ -125,10 +125,11 @@ impl Pool {
         };
         let mut client = pool.take()?;
         {
-            let mut tx = client.transaction()?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
-            tx.batch_execute(SCHEMA)?;
-            tx.commit()?;
+            let mut tx = client.transaction().map_err(failed)?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+                .map_err(failed)?;
+            tx.batch_execute(SCHEMA).map_err(failed)?;
+            tx.commit().map_err(failed)?;
         }
         pool.give(client);
         Ok(pool)
@@ -145,13 +146,13 @@ impl Pool {
 
     /// A new connection; when the server cannot be reached, an error that says so.
     pub(super) fn connect(&self) -> Result<Client> {
-        Client::connect(&self.url, NoTls).map_err(|e| self.unreachable(&e))
+        Client::connect(&self.url, NoTls).map_err(|e| self.unreachable(&describe(&e)))
     }
 
     /// The error of a server that cannot be reached (down, restarting, refusing connections).
-    pub(super) fn unreachable(&self, e: &dyn std::fmt::Display) -> GatewayError {
+    pub(super) fn unreachable(&self, why: &str) -> GatewayError {
         GatewayError::Database(format!(
-            "PostgreSQL at {} cannot be reached ({e}); the gateway reconnects by itself, try again shortly",
+            "PostgreSQL at {} cannot be reached ({why}); the gateway reconnects by itself, try again shortly",
             self.host
         ))
     }
@@ -183,6 +184,23 @@ impl Pool {
     }
 }
 
+/// A driver error with its causes (the driver's own text is only its kind: "db error"), such
+/// as "db error: FATAL: terminating connection due to administrator command".
+fn describe(e: &::postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
+}
+
+/// A driver error as the gateway's, with its causes.
+pub(super) fn failed(e: ::postgres::Error) -> GatewayError {
+    GatewayError::Database(describe(&e))
+}
+
 /// The parameters as the driver takes them.
 fn bind(params: &[Val]) -> Vec<&(dyn ToSql + Sync)> {
     const NULL: &Option<String> = &None;
@@ -202,7 +220,7 @@ pub(super) fn query(
     sql: &str,
     params: &[Val],
 ) -> Result<Vec<Row>> {
-    let rows = tx.query(sql, &bind(params))?;
+    let rows = tx.query(sql, &bind(params)).map_err(failed)?;
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
         let mut vals = Vec::with_capacity(row.len());
@@ -240,5 +258,5 @@ pub(super) fn execute(
     sql: &str,
     params: &[Val],
 ) -> Result<u64> {
-    Ok(tx.execute(sql, &bind(params))?)
+    tx.execute(sql, &bind(params)).map_err(failed)
 }
