@@ -430,27 +430,17 @@ async fn a_lost_race_shows_both_texts_and_delete_goes_to_the_trash() {
         .unwrap()
         .to_string();
     let base = f.linkly.note(&note_id).unwrap().version;
+    // Two tabs edit from the same base.
+    let edit = |content: &str| {
+        format!("mode=edit&note_id={note_id}&base_version={base}&content={content}")
+    };
     // Tab 1 saves first.
-    let (status, _, _) = submit(
-        &f.app,
-        &s,
-        "/notes/save",
-        &format!(
-            "mode=edit&note_id={note_id}&base_version={base}&content=Shopping%0A%0Abread+and+tea"
-        ),
-    )
-    .await;
+    let tea = edit("Shopping%0A%0Abread+and+tea");
+    let (status, _, _) = submit(&f.app, &s, "/notes/save", &tea).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     // Tab 2, from the same base, loses: both texts are shown, nothing is written.
-    let (status, _, body) = submit(
-        &f.app,
-        &s,
-        "/notes/save",
-        &format!(
-            "mode=edit&note_id={note_id}&base_version={base}&content=Shopping%0A%0Abread+and+jam"
-        ),
-    )
-    .await;
+    let jam = edit("Shopping%0A%0Abread+and+jam");
+    let (status, _, body) = submit(&f.app, &s, "/notes/save", &jam).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert!(body.contains("id=\"conflict\""));
     assert!(body.contains("bread and tea") && body.contains("bread and jam"));
@@ -486,18 +476,22 @@ async fn a_lost_race_shows_both_texts_and_delete_goes_to_the_trash() {
     );
 }
 
+/// Adds a folder to watch from the overview's form.
+async fn add_folder(
+    app: &Router,
+    session: &Session,
+    dir: &std::path::Path,
+) -> (StatusCode, Response<Body>, String) {
+    let form = format!("path={}", enc(&dir.to_string_lossy()));
+    submit(app, session, "/folders/add", &form).await
+}
+
 #[tokio::test]
 async fn a_folder_that_does_not_exist_is_refused_with_a_message() {
     let f = fixture();
     let s = session(&f.app).await;
     let missing = f.root.join("no-such-folder");
-    let (status, _, body) = submit(
-        &f.app,
-        &s,
-        "/folders/add",
-        &format!("path={}", enc(&missing.to_string_lossy())),
-    )
-    .await;
+    let (status, _, body) = add_folder(&f.app, &s, &missing).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("id=\"folder-error\""));
     assert_eq!(f.linkly.config().folders.len(), 1);
@@ -505,13 +499,7 @@ async fn a_folder_that_does_not_exist_is_refused_with_a_message() {
     let more = f.root.join("more");
     fs_err::create_dir_all(&more).unwrap();
     fs_err::write(more.join("quokka.md"), "the quokka smiles\n").unwrap();
-    let (status, _, _) = submit(
-        &f.app,
-        &s,
-        "/folders/add",
-        &format!("path={}", enc(&more.to_string_lossy())),
-    )
-    .await;
+    let (status, _, _) = add_folder(&f.app, &s, &more).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(f.linkly.config().folders.len(), 2);
     let mut found = false;
