@@ -10,7 +10,6 @@ use linkly_core::{Config, DataDir};
 use linkly_index::Index;
 use linkly_mcp::{BoundHttp, IndexStatus, LinklyServer, ServerState, StdioTransport, serve_http};
 use linkly_tools::Linkly;
-use rmcp::ServiceExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
 
@@ -26,13 +25,7 @@ pub(crate) fn empty_linkly(tmp: &tempfile::TempDir) -> Arc<Linkly> {
 pub(crate) fn serve_stdio(linkly: Arc<Linkly>) -> tokio::io::DuplexStream {
     let (client, server) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server);
-    tokio::spawn(async move {
-        let service = LinklyServer::new(linkly)
-            .serve(StdioTransport::new(server_read, server_write))
-            .await
-            .unwrap();
-        let _ = service.waiting().await;
-    });
+    tokio::spawn(linkly_mcp::serve_streams(linkly, server_read, server_write));
     client
 }
 
