@@ -305,7 +305,7 @@ fn tags_only_add_and_legacy_front_matter_tags_move_into_the_body() {
     )
     .unwrap();
     let list = f.notes();
-    let item = common::item_where(&list, "items", "note_id", &legacy_id);
+    let item = common::item_where(&list, "items", "note_id", legacy_id);
     assert_eq!(item["tags"], json!(["work", "old"]));
     assert_eq!(item["created_at"], 1_704_164_645_000i64);
     let filtered = f.ok("list", json!({"scope": "notes", "tags": ["OLD"]}));

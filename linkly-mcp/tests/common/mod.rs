@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use linkly_core::{Config, DataDir};
 use linkly_index::Index;
-use linkly_mcp::{BoundHttp, IndexStatus, LinklyServer, ServerState, StdioTransport, serve_http};
+use linkly_mcp::{BoundHttp, IndexStatus, ServerState, serve_http};
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
