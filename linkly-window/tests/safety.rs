@@ -540,3 +540,40 @@ async fn every_language_renders_and_the_switch_is_remembered() {
     let (_, res, _) = submit(&f.app, &s, "/lang", "lang=es&back=%2F%2Fevil.example").await;
     assert_eq!(res.headers()[header::LOCATION], "/");
 }
+
+#[tokio::test]
+async fn libraries_are_created_edited_and_deleted_from_their_page() {
+    let f = fixture();
+    let s = session(&f.app).await;
+    let docs = enc(&f.root.join("docs").to_string_lossy());
+    // Created over the watched folder.
+    let create = format!("name=Work&description=Plans&folders={docs}&tags=");
+    let (status, res, _) = submit(&f.app, &s, "/libraries/create", &create).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location(&res), "/libraries");
+    let config = f.linkly.config();
+    assert_eq!(config.libraries.len(), 1);
+    assert_eq!(config.libraries[0].name, "Work");
+    assert_eq!(config.libraries[0].folders.len(), 1);
+    let id = enc(&format!("local://{}", config.libraries[0].id));
+    // The same name again is refused on the page with its message, and nothing changes.
+    let again = format!("name=work&folders={docs}");
+    let (status, _, body) = submit(&f.app, &s, "/libraries/create", &again).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("id=\"library-error\""), "{body}");
+    assert_eq!(f.linkly.config().libraries.len(), 1);
+    // Edited: a new name, its folder removed, a note tag instead.
+    let edit = format!("id={id}&name=Office&description=Plans&folders=&tags=work");
+    let (status, res, _) = submit(&f.app, &s, "/libraries/edit", &edit).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location(&res), "/libraries");
+    let library = f.linkly.config().libraries[0].clone();
+    assert_eq!(library.name, "Office");
+    assert!(library.folders.is_empty(), "{:?}", library.folders);
+    assert_eq!(library.tags, ["work"]);
+    // Deleted; its folder stays watched.
+    let (status, _, _) = submit(&f.app, &s, "/libraries/delete", &format!("id={id}")).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(f.linkly.config().libraries.is_empty());
+    assert_eq!(f.linkly.config().folders.len(), 1);
+}
