@@ -13,9 +13,7 @@ use libfuzzer_sys::fuzz_target;
 use linkly_core::{Config, DataDir};
 use linkly_index::Index;
 use linkly_mcp::inbound::{Inbound, check_message};
-use linkly_mcp::{LinklyServer, StdioTransport};
 use linkly_tools::Linkly;
-use rmcp::ServiceExt;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 
@@ -73,13 +71,7 @@ fn harness() -> &'static Harness {
         let pipes = rt.block_on(async {
             let (client, server) = tokio::io::duplex(1 << 20);
             let (read, write) = tokio::io::split(server);
-            tokio::spawn(async move {
-                let service = LinklyServer::new(linkly)
-                    .serve(StdioTransport::new(read, write))
-                    .await
-                    .unwrap();
-                let _ = service.waiting().await;
-            });
+            tokio::spawn(linkly_mcp::serve_streams(linkly, read, write));
             let (read, write) = tokio::io::split(client);
             let mut pipes = Pipes {
                 input: write,

@@ -19,32 +19,47 @@ pub fn is_cjk(c: char) -> bool {
 /// Counts words: whitespace-separated runs, except that every CJK character is one word.
 pub fn word_count(text: &str) -> u64 {
     let bytes = text.as_bytes();
-    let mut count = 0;
-    let mut in_word = false;
+    let mut words = Words::default();
     let mut at = 0;
     while at < bytes.len() {
         let b = bytes[at];
         if b.is_ascii() {
             // Without branches: a word starts where a non-space follows a space.
             let word = !ASCII_SPACE[b as usize];
-            count += u64::from(word && !in_word);
-            in_word = word;
+            words.count += u64::from(word && !words.in_word);
+            words.in_word = word;
             at += 1;
             continue;
         }
         let c = text[at..].chars().next().unwrap_or(' ');
         at += c.len_utf8();
+        words.push(c);
+    }
+    words.count
+}
+
+/// The words counted so far, character by character: the definition that [`word_count`]
+/// follows (its ASCII path is a branch-free table of the same rule).
+#[derive(Default)]
+struct Words {
+    count: u64,
+    in_word: bool,
+}
+
+impl Words {
+    /// Takes the next character: a CJK character is a word of its own, whitespace ends a word,
+    /// anything else starts one unless a word is open.
+    fn push(&mut self, c: char) {
         if is_cjk(c) {
-            count += 1;
-            in_word = false;
+            self.count += 1;
+            self.in_word = false;
         } else if c.is_whitespace() {
-            in_word = false;
-        } else if !in_word {
-            count += 1;
-            in_word = true;
+            self.in_word = false;
+        } else if !self.in_word {
+            self.count += 1;
+            self.in_word = true;
         }
     }
-    count
 }
 
 /// ASCII whitespace as `char::is_whitespace` has it: tab to carriage return, and space.
@@ -81,20 +96,9 @@ mod tests {
 
     /// The definitions, character by character.
     fn words_plain(text: &str) -> u64 {
-        let mut count = 0;
-        let mut in_word = false;
-        for c in text.chars() {
-            if is_cjk(c) {
-                count += 1;
-                in_word = false;
-            } else if c.is_whitespace() {
-                in_word = false;
-            } else if !in_word {
-                count += 1;
-                in_word = true;
-            }
-        }
-        count
+        let mut words = Words::default();
+        text.chars().for_each(|c| words.push(c));
+        words.count
     }
 
     #[test]

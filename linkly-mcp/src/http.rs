@@ -18,7 +18,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use crate::LinklyServer;
 use crate::conn::ConnLimits;
-use crate::guard::{Access, McpLimits};
+use crate::guard::McpLimits;
 use crate::health::{
     CONTROL_HEADER, Health, IndexStatus, PortFile, ServerInfo, StartedBy, StopRequest,
 };
@@ -218,7 +218,7 @@ async fn control_stop(
         .get(CONTROL_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    if !crate::guard::constant_time_eq(presented.trim().as_bytes(), expected.as_bytes()) {
+    if !linkly_window::constant_time_eq(presented.trim().as_bytes(), expected.as_bytes()) {
         return (
             StatusCode::FORBIDDEN,
             "missing or wrong control token (it is in the data directory's port file)",
@@ -386,7 +386,10 @@ pub async fn serve_http(
         opts,
         sessions,
     } = bound;
-    let access = Arc::new(Access::new(opts.bind, opts.lan_token.clone()));
+    let access = Arc::new(linkly_window::Access::new(
+        opts.bind,
+        opts.lan_token.clone(),
+    ));
     let mut origins = vec![
         "http://localhost:*".to_string(),
         "http://127.0.0.1:*".to_string(),

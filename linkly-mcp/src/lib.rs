@@ -257,18 +257,37 @@ pub async fn serve_stdio_bridge(url: &str, token: Option<&str>) -> anyhow::Resul
 
 /// Serves MCP over stdin/stdout, forwarding to the server `connect` opens sessions with.
 pub async fn serve_stdio_bridge_with(connect: Connector) -> anyhow::Result<()> {
-    let service = BridgeServer::new(connect)
-        .serve(StdioTransport::new(tokio::io::stdin(), tokio::io::stdout()))
-        .await?;
-    service.waiting().await?;
-    Ok(())
+    serve_lines(
+        BridgeServer::new(connect),
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    )
+    .await
 }
 
 /// Serves MCP over stdin/stdout until the client closes the stream.
 pub async fn serve_stdio(linkly: Arc<Linkly>) -> anyhow::Result<()> {
-    let service = LinklyServer::new(linkly)
-        .serve(StdioTransport::new(tokio::io::stdin(), tokio::io::stdout()))
-        .await?;
+    serve_streams(linkly, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Serves MCP as [`serve_stdio`] does, over any pair of byte streams (an in-memory pipe in
+/// tests and in the fuzz target), until the client closes them.
+pub async fn serve_streams<R, W>(linkly: Arc<Linkly>, read: R, write: W) -> anyhow::Result<()>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    serve_lines(LinklyServer::new(linkly), read, write).await
+}
+
+/// Runs a handler over newline-delimited JSON-RPC on `read`/`write` until the client leaves.
+async fn serve_lines<H, R, W>(handler: H, read: R, write: W) -> anyhow::Result<()>
+where
+    H: ServerHandler,
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = handler.serve(StdioTransport::new(read, write)).await?;
     service.waiting().await?;
     Ok(())
 }

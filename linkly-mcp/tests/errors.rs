@@ -2,15 +2,12 @@
 //! (the parameter and its allowed range or values) in a real session, and an unknown tool is
 //! the server's JSON-RPC `-32602`, seen by the client as a typed rejection.
 
-use std::net::{IpAddr, Ipv4Addr};
-use std::sync::Arc;
+mod common;
 
-use linkly_core::{Config, DataDir};
-use linkly_index::Index;
-use linkly_mcp::{
-    HttpOptions, IndexStatus, RemoteClient, RemoteError, ServerState, bind_http, serve_http,
-};
-use linkly_tools::Linkly;
+use std::net::{IpAddr, Ipv4Addr};
+
+use common::{empty_linkly, serve_http_until_stopped};
+use linkly_mcp::{HttpOptions, RemoteClient, RemoteError, bind_http};
 use serde_json::{Value, json};
 
 /// A server on loopback over an empty index, and a client session with it.
@@ -20,9 +17,6 @@ async fn session() -> (
     tempfile::TempDir,
 ) {
     let tmp = tempfile::tempdir().unwrap();
-    let data = DataDir::new(tmp.path().join("data"));
-    let index = Index::open(&data.index_dir()).unwrap();
-    let linkly = Arc::new(Linkly::new(Arc::new(index), data, Config::default()));
     let bound = bind_http(HttpOptions {
         bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
         port: 0,
@@ -32,15 +26,7 @@ async fn session() -> (
     .await
     .unwrap();
     let endpoint = bound.endpoint();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(serve_http(
-        bound,
-        linkly,
-        ServerState::new(IndexStatus::Idle),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
+    let stop = serve_http_until_stopped(bound, empty_linkly(&tmp));
     let client = RemoteClient::connect(&endpoint, None).await.unwrap();
     (client, stop, tmp)
 }

@@ -1,30 +1,19 @@
 //! Hostile clients against a real server on loopback: abandoned sessions, slow connections,
 //! malformed JSON-RPC over HTTP and stdio, foreign `Host` headers, LAN token rules.
 
+mod common;
+
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 use std::time::Duration;
 
-use linkly_core::{Config, DataDir};
-use linkly_index::Index;
-use linkly_mcp::{
-    HttpOptions, IndexStatus, LinklyServer, OpenSessions, ServerState, StdioTransport, bind_http,
-    serve_http,
-};
-use linkly_tools::Linkly;
-use rmcp::ServiceExt;
+use common::{empty_linkly, serve_http_until_stopped, serve_stdio};
+use linkly_mcp::{HttpOptions, OpenSessions, bind_http};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hostile","version":"0"}}}"#;
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn linkly(tmp: &tempfile::TempDir) -> Arc<Linkly> {
-    let data = DataDir::new(tmp.path().join("data"));
-    let index = Index::open(&data.index_dir()).unwrap();
-    Arc::new(Linkly::new(Arc::new(index), data, Config::default()))
-}
 
 /// A server running on `opts.bind`, port chosen by the system; stops when dropped.
 struct Server {
@@ -45,7 +34,6 @@ impl Drop for Server {
 
 async fn start(opts: HttpOptions) -> Server {
     let tmp = tempfile::tempdir().unwrap();
-    let linkly = linkly(&tmp);
     let bind = opts.bind;
     let bound = bind_http(HttpOptions {
         port: 0,
@@ -57,15 +45,7 @@ async fn start(opts: HttpOptions) -> Server {
     let addr = SocketAddr::new(bind, bound.port());
     let endpoint = bound.endpoint();
     let sessions = bound.sessions();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(serve_http(
-        bound,
-        linkly,
-        ServerState::new(IndexStatus::Idle),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
+    let stop = serve_http_until_stopped(bound, empty_linkly(&tmp));
     Server {
         addr,
         endpoint,
@@ -506,17 +486,7 @@ struct Stdio {
 impl Stdio {
     async fn start() -> Stdio {
         let tmp = tempfile::tempdir().unwrap();
-        let (client, server) = tokio::io::duplex(1 << 20);
-        let (server_read, server_write) = tokio::io::split(server);
-        let linkly = linkly(&tmp);
-        tokio::spawn(async move {
-            let service = LinklyServer::new(linkly)
-                .serve(StdioTransport::new(server_read, server_write))
-                .await
-                .unwrap();
-            let _ = service.waiting().await;
-        });
-        let (read, write) = tokio::io::split(client);
+        let (read, write) = tokio::io::split(serve_stdio(empty_linkly(&tmp)));
         let mut s = Stdio {
             input: write,
             output: BufReader::new(read),

@@ -167,11 +167,13 @@ fn an_empty_search_names_its_filters_and_what_to_try() {
         "search",
         json!({"query": "budget", "doc_types": ["pdf"]}),
     );
-    assert!(text.contains("No results found for \"budget\"."), "{text}");
-    assert!(text.contains("Filters: doc_types=[\"pdf\"]\n"), "{text}");
-    assert!(
-        text.contains("Hint: Without the filters (doc_types), 1 document matches"),
-        "{text}"
+    common::assert_holds(
+        &text,
+        &[
+            "No results found for \"budget\".",
+            "Filters: doc_types=[\"pdf\"]\n",
+            "Hint: Without the filters (doc_types), 1 document matches",
+        ],
     );
     // No filter: other words, find_paths.
     let v = json_call(&l, "search", json!({"query": "zzzqqq"}));
@@ -253,16 +255,15 @@ fn grep_without_a_match_suggests_the_option_that_finds_it() {
     );
     assert!(text.contains("[INVALID_ARGUMENT]"), "{text}");
     let (text, _) = call(&l, "grep", json!({"pattern": "zzz.q", "doc_id": id}));
-    assert!(text.contains("Found 0 matches in"), "{text}");
-    assert!(
-        text.contains("Searched 4 lines (md) with case_insensitive=false, fuzzy_whitespace=false."),
-        "{text}"
+    common::assert_holds(
+        &text,
+        &[
+            "Found 0 matches in",
+            "Searched 4 lines (md) with case_insensitive=false, fuzzy_whitespace=false.",
+            "not even with case_insensitive or fuzzy_whitespace on",
+            "regular expression",
+        ],
     );
-    assert!(
-        text.contains("not even with case_insensitive or fuzzy_whitespace on"),
-        "{text}"
-    );
-    assert!(text.contains("regular expression"), "{text}");
 }
 
 #[test]

@@ -136,11 +136,9 @@ fn fixture() -> Fixture {
 }
 
 fn paths(v: &Value, list: &str) -> Vec<String> {
-    v[list]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["path"].as_str().unwrap().to_string())
+    common::column(v, list, "path")
+        .into_iter()
+        .map(str::to_string)
         .collect()
 }
 
@@ -403,12 +401,7 @@ fn list_folder_items_filters_snippets_and_readme() {
         v["readme"],
         json!({"doc_id": v["readme"]["doc_id"], "path": s(&f.root.join("README.md"))})
     );
-    let item = v["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["path"] == s(&f.root.join("guide.md")))
-        .unwrap();
+    let item = common::item_where(&v, "items", "path", &s(&f.root.join("guide.md")));
     for field in [
         "doc_id",
         "title",
@@ -428,12 +421,7 @@ fn list_folder_items_filters_snippets_and_readme() {
     assert_eq!(item["title"], "Budget guide");
     assert_eq!(item["snippet"], "# Budget guide budget budget planning");
     assert_eq!(item["skip_reason"], Value::Null);
-    let empty = v["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["path"] == s(&f.root.join("empty.csv")))
-        .unwrap();
+    let empty = common::item_where(&v, "items", "path", &s(&f.root.join("empty.csv")));
     assert!(
         empty["skip_reason"].as_str().unwrap().starts_with("empty"),
         "{empty}"
@@ -493,13 +481,7 @@ fn list_folder_items_filters_snippets_and_readme() {
         "{md}"
     );
     assert!(md.contains("More files: continue with offset=3"), "{md}");
-    assert!(
-        md.trim_end()
-            .lines()
-            .last()
-            .unwrap()
-            .starts_with("[meta] now=")
-    );
+    common::assert_footer(&md);
 }
 
 #[test]
@@ -638,13 +620,7 @@ fn libraries_restrict_every_tool() {
         md.contains("- **tokyo** (local://2): no description (1 docs, 1 folder)"),
         "{md}"
     );
-    assert!(
-        md.trim_end()
-            .lines()
-            .last()
-            .unwrap()
-            .starts_with("[meta] now=")
-    );
+    common::assert_footer(&md);
     let text = err_call(
         &f.linkly,
         "list_libraries",
@@ -726,12 +702,12 @@ fn explore_summarises_tree_keywords_and_recent_activity() {
     assert_eq!(root["path"], s(&f.root));
     assert_eq!(root["depth"], 0);
     assert_eq!(root["file_count"], TREE.len());
-    let alpha = v["directories"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["path"] == s(&f.root.join("projects/alpha")))
-        .unwrap();
+    let alpha = common::item_where(
+        &v,
+        "directories",
+        "path",
+        &s(&f.root.join("projects/alpha")),
+    );
     assert_eq!(alpha["depth"], 2);
     assert_eq!(alpha["file_count"], 2);
     assert_eq!(alpha["median_word_count"], 6);
@@ -828,11 +804,7 @@ fn every_discovery_tool_answers_in_markdown_and_json_with_the_footer() {
         let (md, err) = call(&f.linkly, tool, args.clone());
         assert!(!err, "{tool}: {md}");
         assert!(md.starts_with(header), "{tool}: {md}");
-        let tail: Vec<&str> = md.lines().rev().take(2).collect();
-        assert!(
-            tail[0].starts_with("[meta] now=") && tail[1] == "---",
-            "{md}"
-        );
+        common::assert_footer(&md);
         let v = json_call(&f.linkly, tool, args);
         assert!(v["_meta"]["now"].as_str().unwrap().ends_with('Z'), "{v}");
     }

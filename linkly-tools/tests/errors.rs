@@ -34,28 +34,35 @@ fn invalid_arguments_name_the_parameter_and_what_it_allows() {
     let tmp = tempfile::tempdir().unwrap();
     let linkly = Linkly::open(data_dir(&tmp)).unwrap();
 
-    let e = json_error(
-        &linkly,
-        "search",
-        json!({"query": "budget", "limit": 500, "output_format": "json"}),
-    );
-    assert_eq!(
-        e["error"]["details"],
-        json!({"parameter": "limit", "minimum": 1, "maximum": 50, "received": 500}),
-        "{e}"
-    );
-    assert_eq!(e["error"]["code"], "INVALID_ARGUMENT");
-
-    let e = json_error(
-        &linkly,
-        "read",
-        json!({"doc_id": "local://1", "limit": 0, "output_format": "json"}),
-    );
-    assert_eq!(
-        e["error"]["details"],
-        json!({"parameter": "limit", "minimum": 1, "maximum": 500, "received": 0}),
-        "{e}"
-    );
+    // Out of bounds: the parameter, its bounds and what was received; for a list, its message.
+    let ids: Vec<String> = (1..=21).map(|i| format!("local://{i}")).collect();
+    for (tool, args, details, message) in [
+        (
+            "search",
+            json!({"query": "budget", "limit": 500, "output_format": "json"}),
+            json!({"parameter": "limit", "minimum": 1, "maximum": 50, "received": 500}),
+            None,
+        ),
+        (
+            "read",
+            json!({"doc_id": "local://1", "limit": 0, "output_format": "json"}),
+            json!({"parameter": "limit", "minimum": 1, "maximum": 500, "received": 0}),
+            None,
+        ),
+        (
+            "outline",
+            json!({"doc_ids": ids, "output_format": "json"}),
+            json!({"parameter": "doc_ids", "min_items": 1, "max_items": 20, "received_items": 21}),
+            Some("doc_ids must hold between 1 and 20 ids (got 21)"),
+        ),
+    ] {
+        let e = json_error(&linkly, tool, args);
+        assert_eq!(e["error"]["code"], "INVALID_ARGUMENT", "{e}");
+        assert_eq!(e["error"]["details"], details, "{e}");
+        if let Some(message) = message {
+            assert_eq!(e["error"]["message"], message);
+        }
+    }
 
     let e = json_error(
         &linkly,
@@ -74,22 +81,6 @@ fn invalid_arguments_name_the_parameter_and_what_it_allows() {
     assert!(
         allowed.contains(&"folder") && allowed.contains(&"notes"),
         "{e}"
-    );
-
-    let ids: Vec<String> = (1..=21).map(|i| format!("local://{i}")).collect();
-    let e = json_error(
-        &linkly,
-        "outline",
-        json!({"doc_ids": ids, "output_format": "json"}),
-    );
-    assert_eq!(
-        e["error"]["details"],
-        json!({"parameter": "doc_ids", "min_items": 1, "max_items": 20, "received_items": 21}),
-        "{e}"
-    );
-    assert_eq!(
-        e["error"]["message"],
-        "doc_ids must hold between 1 and 20 ids (got 21)"
     );
 }
 

@@ -35,11 +35,9 @@ fn env() -> Env {
 
 fn paths(l: &Linkly, query: &str) -> Vec<String> {
     let v = json_call(l, "search", json!({"query": query}));
-    v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["path"].as_str().unwrap().to_string())
+    common::column(&v, "results", "path")
+        .into_iter()
+        .map(str::to_string)
         .collect()
 }
 
@@ -87,11 +85,7 @@ fn index_now_syncs_and_records_the_reconcile() {
     );
     assert!(v["items"][0]["indexed_at"].as_str().unwrap().ends_with('Z'));
     // Keyword-only, and said so.
-    let md = e
-        .linkly
-        .call("search", json!({"query": "budget"}))
-        .unwrap()
-        .text;
+    let md = common::call(&e.linkly, "search", json!({"query": "budget"})).0;
     assert!(md.contains("Note: Keyword-only search"), "{md}");
 }
 
@@ -143,11 +137,7 @@ fn keep_fresh_follows_new_changed_and_deleted_files() {
         !paths(&e.linkly, "persimmons").is_empty()
     });
     // While the engine runs, search has no staleness note.
-    let md = e
-        .linkly
-        .call("search", json!({"query": "budget"}))
-        .unwrap()
-        .text;
+    let md = common::call(&e.linkly, "search", json!({"query": "budget"})).0;
     assert!(!md.contains("nothing watches"), "{md}");
     drop(engine);
     assert!(!e.linkly.coverage().unwrap().watching);
@@ -214,18 +204,10 @@ fn note_save_answers_once_the_note_is_searchable() {
 fn an_old_index_that_nothing_watches_says_how_to_catch_up() {
     let e = env();
     // Never indexed: search says what to run.
-    let md = e
-        .linkly
-        .call("search", json!({"query": "budget"}))
-        .unwrap()
-        .text;
+    let md = common::call(&e.linkly, "search", json!({"query": "budget"})).0;
     assert!(md.contains("run `linkly index`"), "{md}");
     e.linkly.index_now(&mut |_| {}).unwrap();
-    let md = e
-        .linkly
-        .call("search", json!({"query": "budget"}))
-        .unwrap()
-        .text;
+    let md = common::call(&e.linkly, "search", json!({"query": "budget"})).0;
     assert!(
         !md.contains("run `linkly index`"),
         "a fresh index needs no note: {md}"

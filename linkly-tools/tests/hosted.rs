@@ -10,6 +10,8 @@ use linkly_index::{Index, IngestDoc};
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 
+mod common;
+
 fn hosted() -> (tempfile::TempDir, Linkly) {
     let tmp = tempfile::tempdir().unwrap();
     let data = DataDir::new(tmp.path().join("cache"));
@@ -80,12 +82,7 @@ fn a_hosted_library_answers_under_its_own_ids_without_touching_the_disk() {
         "search",
         json!({"query": "borrow", "output_format": "json"}),
     );
-    let ids: Vec<&str> = found["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["doc_id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = common::column(&found, "results", "doc_id");
     assert!(ids.contains(&"cloud://alice/rust/41"), "{found}");
     assert!(ids.contains(&"cloud://alice/rust/42"), "{found}");
 

@@ -10,6 +10,8 @@ use linkly_tools::{Linkly, NoteSaveParams};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+mod common;
+
 struct Fixture {
     _tmp: tempfile::TempDir,
     root: PathBuf,
@@ -303,12 +305,7 @@ fn tags_only_add_and_legacy_front_matter_tags_move_into_the_body() {
     )
     .unwrap();
     let list = f.notes();
-    let item = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["note_id"] == legacy_id)
-        .unwrap();
+    let item = common::item_where(&list, "items", "note_id", legacy_id);
     assert_eq!(item["tags"], json!(["work", "old"]));
     assert_eq!(item["created_at"], 1_704_164_645_000i64);
     let filtered = f.ok("list", json!({"scope": "notes", "tags": ["OLD"]}));
@@ -321,9 +318,14 @@ fn tags_only_add_and_legacy_front_matter_tags_move_into_the_body() {
     assert_eq!(saved["content"], "Legacy body edited\n\n#old\n");
     let text = fs_err::read_to_string(&legacy).unwrap();
     assert!(!text.contains("tags:"), "{text}");
-    assert!(text.contains("aliases:\n  - kept\n"), "{text}");
-    assert!(text.contains("created_at: 2024-01-02T03:04:05Z"), "{text}");
-    assert!(text.contains("updated_at: "), "{text}");
+    common::assert_holds(
+        &text,
+        &[
+            "aliases:\n  - kept\n",
+            "created_at: 2024-01-02T03:04:05Z",
+            "updated_at: ",
+        ],
+    );
     let available = f.notes()["available_tags"].clone();
     assert_eq!(available, json!(["ideas", "later", "old"]));
 }
@@ -520,11 +522,9 @@ fn names_titles_sorting_paging_and_markdown() {
     assert!(generated.contains("/note-"), "{generated}");
 
     let ids = |v: &Value| -> Vec<String> {
-        v["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["note_id"].as_str().unwrap().to_string())
+        common::column(v, "items", "note_id")
+            .into_iter()
+            .map(str::to_string)
             .collect()
     };
     let id = |v: &Value| v["note_id"].as_str().unwrap().to_string();
@@ -738,12 +738,14 @@ fn a_note_read_is_the_body_note_save_takes_back() {
         .call("read", json!({"doc_id": doc_id}))
         .unwrap()
         .text;
-    assert!(md.contains("note: note_id "), "{md}");
-    assert!(
-        md.contains("front matter (metadata, not text; line 1 is file line 8)"),
-        "{md}"
+    common::assert_holds(
+        &md,
+        &[
+            "note: note_id ",
+            "front matter (metadata, not text; line 1 is file line 8)",
+            "     1\tBarn owls hunt at night\n",
+        ],
     );
-    assert!(md.contains("     1\tBarn owls hunt at night\n"), "{md}");
     assert!(!md.contains("\t---"), "{md}");
 
     // The counts, keywords and search index hold the body only.
@@ -844,12 +846,7 @@ fn one_title_for_a_note() {
     fs_err::write(&own, "---\ntitle: \"My own title\"\n---\nSome words\n").unwrap();
     f.sync();
     let list = f.notes();
-    let titles: Vec<&str> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["title"].as_str().unwrap())
-        .collect();
+    let titles: Vec<&str> = common::column(&list, "items", "title");
     assert!(
         titles.contains(&"Old plans") && titles.contains(&"My own title"),
         "{list}"
@@ -859,12 +856,7 @@ fn one_title_for_a_note() {
         json!({"query": "own words", "scope": "notes", "output_format": "json"}),
     );
     assert_eq!(hit["results"][0]["title"], "My own title", "{hit}");
-    let note = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["title"] == "Old plans")
-        .unwrap();
+    let note = common::item_where(&list, "items", "title", "Old plans");
     f.save(json!({"mode": "edit", "note_id": note["note_id"], "base_version": note["version"], "content": "Old plans for the garden, revised"}));
     assert!(
         fs_err::read_to_string(&legacy)
@@ -949,12 +941,7 @@ fn a_library_with_a_note_tag_filter() {
         "search",
         json!({"query": "hunts", "library": "nature", "output_format": "json"}),
     );
-    let paths: Vec<&str> = hits["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["path"].as_str().unwrap())
-        .collect();
+    let paths: Vec<&str> = common::column(&hits, "results", "path");
     assert_eq!(paths.len(), 2, "{hits}");
     assert!(
         paths.contains(&owl_path) && paths.iter().any(|p| p.ends_with("/fox.md")),

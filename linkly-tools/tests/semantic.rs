@@ -3,12 +3,13 @@
 
 use std::sync::Arc;
 
-use linkly_core::{Config, DataDir};
+use linkly_core::Config;
 use linkly_index::vector::ModelChoice;
-use linkly_index::{Index, SyncOptions};
 use linkly_models::test_inputs::TestInput;
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
+
+mod common;
 
 fn test_model() -> ModelChoice {
     ModelChoice {
@@ -21,7 +22,6 @@ fn test_model() -> ModelChoice {
 fn linkly(with_model: bool) -> (tempfile::TempDir, Linkly) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("docs");
-    fs_err::create_dir_all(&root).unwrap();
     let files = [
         (
             "tyre.md",
@@ -36,20 +36,8 @@ fn linkly(with_model: bool) -> (tempfile::TempDir, Linkly) {
             "# Sourdough\n\nMix flour, water and starter, knead the dough and bake it in a hot oven.\n",
         ),
     ];
-    for (name, text) in files {
-        fs_err::write(root.join(name), text).unwrap();
-    }
-    let data = DataDir::new(tmp.path().join("home"));
-    let index = Index::open(&data.index_dir()).unwrap();
-    index
-        .sync(
-            &SyncOptions {
-                roots: vec![root],
-                ..SyncOptions::default()
-            },
-            &mut |_| {},
-        )
-        .unwrap();
+    common::write_files(&root, &files);
+    let (data, index) = common::synced_index(tmp.path(), &[root]);
     if with_model {
         index.attach_model(&test_model()).unwrap();
         index.embed_pending(&mut |_| {}).unwrap();

@@ -87,11 +87,7 @@ fn search_markdown_shape_and_no_results() {
         text.starts_with("# Search Results\n\nShowing top 2 of 2 results for \"budget\""),
         "{text}"
     );
-    let tail: Vec<&str> = text.lines().rev().take(2).collect();
-    assert!(
-        tail[0].starts_with("[meta] now=") && tail[1] == "---",
-        "{text}"
-    );
+    common::assert_footer(&text);
     let (text, _) = call(&f.linkly, "search", json!({"query": "zzzqqq"}));
     assert!(text.contains("No results found for \"zzzqqq\"."), "{text}");
     let v = json_call(&f.linkly, "search", json!({"query": "zzzqqq"}));
@@ -237,14 +233,13 @@ fn outline_ranges_match_read() {
     let id = doc_id_of(&f.linkly, "guide");
     let (text, err) = call(&f.linkly, "outline", json!({"doc_ids": [id]}));
     assert!(!err, "{text}");
-    assert!(
-        text.contains("[1] Budget guide [L1-13, 13 lines]"),
-        "{text}"
-    );
-    assert!(text.contains("  [1.1] Planning [L5-9, 5 lines]"), "{text}");
-    assert!(
-        text.contains("  [1.2] Spending [L10-13, 4 lines]"),
-        "{text}"
+    common::assert_holds(
+        &text,
+        &[
+            "[1] Budget guide [L1-13, 13 lines]",
+            "  [1.1] Planning [L5-9, 5 lines]",
+            "  [1.2] Spending [L10-13, 4 lines]",
+        ],
     );
     let v = json_call(
         &f.linkly,
@@ -456,12 +451,7 @@ fn the_text_corpus_is_indexed_and_searchable() {
         ),
     ] {
         let v = json_call(&l, "search", json!({"query": q, "limit": 5}));
-        let paths: Vec<&str> = v["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["path"].as_str().unwrap())
-            .collect();
+        let paths: Vec<&str> = common::column(&v, "results", "path");
         assert!(paths.iter().any(|p| p.ends_with(file)), "{q}: {paths:?}");
     }
     let id = {
@@ -486,12 +476,7 @@ fn the_text_corpus_is_indexed_and_searchable() {
         ("Řezníčková", "linkly-windows-1250-czech.txt"),
     ] {
         let v = json_call(&l, "search", json!({"query": q, "limit": 10}));
-        let paths: Vec<&str> = v["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["path"].as_str().unwrap())
-            .collect();
+        let paths: Vec<&str> = common::column(&v, "results", "path");
         assert!(paths.iter().any(|p| p.ends_with(file)), "{q}: {paths:?}");
     }
     // HTML: scripts dropped, the title used.

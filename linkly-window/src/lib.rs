@@ -38,6 +38,7 @@
 //! | libraries | `#library-new-form`, `#library-name`, `#library-folders`, `#library-tags`, `#library-create`, `[data-testid=library]`, `[data-testid=library-delete]`, `#library-error` |
 //! | agents | `[data-testid=agent-config]` (`data-client`: `claude-desktop`, `claude-code`, `cursor`, `vscode`, `http`, `stdio`), `[data-testid=copy]`, `#lan-token` (`#lan-reveal`), `#lan-form` |
 
+mod access;
 mod i18n;
 mod layout;
 mod live;
@@ -51,6 +52,7 @@ use axum::Router;
 use axum::routing::{get, post};
 use linkly_tools::Linkly;
 
+pub use crate::access::{Access, HOST_REFUSED, constant_time_eq, is_local_peer};
 pub use crate::i18n::Lang;
 pub use crate::live::Live;
 pub use crate::security::CSP;
@@ -85,6 +87,8 @@ pub(crate) struct AppInner {
     pub(crate) linkly: Arc<Linkly>,
     pub(crate) live: Arc<Live>,
     pub(crate) opts: WindowOptions,
+    /// Who may use the window (the rule of `/mcp`).
+    pub(crate) access: Access,
     /// Drawn at start: the CSRF tokens and sign-in proofs derive from it.
     pub(crate) secret: [u8; 32],
 }
@@ -119,6 +123,7 @@ pub fn router(linkly: Arc<Linkly>, live: Arc<Live>, opts: WindowOptions) -> Rout
     let app = App(Arc::new(AppInner {
         linkly,
         live,
+        access: Access::new(opts.bind, opts.lan_token.clone()),
         opts,
         secret: security::new_secret(),
     }));

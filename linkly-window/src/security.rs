@@ -6,7 +6,7 @@
 //! proof are SHA-256 digests of a secret drawn when the server starts and that id, so nothing
 //! grows with the number of visitors and a restart signs everyone out.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 
 use axum::body::{Body, to_bytes};
 use axum::extract::{ConnectInfo, Request, State};
@@ -15,6 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use sha2::{Digest, Sha256};
 
+use crate::access::{HOST_REFUSED, constant_time_eq};
 use crate::i18n::Lang;
 use crate::{App, Ctx};
 
@@ -64,10 +65,6 @@ pub(crate) fn auth_proof(secret: &[u8; 32], sid: &str) -> String {
     digest(secret, "auth", sid)
 }
 
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// A cookie's value from the request's `Cookie` headers.
 pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
@@ -82,53 +79,6 @@ pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> 
 
 fn valid_sid(s: &str) -> bool {
     s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit())
-}
-
-/// True for the addresses local clients connect from (`127.0.0.1`, `::1`).
-fn is_local_peer(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4 == Ipv4Addr::LOCALHOST,
-        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped() == Some(Ipv4Addr::LOCALHOST),
-    }
-}
-
-/// The name part of a `Host` value: `[::1]:80` → `::1`, `localhost:80` → `localhost`.
-fn host_name(host: &str) -> &str {
-    let host = host.trim();
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host,
-    }
-}
-
-impl App {
-    /// Whether a peer may use the window without signing in: everyone without a LAN token;
-    /// with one, 127.0.0.1 and `::1` when the server listens on a wildcard or loopback address
-    /// (the rule of `/mcp`).
-    fn exempt(&self, peer: Option<IpAddr>) -> bool {
-        let Some(_) = self.opts.lan_token.as_deref().filter(|t| !t.is_empty()) else {
-            return true;
-        };
-        let default_bind = self.opts.bind.is_unspecified()
-            || self.opts.bind == IpAddr::V4(Ipv4Addr::LOCALHOST)
-            || self.opts.bind == IpAddr::V6(Ipv6Addr::LOCALHOST);
-        default_bind && peer.is_some_and(is_local_peer)
-    }
-
-    /// Whether `Host` names this server by a loopback name or its bind address.
-    fn host_allowed(&self, host: Option<&str>) -> bool {
-        let Some(host) = host else { return false };
-        let name = host_name(host).to_ascii_lowercase();
-        let name = name.strip_suffix('.').unwrap_or(&name);
-        if matches!(name, "localhost" | "127.0.0.1" | "::1") {
-            return true;
-        }
-        !self.opts.bind.is_unspecified()
-            && name.parse::<IpAddr>().is_ok_and(|ip| ip == self.opts.bind)
-    }
 }
 
 fn forbidden(msg: &'static str) -> Response {
@@ -197,17 +147,15 @@ async fn gate_inner(app: App, mut req: Request, next: Next) -> Response {
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
     let path = req.uri().path().to_string();
-    let exempt = app.exempt(peer);
+    let exempt = app.access.exempt(peer);
     if exempt
-        && !app.host_allowed(
+        && !app.access.host_allowed(
             req.headers()
                 .get(header::HOST)
                 .and_then(|v| v.to_str().ok()),
         )
     {
-        return forbidden(
-            "Forbidden: the Host header must name this server by a loopback address (DNS-rebinding protection)",
-        );
+        return forbidden(HOST_REFUSED);
     }
     // The session.
     let (sid, new_session) = match cookie(req.headers(), SESSION_COOKIE).filter(|s| valid_sid(s)) {

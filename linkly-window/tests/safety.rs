@@ -112,8 +112,14 @@ fn enc(s: &str) -> String {
         .collect()
 }
 
-/// A session: its cookie and CSRF token, from a first page.
-async fn session(app: &Router) -> (String, String) {
+/// A visitor's session: its cookie and the CSRF token its pages carry.
+struct Session {
+    cookie: String,
+    csrf: String,
+}
+
+/// A session from a first page.
+async fn session(app: &Router) -> Session {
     let (status, res, body) = send(app, get("/", None)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let cookie = res
@@ -122,20 +128,58 @@ async fn session(app: &Router) -> (String, String) {
         .iter()
         .map(|v| v.to_str().unwrap())
         .find(|v| v.starts_with("linkly_sid="))
-        .expect("a session cookie")
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
-    let csrf = body
-        .split("name=\"csrf-token\" content=\"")
+        .expect("a session cookie");
+    Session {
+        cookie: cookie_pair(cookie),
+        csrf: csrf_of(&body),
+    }
+}
+
+/// The `name=value` of a `Set-Cookie` header.
+fn cookie_pair(set_cookie: &str) -> String {
+    set_cookie.split(';').next().unwrap().to_string()
+}
+
+/// The CSRF token a page carries in its `csrf-token` meta element.
+fn csrf_of(page: &str) -> String {
+    page.split("name=\"csrf-token\" content=\"")
         .nth(1)
         .unwrap()
         .split('"')
         .next()
         .unwrap()
-        .to_string();
-    (cookie, csrf)
+        .to_string()
+}
+
+/// The id of the first document a page links to.
+fn first_doc_id(page: &str) -> String {
+    page.split("href=\"/doc/")
+        .nth(1)
+        .unwrap()
+        .split(['?', '"'])
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// Where a redirect points.
+fn location(res: &Response<Body>) -> String {
+    res.headers()[header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A form posted as the window posts it: same origin, with the session's cookie and its CSRF
+/// token added to `fields`.
+async fn submit(
+    app: &Router,
+    session: &Session,
+    path: &str,
+    fields: &str,
+) -> (StatusCode, Response<Body>, String) {
+    let form = format!("{fields}&_csrf={}", session.csrf);
+    send(app, post(path, &session.cookie, Some(ORIGIN), &form)).await
 }
 
 fn notes_on_disk(f: &Fixture) -> usize {
@@ -187,66 +231,47 @@ async fn a_foreign_host_is_refused() {
 #[tokio::test]
 async fn csrf_refused_without_token_or_with_a_foreign_origin() {
     let f = fixture();
-    let (cookie, csrf) = session(&f.app).await;
+    let s = session(&f.app).await;
     let before = notes_on_disk(&f);
-    // No token.
-    let (status, _, _) = send(
-        &f.app,
-        post(
+    let with_token = format!("mode=create&content=hello&_csrf={}", s.csrf);
+    let refused = [
+        (
+            "no token",
             "/notes/save",
-            &cookie,
             Some(ORIGIN),
-            "mode=create&content=hello",
+            "mode=create&content=hello".to_string(),
         ),
-    )
-    .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
-    // A wrong token.
-    let (status, _, _) = send(
-        &f.app,
-        post(
+        (
+            "a wrong token",
             "/notes/save",
-            &cookie,
             Some(ORIGIN),
-            "mode=create&content=hello&_csrf=0123456789abcdef0123456789abcdef01234567",
+            "mode=create&content=hello&_csrf=0123456789abcdef0123456789abcdef01234567".to_string(),
         ),
-    )
-    .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
-    // The right token from another site.
-    let form = format!("mode=create&content=hello&_csrf={csrf}");
-    let (status, _, _) = send(
-        &f.app,
-        post("/notes/save", &cookie, Some("http://evil.example"), &form),
-    )
-    .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
-    // No Origin at all.
-    let (status, _, _) = send(&f.app, post("/notes/save", &cookie, None, &form)).await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
-    // A folder change is refused the same way, and nothing changed.
-    let (status, _, _) = send(
-        &f.app,
-        post(
-            "/folders/add",
-            &cookie,
+        (
+            "the right token from another site",
+            "/notes/save",
             Some("http://evil.example"),
-            &format!("path=%2Ftmp&_csrf={csrf}"),
+            with_token.clone(),
         ),
-    )
-    .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+        ("no Origin at all", "/notes/save", None, with_token),
+        (
+            "a folder change from another site",
+            "/folders/add",
+            Some("http://evil.example"),
+            format!("path=%2Ftmp&_csrf={}", s.csrf),
+        ),
+    ];
+    for (case, path, origin, form) in refused {
+        let (status, _, _) = send(&f.app, post(path, &s.cookie, origin, &form)).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{case}");
+    }
+    // Nothing changed.
     assert_eq!(notes_on_disk(&f), before);
     assert_eq!(f.linkly.config().folders.len(), 1);
     // With both, it goes through.
-    let (status, res, _) = send(&f.app, post("/notes/save", &cookie, Some(ORIGIN), &form)).await;
+    let (status, res, _) = submit(&f.app, &s, "/notes/save", "mode=create&content=hello").await;
     assert_eq!(status, StatusCode::SEE_OTHER);
-    assert!(
-        res.headers()[header::LOCATION]
-            .to_str()
-            .unwrap()
-            .starts_with("/notes/edit/")
-    );
+    assert!(location(&res).starts_with("/notes/edit/"));
     assert_eq!(notes_on_disk(&f), before + 1);
 }
 
@@ -263,14 +288,7 @@ async fn hostile_names_and_texts_are_escaped() {
     assert!(!body.contains("<b>crossing"), "raw snippet in the page");
     assert!(!body.contains("<script>alert"), "raw title in the page");
     // Its document page too.
-    let id = body
-        .split("href=\"/doc/")
-        .nth(1)
-        .unwrap()
-        .split(['?', '"'])
-        .next()
-        .unwrap()
-        .to_string();
+    let id = first_doc_id(&body);
     let (status, _, body) = send(&f.app, get(&format!("/doc/{id}"), None)).await;
     assert_eq!(status, StatusCode::OK);
     assert!(!body.contains("<img src=x"));
@@ -290,56 +308,18 @@ async fn lan_visitors_sign_in_with_the_token() {
     assert_eq!(res.headers()[header::LOCATION], "/signin");
     let (status, res, body) = send(&f.app, get("/signin", None)).await;
     assert_eq!(status, StatusCode::OK);
-    let cookie = res.headers()[header::SET_COOKIE]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
-    let csrf = body
-        .split("name=\"csrf-token\" content=\"")
-        .nth(1)
-        .unwrap()
-        .split('"')
-        .next()
-        .unwrap()
-        .to_string();
-    let (status, _, _) = send(
-        &f.app,
-        post(
-            "/notes/save",
-            &cookie,
-            Some(ORIGIN),
-            &format!("mode=create&content=x&_csrf={csrf}"),
-        ),
-    )
-    .await;
+    let s = Session {
+        cookie: cookie_pair(res.headers()[header::SET_COOKIE].to_str().unwrap()),
+        csrf: csrf_of(&body),
+    };
+    let (status, _, _) = submit(&f.app, &s, "/notes/save", "mode=create&content=x").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     // A wrong token.
-    let (status, res, _) = send(
-        &f.app,
-        post(
-            "/signin",
-            &cookie,
-            Some(ORIGIN),
-            &format!("token=nope&_csrf={csrf}"),
-        ),
-    )
-    .await;
+    let (status, res, _) = submit(&f.app, &s, "/signin", "token=nope").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert!(res.headers().get(header::SET_COOKIE).is_none());
     // The right one sets an HttpOnly, SameSite=Strict cookie.
-    let (status, res, _) = send(
-        &f.app,
-        post(
-            "/signin",
-            &cookie,
-            Some(ORIGIN),
-            &format!("token=s3cret-token&_csrf={csrf}"),
-        ),
-    )
-    .await;
+    let (status, res, _) = submit(&f.app, &s, "/signin", "token=s3cret-token").await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     let auth = res.headers()[header::SET_COOKIE]
         .to_str()
@@ -347,14 +327,14 @@ async fn lan_visitors_sign_in_with_the_token() {
         .to_string();
     assert!(auth.starts_with("linkly_auth="));
     assert!(auth.contains("HttpOnly") && auth.contains("SameSite=Strict"));
-    let both = format!("{cookie}; {}", auth.split(';').next().unwrap());
+    let both = format!("{}; {}", s.cookie, cookie_pair(&auth));
     let (status, _, body) = send(&f.app, get("/search?q=budget", Some(&both))).await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.contains("data-testid=\"result\""));
     // The proof belongs to its session: with another session id it is refused.
     let stolen = format!(
         "linkly_sid=0123456789abcdef0123456789abcdef; {}",
-        auth.split(';').next().unwrap()
+        cookie_pair(&auth)
     );
     let (status, _, _) = send(&f.app, get("/", Some(&stolen))).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
@@ -378,14 +358,7 @@ async fn nothing_outside_the_index_is_served() {
     }
     // A document's file, by its id.
     let (_, _, body) = send(&f.app, get("/search?q=budget", None)).await;
-    let id = body
-        .split("href=\"/doc/")
-        .nth(1)
-        .unwrap()
-        .split(['?', '"'])
-        .next()
-        .unwrap()
-        .to_string();
+    let id = first_doc_id(&body);
     let req = get(&format!("/doc/{id}/file"), None);
     let res = f.app.clone().oneshot(req).await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
@@ -407,14 +380,7 @@ async fn nothing_outside_the_index_is_served() {
 async fn a_document_lands_on_its_lines_and_finds() {
     let f = fixture();
     let (_, _, body) = send(&f.app, get("/search?q=%22line+number+777%22", None)).await;
-    let id = body
-        .split("href=\"/doc/")
-        .nth(1)
-        .unwrap()
-        .split(['?', '"'])
-        .next()
-        .unwrap()
-        .to_string();
+    let id = first_doc_id(&body);
     // A page of 500 lines holding line 777, never the whole document.
     let (status, _, body) = send(&f.app, get(&format!("/doc/{id}?line=777"), None)).await;
     assert_eq!(status, StatusCode::OK);
@@ -449,91 +415,55 @@ async fn a_refused_query_shows_the_tools_message() {
 #[tokio::test]
 async fn a_lost_race_shows_both_texts_and_delete_goes_to_the_trash() {
     let f = fixture();
-    let (cookie, csrf) = session(&f.app).await;
-    let (_, res, _) = send(
+    let s = session(&f.app).await;
+    let (_, res, _) = submit(
         &f.app,
-        post(
-            "/notes/save",
-            &cookie,
-            Some(ORIGIN),
-            &format!("mode=create&content=Shopping%0A%0Abread&_csrf={csrf}"),
-        ),
+        &s,
+        "/notes/save",
+        "mode=create&content=Shopping%0A%0Abread",
     )
     .await;
-    let loc = res.headers()[header::LOCATION]
-        .to_str()
-        .unwrap()
-        .to_string();
-    let note_id = loc
+    let note_id = location(&res)
         .trim_start_matches("/notes/edit/")
         .split('?')
         .next()
         .unwrap()
         .to_string();
     let base = f.linkly.note(&note_id).unwrap().version;
+    // Two tabs edit from the same base.
+    let edit = |content: &str| {
+        format!("mode=edit&note_id={note_id}&base_version={base}&content={content}")
+    };
     // Tab 1 saves first.
-    let (status, _, _) = send(
-        &f.app,
-        post(
-            "/notes/save",
-            &cookie,
-            Some(ORIGIN),
-            &format!(
-                "mode=edit&note_id={note_id}&base_version={base}&content=Shopping%0A%0Abread+and+tea&_csrf={csrf}"
-            ),
-        ),
-    )
-    .await;
+    let tea = edit("Shopping%0A%0Abread+and+tea");
+    let (status, _, _) = submit(&f.app, &s, "/notes/save", &tea).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     // Tab 2, from the same base, loses: both texts are shown, nothing is written.
-    let (status, _, body) = send(
-        &f.app,
-        post(
-            "/notes/save",
-            &cookie,
-            Some(ORIGIN),
-            &format!(
-                "mode=edit&note_id={note_id}&base_version={base}&content=Shopping%0A%0Abread+and+jam&_csrf={csrf}"
-            ),
-        ),
-    )
-    .await;
+    let jam = edit("Shopping%0A%0Abread+and+jam");
+    let (status, _, body) = submit(&f.app, &s, "/notes/save", &jam).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert!(body.contains("id=\"conflict\""));
     assert!(body.contains("bread and tea") && body.contains("bread and jam"));
     let now = f.linkly.note(&note_id).unwrap();
     assert!(now.body.contains("bread and tea"));
     // Delete (into the trash), then undo.
-    let (status, res, _) = send(
+    let (status, res, _) = submit(
         &f.app,
-        post(
-            "/notes/delete",
-            &cookie,
-            Some(ORIGIN),
-            &format!(
-                "note_id={note_id}&base_version={}&_csrf={csrf}",
-                now.version
-            ),
-        ),
+        &s,
+        "/notes/delete",
+        &format!("note_id={note_id}&base_version={}", now.version),
     )
     .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert!(f.linkly.note(&note_id).is_err());
-    let loc = res.headers()[header::LOCATION]
-        .to_str()
-        .unwrap()
-        .to_string();
-    let (_, _, body) = send(&f.app, get(&loc, Some(&cookie))).await;
+    let (_, _, body) = send(&f.app, get(&location(&res), Some(&s.cookie))).await;
     assert!(body.contains("id=\"note-undo\""));
     let name = f.linkly.trashed_notes().unwrap()[0].name.clone();
-    let (status, _, _) = send(
+    let (status, _, _) = submit(
         &f.app,
-        post(
-            "/notes/restore",
-            &cookie,
-            Some(ORIGIN),
-            &format!("name={}&_csrf={csrf}", enc(&name)),
-        ),
+        &s,
+        "/notes/restore",
+        &format!("name={}", enc(&name)),
     )
     .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
@@ -546,21 +476,22 @@ async fn a_lost_race_shows_both_texts_and_delete_goes_to_the_trash() {
     );
 }
 
+/// Adds a folder to watch from the overview's form.
+async fn add_folder(
+    app: &Router,
+    session: &Session,
+    dir: &std::path::Path,
+) -> (StatusCode, Response<Body>, String) {
+    let form = format!("path={}", enc(&dir.to_string_lossy()));
+    submit(app, session, "/folders/add", &form).await
+}
+
 #[tokio::test]
 async fn a_folder_that_does_not_exist_is_refused_with_a_message() {
     let f = fixture();
-    let (cookie, csrf) = session(&f.app).await;
+    let s = session(&f.app).await;
     let missing = f.root.join("no-such-folder");
-    let (status, _, body) = send(
-        &f.app,
-        post(
-            "/folders/add",
-            &cookie,
-            Some(ORIGIN),
-            &format!("path={}&_csrf={csrf}", enc(&missing.to_string_lossy())),
-        ),
-    )
-    .await;
+    let (status, _, body) = add_folder(&f.app, &s, &missing).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("id=\"folder-error\""));
     assert_eq!(f.linkly.config().folders.len(), 1);
@@ -568,16 +499,7 @@ async fn a_folder_that_does_not_exist_is_refused_with_a_message() {
     let more = f.root.join("more");
     fs_err::create_dir_all(&more).unwrap();
     fs_err::write(more.join("quokka.md"), "the quokka smiles\n").unwrap();
-    let (status, _, _) = send(
-        &f.app,
-        post(
-            "/folders/add",
-            &cookie,
-            Some(ORIGIN),
-            &format!("path={}&_csrf={csrf}", enc(&more.to_string_lossy())),
-        ),
-    )
-    .await;
+    let (status, _, _) = add_folder(&f.app, &s, &more).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(f.linkly.config().folders.len(), 2);
     let mut found = false;
@@ -602,33 +524,56 @@ async fn every_language_renders_and_the_switch_is_remembered() {
         .unwrap();
     let (_, _, body) = send(&f.app, req).await;
     assert!(body.contains("lang=\"ja\"") && body.contains("概要"));
-    let (cookie, csrf) = session(&f.app).await;
-    let (status, res, _) = send(
-        &f.app,
-        post(
-            "/lang",
-            &cookie,
-            Some(ORIGIN),
-            &format!("lang=fr&back=%2Fnotes&_csrf={csrf}"),
-        ),
-    )
-    .await;
+    let s = session(&f.app).await;
+    let (status, res, _) = submit(&f.app, &s, "/lang", "lang=fr&back=%2Fnotes").await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(res.headers()[header::LOCATION], "/notes");
     let set = res.headers()[header::SET_COOKIE].to_str().unwrap();
     assert!(set.starts_with("linkly_lang=fr"));
-    let (_, _, body) = send(&f.app, get("/", Some(&format!("{cookie}; linkly_lang=fr")))).await;
-    assert!(body.contains("lang=\"fr\"") && body.contains("Vue d’ensemble"));
-    // An off-site `back` is not followed.
-    let (_, res, _) = send(
+    let (_, _, body) = send(
         &f.app,
-        post(
-            "/lang",
-            &cookie,
-            Some(ORIGIN),
-            &format!("lang=es&back=%2F%2Fevil.example&_csrf={csrf}"),
-        ),
+        get("/", Some(&format!("{}; linkly_lang=fr", s.cookie))),
     )
     .await;
+    assert!(body.contains("lang=\"fr\"") && body.contains("Vue d’ensemble"));
+    // An off-site `back` is not followed.
+    let (_, res, _) = submit(&f.app, &s, "/lang", "lang=es&back=%2F%2Fevil.example").await;
     assert_eq!(res.headers()[header::LOCATION], "/");
+}
+
+#[tokio::test]
+async fn libraries_are_created_edited_and_deleted_from_their_page() {
+    let f = fixture();
+    let s = session(&f.app).await;
+    let docs = enc(&f.root.join("docs").to_string_lossy());
+    // Created over the watched folder.
+    let create = format!("name=Work&description=Plans&folders={docs}&tags=");
+    let (status, res, _) = submit(&f.app, &s, "/libraries/create", &create).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location(&res), "/libraries");
+    let config = f.linkly.config();
+    assert_eq!(config.libraries.len(), 1);
+    assert_eq!(config.libraries[0].name, "Work");
+    assert_eq!(config.libraries[0].folders.len(), 1);
+    let id = enc(&format!("local://{}", config.libraries[0].id));
+    // The same name again is refused on the page with its message, and nothing changes.
+    let again = format!("name=work&folders={docs}");
+    let (status, _, body) = submit(&f.app, &s, "/libraries/create", &again).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("id=\"library-error\""), "{body}");
+    assert_eq!(f.linkly.config().libraries.len(), 1);
+    // Edited: a new name, its folder removed, a note tag instead.
+    let edit = format!("id={id}&name=Office&description=Plans&folders=&tags=work");
+    let (status, res, _) = submit(&f.app, &s, "/libraries/edit", &edit).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location(&res), "/libraries");
+    let library = f.linkly.config().libraries[0].clone();
+    assert_eq!(library.name, "Office");
+    assert!(library.folders.is_empty(), "{:?}", library.folders);
+    assert_eq!(library.tags, ["work"]);
+    // Deleted; its folder stays watched.
+    let (status, _, _) = submit(&f.app, &s, "/libraries/delete", &format!("id={id}")).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(f.linkly.config().libraries.is_empty());
+    assert_eq!(f.linkly.config().folders.len(), 1);
 }

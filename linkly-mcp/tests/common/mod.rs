@@ -1,4 +1,5 @@
-//! What the MCP tests share: a stdio session with an in-memory server, as a client sees it.
+//! What the MCP tests share: a server over an empty index, on an in-memory stdio pipe or on
+//! loopback HTTP, and a stdio session with it as a client sees it.
 // Each test binary uses part of it.
 #![allow(dead_code)]
 
@@ -7,11 +8,44 @@ use std::time::Duration;
 
 use linkly_core::{Config, DataDir};
 use linkly_index::Index;
-use linkly_mcp::{LinklyServer, StdioTransport};
+use linkly_mcp::{BoundHttp, IndexStatus, ServerState, serve_http};
 use linkly_tools::Linkly;
-use rmcp::ServiceExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
+
+/// Tools over an empty index in `tmp`'s `data` folder.
+pub(crate) fn empty_linkly(tmp: &tempfile::TempDir) -> Arc<Linkly> {
+    let data = DataDir::new(tmp.path().join("data"));
+    let index = Index::open(&data.index_dir()).unwrap();
+    Arc::new(Linkly::new(Arc::new(index), data, Config::default()))
+}
+
+/// Starts the stdio server over these tools on an in-memory pipe; the client's end of it
+/// (not yet initialised).
+pub(crate) fn serve_stdio(linkly: Arc<Linkly>) -> tokio::io::DuplexStream {
+    let (client, server) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server);
+    tokio::spawn(linkly_mcp::serve_streams(linkly, server_read, server_write));
+    client
+}
+
+/// Starts the HTTP server on a bound listener, idle, until the returned sender is used or
+/// dropped.
+pub(crate) fn serve_http_until_stopped(
+    bound: BoundHttp,
+    linkly: Arc<Linkly>,
+) -> tokio::sync::oneshot::Sender<()> {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(serve_http(
+        bound,
+        linkly,
+        ServerState::new(IndexStatus::Idle),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    stop
+}
 
 /// One initialised MCP session over an in-memory stdio pipe.
 pub(crate) struct Session {
@@ -25,16 +59,7 @@ pub(crate) struct Session {
 impl Session {
     /// A session with a server over these tools, initialised.
     pub(crate) async fn start(linkly: Arc<Linkly>) -> Session {
-        let (client, server) = tokio::io::duplex(1 << 20);
-        let (server_read, server_write) = tokio::io::split(server);
-        tokio::spawn(async move {
-            let service = LinklyServer::new(linkly)
-                .serve(StdioTransport::new(server_read, server_write))
-                .await
-                .unwrap();
-            let _ = service.waiting().await;
-        });
-        let (read, write) = tokio::io::split(client);
+        let (read, write) = tokio::io::split(serve_stdio(linkly));
         let mut session = Session {
             read: BufReader::new(read),
             write,
@@ -58,9 +83,7 @@ impl Session {
     /// A session over an empty index in a temporary data directory.
     pub(crate) async fn empty() -> (tempfile::TempDir, Session) {
         let tmp = tempfile::tempdir().unwrap();
-        let data = DataDir::new(tmp.path().join("data"));
-        let index = Index::open(&data.index_dir()).unwrap();
-        let linkly = Arc::new(Linkly::new(Arc::new(index), data, Config::default()));
+        let linkly = empty_linkly(&tmp);
         (tmp, Session::start(linkly).await)
     }
 

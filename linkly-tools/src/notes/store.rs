@@ -110,6 +110,23 @@ fn invalid(message: impl Into<String>) -> ToolError {
     ToolError::new(ErrorCode::NoteInvalidInput, message)
 }
 
+/// Reads a note file's bytes if they are at `base_version`; otherwise `NOTE_VERSION_CONFLICT`
+/// with both versions in its details and the message `conflict` writes from the current one.
+fn read_at_version(
+    path: &Path,
+    base_version: &str,
+    conflict: impl FnOnce(&str) -> String,
+) -> Result<Vec<u8>> {
+    let bytes = fs_err::read(path).map_err(ToolError::internal)?;
+    let actual = versions::version_of(&bytes);
+    if actual != base_version {
+        let mut err = ToolError::new(ErrorCode::NoteVersionConflict, conflict(&actual));
+        err.details = Some(json!({"actual_version": actual, "expected_version": base_version}));
+        return Err(err);
+    }
+    Ok(bytes)
+}
+
 fn io_error(what: &str, path: &Path, e: std::io::Error) -> ToolError {
     ToolError::internal(format!("{what} {}: {e}", path.display()))
 }
@@ -408,18 +425,11 @@ impl NoteStore {
         };
         // Read again under the lock: `scan` read it under the lock too, but be exact about
         // which bytes the version and the rewrite are based on.
-        let bytes = fs_err::read(&note.path).map_err(ToolError::internal)?;
-        let actual = versions::version_of(&bytes);
-        if actual != base_version {
-            let mut err = ToolError::new(
-                ErrorCode::NoteVersionConflict,
-                format!(
-                    "note {note_id} has changed since base_version {base_version}: its current version is {actual}. Nothing was written. Re-read the note (list scope=\"notes\", then read), merge your change into its current content, and retry with base_version={actual}; never overwrite blindly"
-                ),
-            );
-            err.details = Some(json!({"actual_version": actual, "expected_version": base_version}));
-            return Err(err);
-        }
+        let bytes = read_at_version(&note.path, base_version, |actual| {
+            format!(
+                "note {note_id} has changed since base_version {base_version}: its current version is {actual}. Nothing was written. Re-read the note (list scope=\"notes\", then read), merge your change into its current content, and retry with base_version={actual}; never overwrite blindly"
+            )
+        })?;
         let text = String::from_utf8_lossy(&bytes);
         let (fm, old_body) = front_matter::split(&text);
         let mut fm = fm.unwrap_or_default();
@@ -474,18 +484,11 @@ impl NoteStore {
     pub(crate) fn trash(&self, note_id: &str, base_version: &str, trash: &Path) -> Result<Trashed> {
         let _lock = self.lock()?;
         let note = self.only(note_id)?;
-        let bytes = fs_err::read(&note.path).map_err(ToolError::internal)?;
-        let actual = versions::version_of(&bytes);
-        if actual != base_version {
-            let mut err = ToolError::new(
-                ErrorCode::NoteVersionConflict,
-                format!(
-                    "note {note_id} has changed since version {base_version}: its current version is {actual}. Nothing was deleted; look at the note again before deleting it"
-                ),
-            );
-            err.details = Some(json!({"actual_version": actual, "expected_version": base_version}));
-            return Err(err);
-        }
+        read_at_version(&note.path, base_version, |actual| {
+            format!(
+                "note {note_id} has changed since version {base_version}: its current version is {actual}. Nothing was deleted; look at the note again before deleting it"
+            )
+        })?;
         fs_err::create_dir_all(trash).map_err(ToolError::internal)?;
         let file_name = note
             .path

@@ -7,12 +7,12 @@ use std::collections::{HashMap, VecDeque};
 use linkly_core::{format_rfc3339, now_millis};
 use linkly_index::{DocFilter, DocSummary};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::library::{path_key, resolve, top_level_dirs};
 use crate::render::thousands;
-use crate::tools::kit::{Rendered, ToolParams, ToolSpec, parse_args, render, schema_of};
+use crate::tools::kit::{Rendered, ToolSpec, parse_args, render, schema_of};
 use crate::{Linkly, OutputFormat, Result};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -47,21 +47,15 @@ const LOCAL_SHARE: f64 = 0.9;
 const RECENT_MS: i64 = 7 * 24 * 3600 * 1000;
 const RECENT_DIRS: usize = 10;
 
-/// Parameters of `explore`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ExploreParams {
-    /// Only this library (name or `local://<id>`). Default: all indexed local content.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub library: Option<String>,
-    /// The answer's format.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "markdown"))]
-    pub output_format: Option<OutputFormat>,
-}
-
-impl ToolParams for ExploreParams {
-    const NAME: &'static str = SPEC.name;
+crate::tools::kit::tool_params! {
+    /// Parameters of `explore`.
+    pub struct ExploreParams {
+        /// Only this library (name or `local://<id>`). Default: all indexed local content.
+        pub library: Option<String>,
+        /// The answer's format.
+        #[schemars(extend("default" = "markdown"))]
+        pub output_format: Option<OutputFormat>,
+    }
 }
 
 /// Documents of one type.

@@ -5,14 +5,12 @@
 use std::collections::HashMap;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{check_count, check_range};
 use crate::render::thousands;
-use crate::tools::kit::{
-    Rendered, ToolParams, ToolSpec, lenient_int, parse_args, render, schema_of,
-};
+use crate::tools::kit::{Rendered, ToolSpec, parse_args, render, schema_of};
 use crate::{Linkly, OutputFormat, PathGlob, Result, ToolError};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -39,33 +37,22 @@ const MAX_PATTERNS: usize = 10;
 /// The longest pattern, in bytes.
 const MAX_PATTERN_BYTES: usize = 64;
 
-/// Parameters of `find_paths`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FindPathsParams {
-    /// Keywords (each at most 64 bytes), OR-ed; matched as substrings of folder paths, ASCII
-    /// case-insensitive, CJK literal.
-    #[schemars(length(min = 1, max = MAX_PATTERNS))]
-    pub patterns: Vec<String>,
-    /// Only folders of this library (name or `local://<id>`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub library: Option<String>,
-    /// Folders returned.
-    #[serde(
-        default,
-        deserialize_with = "lenient_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(range(min = 1, max = 50), extend("default" = 10))]
-    pub limit: Option<i64>,
-    /// The answer's format.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "markdown"))]
-    pub output_format: Option<OutputFormat>,
-}
-
-impl ToolParams for FindPathsParams {
-    const NAME: &'static str = SPEC.name;
+crate::tools::kit::tool_params! {
+    /// Parameters of `find_paths`.
+    pub struct FindPathsParams {
+        /// Keywords (each at most 64 bytes), OR-ed; matched as substrings of folder paths, ASCII
+        /// case-insensitive, CJK literal.
+        #[schemars(length(min = 1, max = MAX_PATTERNS))]
+        pub patterns: Vec<String>,
+        /// Only folders of this library (name or `local://<id>`).
+        pub library: Option<String>,
+        /// Folders returned.
+        #[schemars(range(min = 1, max = 50), extend("default" = 10))]
+        pub limit: Option<i64>,
+        /// The answer's format.
+        #[schemars(extend("default" = "markdown"))]
+        pub output_format: Option<OutputFormat>,
+    }
 }
 
 /// One candidate folder.

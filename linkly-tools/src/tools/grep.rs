@@ -3,14 +3,13 @@
 use linkly_core::DocType;
 use regex::{Regex, RegexBuilder};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::check_range;
 use crate::render::{one_line, thousands};
 use crate::tools::kit::{
-    Rendered, ToolParams, ToolSpec, find_doc, lenient_int, parse_args, parse_doc_id,
-    readable_content, render, schema_of,
+    Rendered, ToolSpec, find_doc, parse_args, parse_doc_id, readable_content, render, schema_of,
 };
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
@@ -45,74 +44,41 @@ crate::choice::choice! {
     }
 }
 
-/// Parameters of `grep`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GrepParams {
-    /// A Rust `regex` pattern (no look-around, no back-references).
-    pub pattern: String,
-    /// The document to search (`local://12`).
-    pub doc_id: String,
-    /// Lines of context before and after each match.
-    #[serde(
-        default,
-        deserialize_with = "lenient_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(range(min = 0, max = 50), extend("default" = 3))]
-    pub context: Option<i64>,
-    /// Lines before each match (overrides `context` on that side).
-    #[serde(
-        default,
-        deserialize_with = "lenient_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(range(min = 0, max = 50))]
-    pub before: Option<i64>,
-    /// Lines after each match (overrides `context` on that side).
-    #[serde(
-        default,
-        deserialize_with = "lenient_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(range(min = 0, max = 50))]
-    pub after: Option<i64>,
-    /// Match case-insensitively.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = false))]
-    pub case_insensitive: Option<bool>,
-    /// `content` (matching lines with context) or `count` (the count only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "content"))]
-    pub output_mode: Option<GrepMode>,
-    /// Matching lines returned.
-    #[serde(
-        default,
-        deserialize_with = "lenient_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-    pub limit: Option<i64>,
-    /// Matching lines skipped (pagination).
-    #[serde(
-        default,
-        deserialize_with = "lenient_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(range(min = 0), extend("default" = 0))]
-    pub offset: Option<i64>,
-    /// Tolerate spurious spaces and line breaks inside the matched text. Default: on for PDF,
-    /// off otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fuzzy_whitespace: Option<bool>,
-    /// The answer's format.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "markdown"))]
-    pub output_format: Option<OutputFormat>,
-}
-
-impl ToolParams for GrepParams {
-    const NAME: &'static str = SPEC.name;
+crate::tools::kit::tool_params! {
+    /// Parameters of `grep`.
+    pub struct GrepParams {
+        /// A Rust `regex` pattern (no look-around, no back-references).
+        pub pattern: String,
+        /// The document to search (`local://12`).
+        pub doc_id: String,
+        /// Lines of context before and after each match.
+        #[schemars(range(min = 0, max = 50), extend("default" = 3))]
+        pub context: Option<i64>,
+        /// Lines before each match (overrides `context` on that side).
+        #[schemars(range(min = 0, max = 50))]
+        pub before: Option<i64>,
+        /// Lines after each match (overrides `context` on that side).
+        #[schemars(range(min = 0, max = 50))]
+        pub after: Option<i64>,
+        /// Match case-insensitively.
+        #[schemars(extend("default" = false))]
+        pub case_insensitive: Option<bool>,
+        /// `content` (matching lines with context) or `count` (the count only).
+        #[schemars(extend("default" = "content"))]
+        pub output_mode: Option<GrepMode>,
+        /// Matching lines returned.
+        #[schemars(range(min = 1, max = 100), extend("default" = 20))]
+        pub limit: Option<i64>,
+        /// Matching lines skipped (pagination).
+        #[schemars(range(min = 0), extend("default" = 0))]
+        pub offset: Option<i64>,
+        /// Tolerate spurious spaces and line breaks inside the matched text. Default: on for PDF,
+        /// off otherwise.
+        pub fuzzy_whitespace: Option<bool>,
+        /// The answer's format.
+        #[schemars(extend("default" = "markdown"))]
+        pub output_format: Option<OutputFormat>,
+    }
 }
 
 /// One matching line with its context.

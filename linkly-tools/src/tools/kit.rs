@@ -55,6 +55,66 @@ pub fn parse_params<P: ToolParams>(args: Value) -> Result<P> {
     })
 }
 
+/// Declares a tool's parameter struct: `tool_params! { /// doc  pub struct GrepParams { … } }`.
+///
+/// Every tool's parameters follow one convention, written here once: the struct derives serde
+/// and [`JsonSchema`] and refuses unknown fields, an `Option<_>` field may be absent (`null` is
+/// "not given") and is left out when serialised, an `Option<i64>` field is also read from a
+/// string holding the number ([`lenient_int`]), and the struct is the [`ToolParams`] of the
+/// module's `SPEC`. Other fields (a required `String`, a `Vec`) are taken as written; each
+/// field's doc comment and `#[schemars(...)]` bounds and defaults pass through.
+macro_rules! tool_params {
+    ($(#[$meta:meta])* pub struct $name:ident { $($fields:tt)* }) => {
+        $crate::tools::kit::tool_params!(@field [$(#[$meta])* $name] [] $($fields)*);
+    };
+    // An optional integer: absent, null, a number or a string holding one.
+    (@field $head:tt [$($done:tt)*]
+        $(#[$m:meta])* pub $field:ident : Option<i64> $(, $($rest:tt)*)?) => {
+        $crate::tools::kit::tool_params!(@field $head [$($done)*
+            $(#[$m])*
+            #[serde(
+                default,
+                deserialize_with = "crate::tools::kit::lenient_int",
+                skip_serializing_if = "Option::is_none"
+            )]
+            pub $field: Option<i64>,
+        ] $($($rest)*)?);
+    };
+    // Any other optional parameter: absent or null is `None`.
+    (@field $head:tt [$($done:tt)*]
+        $(#[$m:meta])* pub $field:ident : Option<$ty:ty> $(, $($rest:tt)*)?) => {
+        $crate::tools::kit::tool_params!(@field $head [$($done)*
+            $(#[$m])*
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub $field: Option<$ty>,
+        ] $($($rest)*)?);
+    };
+    // A parameter taken as written.
+    (@field $head:tt [$($done:tt)*]
+        $(#[$m:meta])* pub $field:ident : $ty:ty $(, $($rest:tt)*)?) => {
+        $crate::tools::kit::tool_params!(@field $head [$($done)*
+            $(#[$m])*
+            pub $field: $ty,
+        ] $($($rest)*)?);
+    };
+    (@field [$(#[$meta:meta])* $name:ident] [$($done:tt)*]) => {
+        $(#[$meta])*
+        #[derive(
+            Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+        )]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($done)*
+        }
+
+        impl $crate::tools::kit::ToolParams for $name {
+            const NAME: &'static str = SPEC.name;
+        }
+    };
+}
+
+pub(crate) use tool_params;
+
 /// A successful tool result before the footer is added, with what it counted.
 pub(crate) struct Rendered {
     /// The answer.

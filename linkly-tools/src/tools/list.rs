@@ -8,7 +8,7 @@ use std::path::Path;
 use linkly_core::format_rfc3339;
 use linkly_index::{CatalogSort, DocFilter, DocRecord};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{check_choice, check_range};
@@ -16,8 +16,8 @@ use crate::library::{allowed_dir, resolve};
 use crate::notes::{has_all, tag_filter};
 use crate::render::{one_line, shown, thousands};
 use crate::tools::kit::{
-    Rendered, ToolParams, ToolSpec, check_window, doc_type_items, lenient_int, parse_args,
-    parse_bound, parse_doc_types, render, schema_of,
+    Rendered, ToolSpec, check_window, doc_type_items, parse_args, parse_bound, parse_doc_types,
+    render, schema_of,
 };
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
@@ -67,66 +67,43 @@ crate::choice::choice! {
     }
 }
 
-/// Parameters of `list`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListParams {
-    /// `folder` (indexed files under a directory; no `path` = all watched folders), `library`
-    /// (requires `library`) or `notes`.
-    pub scope: ListScope,
-    /// A library name or `local://<id>` (scope `library`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub library: Option<String>,
-    /// An absolute directory inside the watched folders (or the library's folders, and the
-    /// notes folder for a library with a note-tag filter): an address, not a pattern. From
-    /// find_paths, copy `path`, not `path_glob`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-    /// Only these document types (folder and library scopes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(transform = doc_type_items)]
-    pub doc_types: Option<Vec<String>>,
-    /// AND filter on note tags (notes scope only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tags: Option<Vec<String>>,
-    /// Modified at or after (ISO 8601 UTC; folder and library scopes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modified_after: Option<String>,
-    /// Modified at or before (ISO 8601 UTC; folder and library scopes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modified_before: Option<String>,
-    /// `recent`, `oldest` (notes: by created time; files: by modification time) or `name` (file
-    /// name A→Z by code point); ties broken by full path.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "recent"))]
-    pub sort: Option<ListSort>,
-    /// Include snippets (notes: default true, the first ~200 characters of the body; files:
-    /// default false, from the indexed abstract). While on, `limit` is at most 50.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub snippet: Option<bool>,
-    /// Items per page.
-    #[serde(
-        default,
-        deserialize_with = "lenient_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(range(min = 1, max = 200), extend("default" = 50))]
-    pub limit: Option<i64>,
-    /// Items skipped.
-    #[serde(
-        default,
-        deserialize_with = "lenient_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(range(min = 0), extend("default" = 0))]
-    pub offset: Option<i64>,
-    /// The answer's format (default: json for notes, markdown otherwise).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_format: Option<OutputFormat>,
-}
-
-impl ToolParams for ListParams {
-    const NAME: &'static str = SPEC.name;
+crate::tools::kit::tool_params! {
+    /// Parameters of `list`.
+    pub struct ListParams {
+        /// `folder` (indexed files under a directory; no `path` = all watched folders), `library`
+        /// (requires `library`) or `notes`.
+        pub scope: ListScope,
+        /// A library name or `local://<id>` (scope `library`).
+        pub library: Option<String>,
+        /// An absolute directory inside the watched folders (or the library's folders, and the
+        /// notes folder for a library with a note-tag filter): an address, not a pattern. From
+        /// find_paths, copy `path`, not `path_glob`.
+        pub path: Option<String>,
+        /// Only these document types (folder and library scopes).
+        #[schemars(transform = doc_type_items)]
+        pub doc_types: Option<Vec<String>>,
+        /// AND filter on note tags (notes scope only).
+        pub tags: Option<Vec<String>>,
+        /// Modified at or after (ISO 8601 UTC; folder and library scopes).
+        pub modified_after: Option<String>,
+        /// Modified at or before (ISO 8601 UTC; folder and library scopes).
+        pub modified_before: Option<String>,
+        /// `recent`, `oldest` (notes: by created time; files: by modification time) or `name` (file
+        /// name A→Z by code point); ties broken by full path.
+        #[schemars(extend("default" = "recent"))]
+        pub sort: Option<ListSort>,
+        /// Include snippets (notes: default true, the first ~200 characters of the body; files:
+        /// default false, from the indexed abstract). While on, `limit` is at most 50.
+        pub snippet: Option<bool>,
+        /// Items per page.
+        #[schemars(range(min = 1, max = 200), extend("default" = 50))]
+        pub limit: Option<i64>,
+        /// Items skipped.
+        #[schemars(range(min = 0), extend("default" = 0))]
+        pub offset: Option<i64>,
+        /// The answer's format (default: json for notes, markdown otherwise).
+        pub output_format: Option<OutputFormat>,
+    }
 }
 
 /// The answer's schema: a [`FileList`] for the `folder` and `library` scopes, the notes list

@@ -1,12 +1,12 @@
 //! `list_libraries`: the libraries the user defined, with their ids and sizes. No parameters.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::library::LibraryScope;
 use crate::render::{one_line, thousands};
-use crate::tools::kit::{Rendered, ToolParams, ToolSpec, parse_args, schema_of};
+use crate::tools::kit::{Rendered, ToolSpec, parse_args, schema_of};
 use crate::{Linkly, Result};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -23,13 +23,10 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     run,
 };
 
-/// `list_libraries` takes no parameters.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListLibrariesParams {}
-
-impl ToolParams for ListLibrariesParams {
-    const NAME: &'static str = SPEC.name;
+crate::tools::kit::tool_params! {
+    /// `list_libraries` takes no parameters.
+    pub struct ListLibrariesParams {
+    }
 }
 
 /// One library.

@@ -4,12 +4,12 @@
 
 use linkly_core::ErrorCode;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::notes::store::{self, SaveRequest};
 use crate::notes::{tags, versions};
-use crate::tools::kit::{Rendered, ToolParams, ToolSpec, parse_args, schema_of};
+use crate::tools::kit::{Rendered, ToolSpec, parse_args, schema_of};
 use crate::{Linkly, Result, ToolError};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -46,34 +46,26 @@ crate::choice::choice! {
     }
 }
 
-/// Parameters of `note_save`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NoteSaveParams {
-    /// `create` (a new note) or `edit` (replace an existing note's body).
-    pub mode: NoteMode,
-    /// The Markdown body without front matter; on edit, the full revised body. At most 10 MiB;
-    /// blank is refused.
-    pub content: String,
-    /// The note's UUID: required for edit (from read or list scope="notes"); optional on create
-    /// (an id that exists already is NOTE_DUPLICATE_ID).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note_id: Option<String>,
-    /// Required for edit: the `version` last read (read, list scope="notes" or the last
-    /// note_save).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_version: Option<String>,
-    /// Tags to add; the server appends the missing `#tag` tokens to the body. Cannot remove.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tags: Option<Vec<String>>,
-    /// Display name of the host app (e.g. `Cursor`), at most 64 characters, shown as the note's
-    /// source. Never the model name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub app_name: Option<String>,
-}
-
-impl ToolParams for NoteSaveParams {
-    const NAME: &'static str = SPEC.name;
+crate::tools::kit::tool_params! {
+    /// Parameters of `note_save`.
+    pub struct NoteSaveParams {
+        /// `create` (a new note) or `edit` (replace an existing note's body).
+        pub mode: NoteMode,
+        /// The Markdown body without front matter; on edit, the full revised body. At most 10 MiB;
+        /// blank is refused.
+        pub content: String,
+        /// The note's UUID: required for edit (from read or list scope="notes"); optional on create
+        /// (an id that exists already is NOTE_DUPLICATE_ID).
+        pub note_id: Option<String>,
+        /// Required for edit: the `version` last read (read, list scope="notes" or the last
+        /// note_save).
+        pub base_version: Option<String>,
+        /// Tags to add; the server appends the missing `#tag` tokens to the body. Cannot remove.
+        pub tags: Option<Vec<String>>,
+        /// Display name of the host app (e.g. `Cursor`), at most 64 characters, shown as the note's
+        /// source. Never the model name.
+        pub app_name: Option<String>,
+    }
 }
 
 /// What `note_save` wrote.

@@ -3,14 +3,12 @@
 use linkly_core::{DocType, OutlineNode};
 use linkly_index::DocRecord;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::check_count;
 use crate::render::{one_line, thousands};
-use crate::tools::kit::{
-    Rendered, ToolParams, ToolSpec, parse_args, parse_doc_id, render, schema_of,
-};
+use crate::tools::kit::{Rendered, ToolSpec, parse_args, parse_doc_id, render, schema_of};
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
 /// Node lines shown per document when `expand` is omitted; deeper levels are collapsed until
@@ -33,25 +31,19 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     run,
 };
 
-/// Parameters of `outline`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OutlineParams {
-    /// Document ids (`local://12`, or a bare `12`).
-    #[schemars(length(min = 1, max = 20))]
-    pub doc_ids: Vec<String>,
-    /// Node ids like "2" or "3.1" to show fully expanded; the others collapse to their first
-    /// level. Omitted: all levels, within a size budget.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expand: Option<Vec<String>>,
-    /// The answer's format.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "markdown"))]
-    pub output_format: Option<OutputFormat>,
-}
-
-impl ToolParams for OutlineParams {
-    const NAME: &'static str = SPEC.name;
+crate::tools::kit::tool_params! {
+    /// Parameters of `outline`.
+    pub struct OutlineParams {
+        /// Document ids (`local://12`, or a bare `12`).
+        #[schemars(length(min = 1, max = 20))]
+        pub doc_ids: Vec<String>,
+        /// Node ids like "2" or "3.1" to show fully expanded; the others collapse to their first
+        /// level. Omitted: all levels, within a size budget.
+        pub expand: Option<Vec<String>>,
+        /// The answer's format.
+        #[schemars(extend("default" = "markdown"))]
+        pub output_format: Option<OutputFormat>,
+    }
 }
 
 /// The outline of one document.

@@ -8,15 +8,14 @@ use std::sync::LazyLock;
 use linkly_core::{DocType, char_count};
 use regex::Regex;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::check_range;
 use crate::notes::front_matter::Value as FmValue;
 use crate::render::{one_line, thousands};
 use crate::tools::kit::{
-    Rendered, ToolParams, ToolSpec, find_doc, lenient_int, parse_args, parse_doc_id,
-    readable_content, render, schema_of,
+    Rendered, ToolSpec, find_doc, parse_args, parse_doc_id, readable_content, render, schema_of,
 };
 use crate::{Linkly, OutputFormat, Result};
 
@@ -66,44 +65,28 @@ crate::choice::choice! {
     }
 }
 
-/// Parameters of `read`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ReadParams {
-    /// The document to read (`local://12`).
-    pub doc_id: String,
-    /// The first line, 1-based. Past the end gives an empty range.
-    #[serde(
-        default,
-        deserialize_with = "lenient_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(range(min = 1), extend("default" = 1))]
-    pub offset: Option<i64>,
-    /// How many lines.
-    #[serde(
-        default,
-        deserialize_with = "lenient_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(range(min = 1, max = 500), extend("default" = 200))]
-    pub limit: Option<i64>,
-    /// For images referenced in the shown lines: `none` (line, file, doc_id), `abstract` (plus
-    /// a one-line excerpt and the character count of their text) or `full` (plus
-    /// the text inline: at most 2,000 characters per image and 20,000 per call; an image over
-    /// either stays an excerpt with a note on how to read it alone). Each image's text is
-    /// given once per answer; later references point back to the first.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "abstract"))]
-    pub image_text: Option<ImageText>,
-    /// The answer's format.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "markdown"))]
-    pub output_format: Option<OutputFormat>,
-}
-
-impl ToolParams for ReadParams {
-    const NAME: &'static str = SPEC.name;
+crate::tools::kit::tool_params! {
+    /// Parameters of `read`.
+    pub struct ReadParams {
+        /// The document to read (`local://12`).
+        pub doc_id: String,
+        /// The first line, 1-based. Past the end gives an empty range.
+        #[schemars(range(min = 1), extend("default" = 1))]
+        pub offset: Option<i64>,
+        /// How many lines.
+        #[schemars(range(min = 1, max = 500), extend("default" = 200))]
+        pub limit: Option<i64>,
+        /// For images referenced in the shown lines: `none` (line, file, doc_id), `abstract` (plus
+        /// a one-line excerpt and the character count of their text) or `full` (plus
+        /// the text inline: at most 2,000 characters per image and 20,000 per call; an image over
+        /// either stays an excerpt with a note on how to read it alone). Each image's text is
+        /// given once per answer; later references point back to the first.
+        #[schemars(extend("default" = "abstract"))]
+        pub image_text: Option<ImageText>,
+        /// The answer's format.
+        #[schemars(extend("default" = "markdown"))]
+        pub output_format: Option<OutputFormat>,
+    }
 }
 
 /// An image referenced in the shown lines.

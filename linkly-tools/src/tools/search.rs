@@ -7,15 +7,15 @@ use linkly_core::format_rfc3339;
 use linkly_index::{DocFilter, PathGlob};
 use rayon::prelude::*;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::check_range;
 use crate::render::{one_line, shown, thousands};
 use crate::snippet::{Passage, QueryTerms, SnippetKind, best_passage, opening};
 use crate::tools::kit::{
-    Rendered, ToolParams, ToolSpec, check_window, doc_type_items, lenient_int, parse_args,
-    parse_bound, parse_doc_types, render, schema_of,
+    Rendered, ToolSpec, check_window, doc_type_items, parse_args, parse_bound, parse_doc_types,
+    render, schema_of,
 };
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
@@ -68,66 +68,47 @@ crate::choice::choice! {
     }
 }
 
-/// Parameters of `search`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SearchParams {
-    /// Keywords or a natural-language phrase. Must not be blank.
-    pub query: String,
-    /// Maximum number of results.
-    #[serde(
-        default,
-        deserialize_with = "lenient_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(range(min = 1, max = 50), extend("default" = 20))]
-    pub limit: Option<i64>,
-    /// Only these document types.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(transform = doc_type_items)]
-    pub doc_types: Option<Vec<String>>,
-    /// Restrict to one library (name or `local://<id>`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub library: Option<String>,
-    /// A glob matched as a substring of the absolute path: `*` any run (including `/`), `?` one
-    /// character, `[...]` a class, `\` escapes. Case-sensitive. A directory path ending in `/`
-    /// restricts to that directory (find_paths returns ready-made values).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path_glob: Option<String>,
-    /// `folder`: all indexed content; `notes`: only the user's notes (ignores `path_glob` and a
-    /// local `library`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "folder"))]
-    pub scope: Option<SearchScope>,
-    /// AND filter on note tags (a leading `#` and ASCII case ignored), usually with
-    /// scope="notes"; for OR, call once per tag.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tags: Option<Vec<String>>,
-    /// Only documents modified at or after this ISO 8601 time (`2024-01-31` or RFC 3339, UTC).
-    /// For a relative window ("last month"), compute it from the answers' `[meta] now`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modified_after: Option<String>,
-    /// Only documents modified at or before this ISO 8601 time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modified_before: Option<String>,
-    /// `default` (relevance), `newest` or `oldest`: re-orders the selected results. For
-    /// "recent"/"oldest" without a date window; a window is modified_after/before.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "default"))]
-    pub time_sort: Option<TimeSort>,
-    /// The answer's format.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "markdown"))]
-    pub output_format: Option<OutputFormat>,
-    /// Add, per result, why it came back: its rank and score in the BM25 and vector arms and
-    /// the fused score (JSON `explain`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = false))]
-    pub explain: Option<bool>,
-}
-
-impl ToolParams for SearchParams {
-    const NAME: &'static str = SPEC.name;
+crate::tools::kit::tool_params! {
+    /// Parameters of `search`.
+    pub struct SearchParams {
+        /// Keywords or a natural-language phrase. Must not be blank.
+        pub query: String,
+        /// Maximum number of results.
+        #[schemars(range(min = 1, max = 50), extend("default" = 20))]
+        pub limit: Option<i64>,
+        /// Only these document types.
+        #[schemars(transform = doc_type_items)]
+        pub doc_types: Option<Vec<String>>,
+        /// Restrict to one library (name or `local://<id>`).
+        pub library: Option<String>,
+        /// A glob matched as a substring of the absolute path: `*` any run (including `/`), `?` one
+        /// character, `[...]` a class, `\` escapes. Case-sensitive. A directory path ending in `/`
+        /// restricts to that directory (find_paths returns ready-made values).
+        pub path_glob: Option<String>,
+        /// `folder`: all indexed content; `notes`: only the user's notes (ignores `path_glob` and a
+        /// local `library`).
+        #[schemars(extend("default" = "folder"))]
+        pub scope: Option<SearchScope>,
+        /// AND filter on note tags (a leading `#` and ASCII case ignored), usually with
+        /// scope="notes"; for OR, call once per tag.
+        pub tags: Option<Vec<String>>,
+        /// Only documents modified at or after this ISO 8601 time (`2024-01-31` or RFC 3339, UTC).
+        /// For a relative window ("last month"), compute it from the answers' `[meta] now`.
+        pub modified_after: Option<String>,
+        /// Only documents modified at or before this ISO 8601 time.
+        pub modified_before: Option<String>,
+        /// `default` (relevance), `newest` or `oldest`: re-orders the selected results. For
+        /// "recent"/"oldest" without a date window; a window is modified_after/before.
+        #[schemars(extend("default" = "default"))]
+        pub time_sort: Option<TimeSort>,
+        /// The answer's format.
+        #[schemars(extend("default" = "markdown"))]
+        pub output_format: Option<OutputFormat>,
+        /// Add, per result, why it came back: its rank and score in the BM25 and vector arms and
+        /// the fused score (JSON `explain`).
+        #[schemars(extend("default" = false))]
+        pub explain: Option<bool>,
+    }
 }
 
 /// One search result: a document.

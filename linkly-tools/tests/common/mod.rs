@@ -20,8 +20,8 @@ pub(crate) fn write_files(root: &Path, files: &[(&str, &str)]) {
     }
 }
 
-/// An index in `home/home` synced over `roots`, and the tools over it with `config`.
-pub(crate) fn open_synced(home: &Path, roots: &[PathBuf], config: Config) -> Linkly {
+/// An index in `home/home` synced over `roots`, and its data directory.
+pub(crate) fn synced_index(home: &Path, roots: &[PathBuf]) -> (DataDir, Index) {
     let data = DataDir::new(home.join("home"));
     let index = Index::open(&data.index_dir()).unwrap();
     index
@@ -33,6 +33,12 @@ pub(crate) fn open_synced(home: &Path, roots: &[PathBuf], config: Config) -> Lin
             &mut |_| {},
         )
         .unwrap();
+    (data, index)
+}
+
+/// An index in `home/home` synced over `roots`, and the tools over it with `config`.
+pub(crate) fn open_synced(home: &Path, roots: &[PathBuf], config: Config) -> Linkly {
+    let (data, index) = synced_index(home, roots);
     Linkly::new(Arc::new(index), data, config)
 }
 
@@ -71,4 +77,41 @@ pub(crate) fn err_call(l: &Linkly, tool: &str, args: Value) -> String {
     let (text, err) = call(l, tool, args);
     assert!(err, "{tool} should fail: {text}");
     text
+}
+
+/// The string `key` of every item of the array `list` in an answer: the paths of `results`,
+/// the titles of `items`.
+pub(crate) fn column<'a>(answer: &'a Value, list: &str, key: &str) -> Vec<&'a str> {
+    answer[list]
+        .as_array()
+        .unwrap_or_else(|| panic!("no array {list} in {answer}"))
+        .iter()
+        .map(|item| item[key].as_str().unwrap())
+        .collect()
+}
+
+/// The item of the array `list` in an answer whose string `key` is `value`.
+pub(crate) fn item_where<'a>(answer: &'a Value, list: &str, key: &str, value: &str) -> &'a Value {
+    answer[list]
+        .as_array()
+        .unwrap_or_else(|| panic!("no array {list} in {answer}"))
+        .iter()
+        .find(|item| item[key] == value)
+        .unwrap_or_else(|| panic!("no {key} {value:?} in {list} of {answer}"))
+}
+
+/// Asserts that a Markdown answer ends with the meta footer: `---`, then `[meta] now=…`.
+pub(crate) fn assert_footer(md: &str) {
+    let tail: Vec<&str> = md.trim_end().lines().rev().take(2).collect();
+    assert!(
+        tail.len() == 2 && tail[0].starts_with("[meta] now=") && tail[1] == "---",
+        "no meta footer: {md}"
+    );
+}
+
+/// Asserts that an answer holds each of `parts`.
+pub(crate) fn assert_holds(answer: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(answer.contains(part), "no {part:?} in: {answer}");
+    }
 }

@@ -123,7 +123,17 @@ pub(crate) struct LibraryForm {
     tags: String,
 }
 
-async fn done(app: App, ctx: Ctx, r: Result<(), String>) -> Response {
+/// Applies a change to the libraries (saved with the configuration), then back to the list;
+/// a refused change shows the list again with its message.
+async fn change_libraries(
+    app: App,
+    ctx: Ctx,
+    change: impl FnOnce(&mut linkly_core::Config) -> linkly_core::Result<()> + Send + 'static,
+) -> Response {
+    let r = blocking(&app, move |linkly| {
+        linkly.update_config(change).map_err(|e| e.message)
+    })
+    .await;
     match r {
         Ok(()) => see_other("/libraries"),
         Err(m) => render(app, ctx, Some(m), StatusCode::UNPROCESSABLE_ENTITY).await,
@@ -136,16 +146,11 @@ pub(crate) async fn create(
     Extension(ctx): Extension<Ctx>,
     Form(f): Form<LibraryForm>,
 ) -> Response {
-    let r = blocking(&app, move |linkly| {
-        linkly
-            .update_config(|c| {
-                c.add_library(&f.name, &f.description, &lines(&f.folders), &tags(&f.tags))
-                    .map(|_| ())
-            })
-            .map_err(|e| e.message)
+    change_libraries(app, ctx, move |c| {
+        c.add_library(&f.name, &f.description, &lines(&f.folders), &tags(&f.tags))
+            .map(|_| ())
     })
-    .await;
-    done(app, ctx, r).await
+    .await
 }
 
 /// `POST /libraries/edit`: the folders box is the whole new list (added and removed folders are
@@ -155,35 +160,30 @@ pub(crate) async fn edit(
     Extension(ctx): Extension<Ctx>,
     Form(f): Form<LibraryForm>,
 ) -> Response {
-    let r = blocking(&app, move |linkly| {
-        linkly
-            .update_config(|c| {
-                let wanted = lines(&f.folders);
-                let current: Vec<PathBuf> = match c.library(&f.id) {
-                    linkly_core::LibraryRef::Local(lib) => lib.folders.clone(),
-                    _ => Vec::new(),
-                };
-                let edit = LibraryEdit {
-                    name: Some(f.name.clone()),
-                    description: Some(f.description.clone()),
-                    add_folders: wanted
-                        .iter()
-                        .filter(|w| !current.contains(w))
-                        .cloned()
-                        .collect(),
-                    remove_folders: current
-                        .iter()
-                        .filter(|c| !wanted.contains(c))
-                        .cloned()
-                        .collect(),
-                    tags: Some(tags(&f.tags)),
-                };
-                c.edit_library(&f.id, &edit).map(|_| ())
-            })
-            .map_err(|e| e.message)
+    change_libraries(app, ctx, move |c| {
+        let wanted = lines(&f.folders);
+        let current: Vec<PathBuf> = match c.library(&f.id) {
+            linkly_core::LibraryRef::Local(lib) => lib.folders.clone(),
+            _ => Vec::new(),
+        };
+        let edit = LibraryEdit {
+            name: Some(f.name.clone()),
+            description: Some(f.description.clone()),
+            add_folders: wanted
+                .iter()
+                .filter(|w| !current.contains(w))
+                .cloned()
+                .collect(),
+            remove_folders: current
+                .iter()
+                .filter(|c| !wanted.contains(c))
+                .cloned()
+                .collect(),
+            tags: Some(tags(&f.tags)),
+        };
+        c.edit_library(&f.id, &edit).map(|_| ())
     })
-    .await;
-    done(app, ctx, r).await
+    .await
 }
 
 /// `POST /libraries/delete`: the library goes, its folders stay watched.
@@ -192,11 +192,5 @@ pub(crate) async fn delete(
     Extension(ctx): Extension<Ctx>,
     Form(f): Form<LibraryForm>,
 ) -> Response {
-    let r = blocking(&app, move |linkly| {
-        linkly
-            .update_config(|c| c.remove_library(&f.id).map(|_| ()))
-            .map_err(|e| e.message)
-    })
-    .await;
-    done(app, ctx, r).await
+    change_libraries(app, ctx, move |c| c.remove_library(&f.id).map(|_| ())).await
 }

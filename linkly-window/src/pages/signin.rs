@@ -8,9 +8,10 @@ use axum::{Extension, Form};
 use maud::html;
 use serde::Deserialize;
 
+use crate::access::constant_time_eq;
 use crate::layout::{Nav, csrf_field, error_box, page};
 use crate::pages::see_other;
-use crate::security::{AUTH_COOKIE, auth_proof, constant_time_eq};
+use crate::security::{AUTH_COOKIE, auth_proof};
 use crate::{App, Ctx};
 
 fn form(ctx: &Ctx, error: Option<&str>) -> Response {
