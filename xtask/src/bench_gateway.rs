@@ -112,19 +112,14 @@ fn start(bin: &Path, home: &Path, database: &Path) -> anyhow::Result<(Gateway, S
 }
 
 fn linkly(bin: &Path, home: &Path, args: &[&str]) -> anyhow::Result<Value> {
-    let out = Command::new(bin)
-        .arg("--json")
-        .arg("--home")
-        .arg(home)
-        .args(args)
-        .output()?;
-    if !out.status.success() {
-        bail!(
-            "linkly {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    serde_json::from_slice(&out.stdout).with_context(|| format!("linkly {args:?} --json"))
+    crate::child::json(
+        Command::new(bin)
+            .arg("--json")
+            .arg("--home")
+            .arg(home)
+            .args(args),
+        &format!("linkly {args:?}"),
+    )
 }
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
@@ -191,34 +186,29 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
     let corpus = crate::corpus::generated(&work, docs)?;
     let local = home.join("local");
     let indexed = linkly(&bin, &local, &["index", &corpus.to_string_lossy()])?;
-    let added = Command::new(&bin)
-        .arg("--home")
-        .arg(&local)
-        .args(["library", "add", "big"])
-        .arg(&corpus)
-        .output()?;
-    if !added.status.success() {
-        bail!(
-            "linkly library add failed: {}",
-            String::from_utf8_lossy(&added.stderr)
-        );
-    }
-    let t = Instant::now();
-    let tok = token_text.as_str();
-    let published = linkly(
-        &bin,
-        &local,
-        &[
+    crate::child::output(
+        Command::new(&bin)
+            .arg("--home")
+            .arg(&local)
+            .args(["library", "add", "big"])
+            .arg(&corpus),
+        "linkly library add",
+    )?;
+    let publish = || {
+        let args = [
             "publish",
             "big",
             "--gateway",
             &base,
             "--token",
-            tok,
+            &token_text,
             "--slug",
             "big",
-        ],
-    )?;
+        ];
+        linkly(&bin, &local, &args)
+    };
+    let t = Instant::now();
+    let published = publish()?;
     let publish_s = t.elapsed().as_secs_f64();
     let sent = published["sent"].as_u64().unwrap_or(0);
     report.push_str(&format!(
@@ -228,20 +218,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
         sent as f64 / publish_s.max(1e-9)
     ));
     let t = Instant::now();
-    let again = linkly(
-        &bin,
-        &local,
-        &[
-            "publish",
-            "big",
-            "--gateway",
-            &base,
-            "--token",
-            tok,
-            "--slug",
-            "big",
-        ],
-    )?;
+    let again = publish()?;
     report.push_str(&format!(
         "| `linkly publish` again, nothing changed ({} sent) | {:.2} s |\n",
         again["sent"].as_u64().unwrap_or(0),

@@ -222,17 +222,13 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
     // A lost full-text index, rebuilt from the store (no file extracted again).
     fs_err::remove_dir_all(home.join("index/lexical-2"))?;
     let t = Instant::now();
-    let out = keyword_only(&bin)
-        .arg("--home")
-        .arg(&home)
-        .args(["index", "--rebuild"])
-        .output()?;
-    if !out.status.success() {
-        bail!(
-            "index --rebuild failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    crate::child::output(
+        keyword_only(&bin)
+            .arg("--home")
+            .arg(&home)
+            .args(["index", "--rebuild"]),
+        "index --rebuild",
+    )?;
     report.push_str(&format!(
         "| serve | lost full-text index: `linkly index --rebuild` ({} docs) | {:.1} s |\n",
         st["doc_count"],
