@@ -19,7 +19,7 @@ fn a_library_holds_its_folders_and_its_tagged_notes() {
     )
     .unwrap();
     env.index();
-    let out = env.run(&[
+    env.run_ok(&[
         "library",
         "add",
         "nature",
@@ -27,11 +27,6 @@ fn a_library_holds_its_folders_and_its_tagged_notes() {
         "--tags",
         "#Wildlife",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let owl = env.json(&[
         "note-save",
         "--mode",

@@ -5,11 +5,11 @@ mod common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::Env;
+use common::{Env, succeeded};
 use linkly_core::{DataDir, ErrorCode};
 use linkly_tools::{Linkly, NoteSaveParams};
 use serde_json::Value;
@@ -54,15 +54,7 @@ fn local_checks_run_before_stdin_is_read() {
         ),
     ];
     for (args, expected) in cases {
-        let child = env
-            .cmd()
-            .arg("note-save")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = env.spawn_piped(&[&["note-save"][..], args].concat());
         let out = wait_or_kill(child, 20);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
@@ -75,14 +67,7 @@ fn local_checks_run_before_stdin_is_read() {
 }
 
 fn with_stdin(env: &Env, args: &[&str], input: &[u8]) -> std::process::Output {
-    let mut child = env
-        .cmd()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = env.spawn_piped(args);
     let mut stdin = child.stdin.take().unwrap();
     // The command may stop reading early (over the cap); a broken pipe is fine.
     let _ = stdin.write_all(input);
@@ -93,7 +78,7 @@ fn with_stdin(env: &Env, args: &[&str], input: &[u8]) -> std::process::Output {
 #[test]
 fn stdin_bodies_caps_and_tool_errors() {
     let env = Env::new(&[]);
-    let out = with_stdin(
+    let out = succeeded(with_stdin(
         &env,
         &[
             "--json",
@@ -108,12 +93,7 @@ fn stdin_bodies_caps_and_tool_errors() {
             "Terminal",
         ],
         "Shopping list\n- milk\n- **bread**\n".as_bytes(),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["status"], "success");
     assert_eq!(

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::Env;
+use common::{Env, succeeded};
 use linkly_extract::hand_made_pdf;
 use serde_json::Value;
 
@@ -29,16 +29,13 @@ fn long_png(dir: &Path) {
         .collect();
     let pdf = dir.join("long-src.pdf.tmp");
     fs_err::write(&pdf, hand_made_pdf::text_pdf(&lines)).unwrap();
-    let out = Command::new("pdftoppm")
-        .args(["-r", "150", "-gray", "-png", "-singlefile"])
-        .arg(&pdf)
-        .arg(dir.join("long"))
-        .output()
-        .expect("pdftoppm (poppler-utils) is installed");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        Command::new("pdftoppm")
+            .args(["-r", "150", "-gray", "-png", "-singlefile"])
+            .arg(&pdf)
+            .arg(dir.join("long"))
+            .output()
+            .expect("pdftoppm (poppler-utils) is installed"),
     );
     fs_err::remove_file(&pdf).unwrap();
 }
@@ -91,6 +88,20 @@ fn id_of(env: &Env, query: &str, file: &str) -> String {
 
 fn read(env: &Env, id: &str, mode: &str) -> Value {
     env.json(&["read", id, "--image-text", mode])
+}
+
+/// Asserts that a `read --image-text full` answer's first two images are the alert
+/// (`textract-raw_text.jpg`) and the bears (`ocrs-polar-bears.png`), each with its full text.
+#[track_caller]
+fn assert_alert_then_bears(answer: &Value) {
+    let images = answer["images"].as_array().unwrap();
+    assert!(images.len() >= 2, "{answer}");
+    for (image, words) in images
+        .iter()
+        .zip(["EMERGENCY ALERT SYSTEM", "Mitochondrial DNA"])
+    {
+        assert!(image["text"].as_str().unwrap().contains(words), "{answer}");
+    }
 }
 
 #[test]
@@ -174,19 +185,7 @@ fn images_are_searched_grepped_and_read() {
             .unwrap()
             .contains("EAS TEST")
     );
-    let full = read(&env, &page, "full");
-    let f = full["images"].as_array().unwrap();
-    assert!(
-        f[0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("EMERGENCY ALERT SYSTEM"),
-        "{full}"
-    );
-    assert!(
-        f[1]["text"].as_str().unwrap().contains("Mitochondrial DNA"),
-        "{full}"
-    );
+    assert_alert_then_bears(&read(&env, &page, "full"));
     // The Markdown form lists them under "Referenced images".
     let out = env.run(&["read", &page, "--image-text", "full"]);
     let md = String::from_utf8_lossy(&out.stdout);
@@ -224,17 +223,7 @@ fn images_are_searched_grepped_and_read() {
     let v = read(&env, &twice, "full");
     let imgs = v["images"].as_array().unwrap();
     assert_eq!(imgs.len(), 3, "{v}");
-    assert!(
-        imgs[0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("EMERGENCY ALERT SYSTEM"),
-        "{v}"
-    );
-    assert!(
-        imgs[1]["text"].as_str().unwrap().contains("Mitochondrial"),
-        "{v}"
-    );
+    assert_alert_then_bears(&v);
     assert_eq!(imgs[2]["line"], 5);
     assert_eq!(imgs[2]["note"], "same image as line 1, shown there", "{v}");
     assert!(imgs[2].get("text").is_none(), "{v}");
@@ -256,16 +245,12 @@ fn images_wait_for_ocr_and_are_read_once_it_is_installed() {
         env.docs.join("alert.jpg"),
     )
     .unwrap();
-    let out = env
-        .cmd()
-        .env("LINKLY_TESSERACT", "/nonexistent/tesseract")
-        .args(["--json", "index", env.docs.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeeded(
+        env.cmd()
+            .env("LINKLY_TESSERACT", "/nonexistent/tesseract")
+            .args(["--json", "index", env.docs.to_str().unwrap()])
+            .output()
+            .unwrap(),
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["skipped"], 1, "{v}");
