@@ -98,6 +98,28 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     write_report("report.md", &report)
 }
 
+/// Indexes `folders` into `index` in-process, saying how many files and how long it took.
+pub(crate) fn sync_timed(
+    index: &linkly_index::Index,
+    folders: &[PathBuf],
+) -> anyhow::Result<linkly_index::SyncReport> {
+    let t = Instant::now();
+    let report = index.sync(
+        &linkly_index::SyncOptions {
+            roots: folders.to_vec(),
+            ..linkly_index::SyncOptions::default()
+        },
+        &mut |_| {},
+    )?;
+    eprintln!(
+        "bench: sync {} files ({} new) in {:.1} s",
+        report.seen,
+        report.added,
+        t.elapsed().as_secs_f64()
+    );
+    Ok(report)
+}
+
 /// Prints a benchmark's report and writes it to `<target>/bench/<file>`, saying where.
 pub(crate) fn write_report(file: &str, report: &str) -> anyhow::Result<()> {
     println!("{report}");

@@ -8,21 +8,11 @@ use std::time::Instant;
 
 use anyhow::bail;
 use linkly_core::{Config, DataDir};
-use linkly_index::{Index, SyncOptions};
+use linkly_index::Index;
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 
-use crate::corpus::{Rng, note, vocabulary};
-
-/// The directory of generated file `i`: 10,000 directories, 10 files each at 100,000.
-fn dir_of(root: &Path, i: usize) -> std::path::PathBuf {
-    root.join(format!(
-        "area{:02}/project{:03}/sub{}",
-        i % 20,
-        (i / 20) % 50,
-        (i / 1000) % 10
-    ))
-}
+use crate::corpus::{Rng, dir_of, note, vocabulary};
 
 /// Writes `docs` small Markdown files, 10 per directory, under `area*/project*/sub*/`.
 fn generate(root: &Path, docs: usize) -> anyhow::Result<()> {
@@ -75,20 +65,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let mut config = Config::default();
     config.add_folder(&root)?;
     let index = Index::open(&data.index_dir())?;
-    let t = Instant::now();
-    let report = index.sync(
-        &SyncOptions {
-            roots: config.folders.clone(),
-            ..SyncOptions::default()
-        },
-        &mut |_| {},
-    )?;
-    eprintln!(
-        "bench: sync {} files ({} new) in {:.1} s",
-        report.seen,
-        report.added,
-        t.elapsed().as_secs_f64()
-    );
+    crate::bench::sync_timed(&index, &config.folders)?;
     let n = index.doc_count()?;
     let root_s = fs_err::canonicalize(&root)?.to_string_lossy().into_owned();
     config.add_library("area3", "", &[root.join("area03")], &[])?;

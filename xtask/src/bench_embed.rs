@@ -24,7 +24,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use linkly_index::vector::{ModelChoice, TextEmbedder};
 use linkly_index::{Index, SyncOptions};
 
@@ -195,22 +195,7 @@ fn st_python() -> anyhow::Result<PathBuf> {
             "bench: installing sentence-transformers (and PyTorch) into {}",
             venv.display()
         );
-        let ok = Command::new("python3")
-            .arg("-m")
-            .arg("venv")
-            .arg(&venv)
-            .status()?
-            .success()
-            && Command::new(venv.join("bin/pip"))
-                .args(["install", "--quiet", "sentence-transformers"])
-                .status()?
-                .success();
-        if !ok {
-            bail!(
-                "could not install sentence-transformers into {}",
-                venv.display()
-            );
-        }
+        crate::venv::install(&venv, "sentence-transformers", ["sentence-transformers"])?;
     }
     Ok(py)
 }

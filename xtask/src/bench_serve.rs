@@ -16,6 +16,33 @@ use serde_json::{Value, json};
 use crate::bench::{build_cli, percentiles};
 use crate::corpus;
 
+/// Polls `linkly search WORD` (keyword mode, data directory `home`) every `poll` until it
+/// finds one document; an error saying `what` was not searchable after 30 s.
+pub(crate) fn wait_searchable(
+    bin: &Path,
+    home: &Path,
+    word: &str,
+    poll: Duration,
+    what: &str,
+) -> anyhow::Result<()> {
+    let t = Instant::now();
+    loop {
+        let out = keyword_only(bin)
+            .args(["--json", "--home"])
+            .arg(home)
+            .args(["search", word])
+            .output()?;
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        if v["total"].as_u64() == Some(1) {
+            return Ok(());
+        }
+        if t.elapsed() > Duration::from_secs(30) {
+            bail!("{what} was not searchable after 30 s");
+        }
+        std::thread::sleep(poll);
+    }
+}
+
 /// A `linkly` command that sees no test model: the daemon's figures are those of keyword search
 /// over the generated corpus, whatever `LINKLY_MODEL_DIR` the bench was started with (with a
 /// model, the daemon would embed the whole corpus while it is measured).
@@ -181,21 +208,13 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
             watched.join(format!("live-{i}.md")),
             format!("# Live\n\n{word}\n"),
         )?;
-        loop {
-            let out = keyword_only(&bin)
-                .args(["--json", "--home"])
-                .arg(&home)
-                .args(["search", &word])
-                .output()?;
-            let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-            if v["total"].as_u64() == Some(1) {
-                break;
-            }
-            if t.elapsed() > Duration::from_secs(30) {
-                bail!("a saved file was not searchable after 30 s");
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
+        wait_searchable(
+            &bin,
+            &home,
+            &word,
+            Duration::from_millis(25),
+            "a saved file",
+        )?;
         ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     let (p50, _) = percentiles(ms.clone());

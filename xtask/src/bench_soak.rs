@@ -222,21 +222,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let word = "soakfinalword";
     fs_err::write(live.join("live-final.md"), format!("# Final\n\n{word}\n"))?;
     let t = Instant::now();
-    loop {
-        let out = crate::bench_serve::keyword_only(&bin)
-            .args(["--json", "--home"])
-            .arg(&home)
-            .args(["search", word])
-            .output()?;
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        if v["total"].as_u64() == Some(1) {
-            break;
-        }
-        if t.elapsed() > Duration::from_secs(30) {
-            bail!("after the soak, a saved file was not searchable in 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    crate::bench_serve::wait_searchable(
+        &bin,
+        &home,
+        word,
+        Duration::from_millis(50),
+        "after the soak, a saved file",
+    )?;
     let fresh = t.elapsed();
     let end_peak = proc_kb(pid, "VmHWM:");
     drop(daemon);

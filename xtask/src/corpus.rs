@@ -57,6 +57,17 @@ pub(crate) fn vocabulary() -> Vec<String> {
 /// A small note of the discovery and filter benchmarks: `# Note {i}`, 40 words drawn from
 /// `vocab` (small ranks are frequent, Zipf-ish, so words repeat across documents) and an
 /// `area… topic…` line.
+/// The directory of file `i` in the folder trees of `bench discovery` and `bench filter`:
+/// 20 areas × 50 projects × 10 subfolders, 10,000 directories (10 files each at 100,000).
+pub(crate) fn dir_of(root: &Path, i: usize) -> PathBuf {
+    root.join(format!(
+        "area{:02}/project{:03}/sub{}",
+        i % 20,
+        (i / 20) % 50,
+        (i / 1000) % 10
+    ))
+}
+
 pub(crate) fn note(i: usize, rng: &mut Rng, vocab: &[String]) -> String {
     let mut text = format!("# Note {i}\n\n");
     for _ in 0..40 {

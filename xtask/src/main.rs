@@ -83,6 +83,7 @@ mod test_model;
 mod test_speech;
 mod tidy;
 mod tokens;
+mod venv;
 mod wheel;
 
 use std::path::PathBuf;
