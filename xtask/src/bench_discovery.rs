@@ -12,21 +12,13 @@ use linkly_index::Index;
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 
-use crate::corpus::{Rng, dir_of, note, vocabulary};
+use crate::corpus::{self, dir_of};
 
 /// Writes `docs` small Markdown files, 10 per directory, under `area*/project*/sub*/`.
 fn generate(root: &Path, docs: usize) -> anyhow::Result<()> {
-    let vocab = vocabulary();
-    let mut rng = Rng::new(42);
-    for i in 0..docs {
-        let dir = dir_of(root, i);
-        // The first 10,000 files visit every directory once.
-        if i < 10_000 {
-            fs_err::create_dir_all(&dir)?;
-        }
-        fs_err::write(dir.join(format!("n{i}.md")), note(i, &mut rng, &vocab))?;
-    }
-    Ok(())
+    corpus::write_tree(root, docs, 42, |dir, i, text| {
+        Ok(fs_err::write(dir.join(format!("n{i}.md")), text)?)
+    })
 }
 
 fn time(linkly: &Linkly, tool: &str, args: Value, runs: usize) -> (f64, f64, usize) {

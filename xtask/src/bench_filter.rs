@@ -16,7 +16,7 @@ use linkly_index::Index;
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 
-use crate::corpus::{Rng, dir_of, generated_queries, note, vocabulary};
+use crate::corpus::{self, dir_of, generated_queries};
 
 /// The first file's modification time (2020-01-01T00:00:00Z); file `i` is `i` quarter-hours
 /// later, so 100,000 files span 2020-01-01 to 2022-11-06.
@@ -34,23 +34,17 @@ fn name_of(i: usize) -> String {
 
 /// Writes `docs` small files, 10 per directory, each modified a quarter-hour after the last.
 fn generate(root: &Path, docs: usize) -> anyhow::Result<()> {
-    let vocab = vocabulary();
-    let mut rng = Rng::new(7);
-    for i in 0..docs {
-        let dir = dir_of(root, i);
-        if i < 10_000 {
-            fs_err::create_dir_all(&dir)?;
-        }
+    corpus::write_tree(root, docs, 7, |dir, i, text| {
         let path = dir.join(name_of(i));
-        fs_err::write(&path, note(i, &mut rng, &vocab))?;
+        fs_err::write(&path, text)?;
         let modified =
             SystemTime::UNIX_EPOCH + Duration::from_secs(FIRST_MODIFIED + i as u64 * STEP_SECS);
         fs_err::File::options()
             .write(true)
             .open(&path)?
             .set_modified(modified)?;
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// One filtered search: its label, the tool's arguments beside the query and the same as
