@@ -132,15 +132,10 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
     let _ = fs_err::remove_dir_all(&watched);
     fs_err::create_dir_all(&watched)?;
     let port = 61606u16;
-    let Watching {
-        daemon,
-        ready,
-        status: st,
-        url,
-        rss_kb: rss,
-        hwm_kb: hwm,
-    } = start_watching(&bin, &home, port, &[&corpus, &watched])?;
+    let (daemon, ready, st, url) = start_watching(&bin, &home, port, &[&corpus, &watched])?;
     let pid = daemon.0.id();
+    let rss = proc_kb(pid, "VmRSS:");
+    let hwm = proc_kb(pid, "VmHWM:");
     let mut report = String::from("| serve | step | figure |\n|---|---|---|\n");
     report.push_str(&format!(
         "| serve | index {} docs then watch | ready in {:.1} s; RSS {:.0} MB (peak {:.0} MB) |\n",
@@ -257,42 +252,20 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
 }
 
 /// Starts `linkly serve` (adding `folders`) and waits until `/health` says `watching`.
-/// The daemon once it watches ([`start_watching`]): what its status says and its memory then.
-pub(crate) struct Watching {
-    pub(crate) daemon: Daemon,
-    /// From the start to `watching`.
-    pub(crate) ready: Duration,
-    /// `linkly --json status`.
-    pub(crate) status: Value,
-    /// Its MCP endpoint.
-    pub(crate) url: String,
-    /// Its resident and peak memory, in KiB.
-    pub(crate) rss_kb: u64,
-    pub(crate) hwm_kb: u64,
-}
-
-/// Starts the daemon ([`start`]) and reads its status, MCP endpoint and memory once it watches.
+/// Starts the daemon ([`start`]); once it watches, its status and its MCP endpoint too.
 pub(crate) fn start_watching(
     bin: &Path,
     home: &Path,
     port: u16,
     folders: &[&Path],
-) -> anyhow::Result<Watching> {
+) -> anyhow::Result<(Daemon, Duration, Value, String)> {
     let (daemon, ready) = start(bin, home, port, folders)?;
-    let pid = daemon.0.id();
     let status = status(bin, home);
     let url = status["mcp_endpoint"]
         .as_str()
         .context("the daemon's status names no MCP endpoint")?
         .to_string();
-    Ok(Watching {
-        rss_kb: proc_kb(pid, "VmRSS:"),
-        hwm_kb: proc_kb(pid, "VmHWM:"),
-        daemon,
-        ready,
-        status,
-        url,
-    })
+    Ok((daemon, ready, status, url))
 }
 
 pub(crate) fn start(

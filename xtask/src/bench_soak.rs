@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
-use crate::bench_serve::{Watching, proc_kb, start_watching};
+use crate::bench_serve::{proc_kb, start_watching};
 use crate::corpus;
 
 /// Files of the live folder that the edits rewrite in turn.
@@ -76,15 +76,10 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         fs_err::write(live.join(format!("live-{i}.md")), live_text(i, 0))?;
     }
     eprintln!("soak: first full index of {docs} documents");
-    let Watching {
-        daemon,
-        ready,
-        status: st,
-        url,
-        rss_kb: after_index,
-        hwm_kb: peak_index,
-    } = start_watching(&bin, &home, 61706, &[&corpus, &live])?;
+    let (daemon, ready, st, url) = start_watching(&bin, &home, 61706, &[&corpus, &live])?;
     let pid = daemon.0.id();
+    let after_index = proc_kb(pid, "VmRSS:");
+    let peak_index = proc_kb(pid, "VmHWM:");
     // The memory a sync used, once the daemon is idle again (the tantivy writer closes 1.5 s
     // after a sync; the allocator may give pages back a little later).
     std::thread::sleep(Duration::from_secs(10));
