@@ -4,6 +4,7 @@ summary, and a tool call's raw answer on the official MCP Python SDK, 1.x or 2.x
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -28,11 +29,18 @@ def finish() -> None:
     sys.exit(1 if failed else 0)
 
 
-async def tool_text(session: ClientSession, tool: str, args: dict[str, Any]) -> tuple[bool, str]:
-    """Calls a tool; returns (is_error, the text of its content)."""
+async def tool_answer(
+    session: ClientSession, tool: str, args: dict[str, Any], text_if_not_json: bool = False
+) -> tuple[bool, Any, str]:
+    """Calls a tool; returns (is_error, its text parsed as JSON, the text). A text that is no
+    JSON parses as None, or as itself with `text_if_not_json`."""
     res = await session.call_tool(tool, args)
     text = "".join(getattr(c, "text", "") for c in res.content)
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = text if text_if_not_json else None
     is_error = getattr(res, "is_error", None)
     if is_error is None:  # SDK 1.x
         is_error = getattr(res, "isError", False)
-    return bool(is_error), text
+    return bool(is_error), body, text

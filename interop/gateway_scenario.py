@@ -32,19 +32,14 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from checks import check, finish, tool_text
+from checks import check, finish, tool_answer
 
 
 async def call(session: ClientSession, tool: str, json_format: bool = True, **args: Any) -> tuple[bool, Any, str]:
     """Calls a tool; returns (is_error, parsed JSON or None, text)."""
     if json_format:
         args.setdefault("output_format", "json")
-    is_error, text = await tool_text(session, tool, args)
-    try:
-        body = json.loads(text)
-    except ValueError:
-        body = None
-    return is_error, body, text
+    return await tool_answer(session, tool, args)
 
 
 def addresses(body: Any) -> list[str]:

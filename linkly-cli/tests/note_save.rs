@@ -114,11 +114,8 @@ fn stdin_bodies_caps_and_tool_errors() {
         String::from_utf8_lossy(&blank.stderr)
             .contains("[NOTE_INVALID_INPUT] content must not be blank")
     );
-    let blank_arg = env.run(&["note-save", "--mode", "create", "--content", "  "]);
-    assert!(
-        String::from_utf8_lossy(&blank_arg.stderr)
-            .contains("[NOTE_INVALID_INPUT] content must not be blank")
-    );
+    let blank_arg = env.stderr_of_exit(1, &["note-save", "--mode", "create", "--content", "  "]);
+    assert!(blank_arg.contains("[NOTE_INVALID_INPUT] content must not be blank"));
 
     let big = vec![b'a'; 10 * 1024 * 1024 + 1];
     let over = with_stdin(
@@ -136,19 +133,19 @@ fn stdin_bodies_caps_and_tool_errors() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not valid UTF-8"));
 
     // A server-side refusal keeps its code; --exit-code makes it 2.
-    let out = env.run(&[
-        "--exit-code",
-        "note-save",
-        "--mode",
-        "create",
-        "--content",
-        "# Heading",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = env.stderr_of_exit(
+        2,
+        &[
+            "--exit-code",
+            "note-save",
+            "--mode",
+            "create",
+            "--content",
+            "# Heading",
+        ],
+    );
     assert!(stderr.starts_with("Error: Tool error: [NOTE_INVALID_INPUT] content uses Markdown that notes do not allow: heading (line 1)"), "{stderr}");
-    let out = env.run(&[
-        "--json",
+    let message = env.json_refusal(&[
         "note-save",
         "--mode",
         "edit",
@@ -159,14 +156,9 @@ fn stdin_bodies_caps_and_tool_errors() {
         "--base-version",
         &"0".repeat(64),
     ]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["status"], "error");
     assert!(
-        v["message"]
-            .as_str()
-            .unwrap()
-            .contains("[NOTE_INVALID_INPUT] note_id must be a UUID"),
-        "{v}"
+        message.contains("[NOTE_INVALID_INPUT] note_id must be a UUID"),
+        "{message}"
     );
 
     // Listed at once, and already indexed: note-save answers once the note is searchable.

@@ -90,6 +90,17 @@ fn read(env: &Env, id: &str, mode: &str) -> Value {
     env.json(&["read", id, "--image-text", mode])
 }
 
+/// A folder of a text file and the corpus image `image` saved as `name`.
+fn env_with_image(image: &str, name: &str) -> Env {
+    let env = Env::new(&[("notes.txt", "plain words here\n")]);
+    fs_err::copy(
+        common::corpus_dir().join("images").join(image),
+        env.docs.join(name),
+    )
+    .unwrap();
+    env
+}
+
 /// Asserts that a `read --image-text full` answer's first two images are the alert
 /// (`textract-raw_text.jpg`) and the bears (`ocrs-polar-bears.png`), each with its full text.
 #[track_caller]
@@ -239,12 +250,7 @@ fn images_are_searched_grepped_and_read() {
 
 #[test]
 fn images_wait_for_ocr_and_are_read_once_it_is_installed() {
-    let env = Env::new(&[("notes.txt", "plain words here\n")]);
-    fs_err::copy(
-        common::corpus_dir().join("images/textract-raw_text.jpg"),
-        env.docs.join("alert.jpg"),
-    )
-    .unwrap();
+    let env = env_with_image("textract-raw_text.jpg", "alert.jpg");
     let out = succeeded(
         env.cmd()
             .env("LINKLY_TESSERACT", "/nonexistent/tesseract")
@@ -291,12 +297,7 @@ fn images_wait_for_ocr_and_are_read_once_it_is_installed() {
 
 #[test]
 fn ocr_can_be_turned_off_in_the_config() {
-    let env = Env::new(&[("notes.txt", "plain words here\n")]);
-    fs_err::copy(
-        common::corpus_dir().join("images/textract-raw_text.png"),
-        env.docs.join("letters.png"),
-    )
-    .unwrap();
+    let env = env_with_image("textract-raw_text.png", "letters.png");
     fs_err::create_dir_all(&env.home).unwrap();
     fs_err::write(
         env.home.join("config.toml"),

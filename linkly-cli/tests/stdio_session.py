@@ -4,7 +4,6 @@ calls answered as parsed JSON. Driven by the official MCP Python SDK."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from contextlib import AsyncExitStack
@@ -14,7 +13,7 @@ from mcp.client.stdio import stdio_client
 
 # The checks and the raw tool call are the interop scenarios' (`interop/checks.py`).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "interop"))
-from checks import check, finish, tool_text  # noqa: E402
+from checks import check, finish, tool_answer  # noqa: E402
 
 
 async def spawn(stack: AsyncExitStack, bin: str, home: str, **env: str) -> ClientSession:
@@ -32,9 +31,5 @@ async def call(session: ClientSession, tool: str, **args) -> tuple[bool, dict | 
     """Calls a tool (in JSON where it has a format); returns (is_error, parsed answer)."""
     if tool != "note_save":  # note_save answers JSON and has no output_format
         args.setdefault("output_format", "json")
-    is_error, text = await tool_text(session, tool, args)
-    try:
-        body = json.loads(text)
-    except ValueError:
-        body = text
+    is_error, body, _ = await tool_answer(session, tool, args, text_if_not_json=True)
     return is_error, body

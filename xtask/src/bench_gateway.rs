@@ -144,6 +144,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
     let pid = gateway.0.id();
     let url = format!("{base}/mcp");
     let token = Some(token_text.as_str());
+    // Every load below goes to this gateway as this user, its CPU counted.
+    let load = |clients: usize, calls: usize, tool: &str, args: &Value| {
+        crate::load::run(&url, clients, calls, tool, args, Some(pid), token)
+    };
+    let call = |tool: &str, args: &Value| crate::load::call_once(&url, token, tool, args);
 
     for (what, a) in [
         ("browse, newest first", json!({})),
@@ -155,21 +160,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
         ("owner u7", json!({"owner": "u7"})),
         ("offset 9,000", json!({"offset": 9000})),
     ] {
-        let r = crate::load::run(&url, 1, 200, "library_search", &a, Some(pid), token)?;
+        let r = load(1, 200, "library_search", &a)?;
         report.push_str(&format!(
             "| library_search, {what} (1 client × 200) | p50 {:.2} ms, p99 {:.2} ms, errors {} |\n",
             r.p50, r.p99, r.errors
         ));
     }
-    let r = crate::load::run(
-        &url,
-        16,
-        50,
-        "library_search",
-        &json!({"query": "rust"}),
-        Some(pid),
-        token,
-    )?;
+    let r = load(16, 50, "library_search", &json!({"query": "rust"}))?;
     report.push_str(&format!(
         "| library_search, 16 clients × 50 | {:.0} calls/s, p50 {:.1} ms, p99 {:.1} ms, errors {} |\n",
         r.rate(),
@@ -224,9 +221,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
         again["sent"].as_u64().unwrap_or(0),
         t.elapsed().as_secs_f64()
     ));
-    let linked = crate::load::call_once(
-        &url,
-        token,
+    let linked = call(
         "library_link",
         &json!({"library": "cloud://bench/big", "output_format": "json"}),
     )?;
@@ -239,9 +234,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
         .as_u64()
         .unwrap_or(0);
     let t = Instant::now();
-    crate::load::call_once(
-        &url,
-        token,
+    call(
         "search",
         &json!({"query": queries[0], "library": "cloud://bench/big"}),
     )?;
@@ -252,9 +245,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
     // The library's index complete: a search that finds every document's word.
     let t = Instant::now();
     loop {
-        let r = crate::load::call_once(
-            &url,
-            token,
+        let r = call(
             "search",
             &json!({"query": queries[0], "library": "cloud://bench/big", "output_format": "json"}),
         )?;
@@ -275,9 +266,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
     let mut ms = Vec::new();
     for q in &queries {
         let t = Instant::now();
-        let r = crate::load::call_once(
-            &url,
-            token,
+        let r = call(
             "search",
             &json!({"query": q, "library": "cloud://bench/big", "limit": 10}),
         )?;
@@ -290,27 +279,21 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
     report.push_str(&format!(
         "| search in the linked library, a new session per call (200 queries) | p50 {p50:.1} ms, p99 {p99:.1} ms |\n"
     ));
-    let r = crate::load::run(
-        &url,
+    let r = load(
         1,
         200,
         "search",
         &json!({"query": queries[1], "library": "cloud://bench/big", "limit": 10}),
-        Some(pid),
-        token,
     )?;
     report.push_str(&format!(
         "| search in the linked library, one session (1 client × 200) | p50 {:.1} ms, p99 {:.1} ms, errors {} |\n",
         r.p50, r.p99, r.errors
     ));
-    let r = crate::load::run(
-        &url,
+    let r = load(
         16,
         25,
         "search",
         &json!({"query": queries[2], "library": "cloud://bench/big", "limit": 10}),
-        Some(pid),
-        token,
     )?;
     report.push_str(&format!(
         "| search in the linked library, 16 clients × 25 | {:.0} calls/s, p50 {:.1} ms, p99 {:.1} ms, errors {} |\n",

@@ -115,6 +115,28 @@ impl Env {
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 
+    /// Runs `linkly` with arguments, asserts it exited with `code` and returns its stderr.
+    #[track_caller]
+    pub fn stderr_of_exit(&self, code: i32, args: &[&str]) -> String {
+        let out = self.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        stderr
+    }
+
+    /// Runs `linkly --json` with arguments that a tool refuses: asserts it failed with a JSON
+    /// answer of status `error` and returns that answer's message.
+    #[track_caller]
+    pub fn json_refusal(&self, args: &[&str]) -> String {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.run(&all);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded: {v}");
+        assert_eq!(v["status"], "error", "{v}");
+        v["message"].as_str().unwrap().to_string()
+    }
+
     /// Starts `linkly` with arguments and its stdin, stdout and stderr piped.
     pub fn spawn_piped(&self, args: &[&str]) -> Child {
         self.cmd()
