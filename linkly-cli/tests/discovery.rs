@@ -264,12 +264,7 @@ fn cjk_keywords_are_words_in_search_and_explore() {
     env.index();
     let v = env.json(&["search", "コンポーネント", "--limit", "5"]);
     let keywords = |path: &str| -> Vec<String> {
-        let r = v["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["path"].as_str().unwrap().ends_with(path))
-            .unwrap_or_else(|| panic!("{path} not found: {v}"));
+        let r = common::result_ending(&v, path).unwrap_or_else(|| panic!("{path} not found: {v}"));
         serde_json::from_value(r["keywords"].clone()).unwrap()
     };
     let ja = keywords("ja/component-basics.md");

@@ -217,12 +217,7 @@ fn what_read_returns_is_what_note_save_takes_back() {
     assert_eq!(body_of(&path), revised);
     // Keywords come from the body: no fragments of timestamps or ids.
     let hit = &env.json(&["search", "herons", "--scope", "notes"])["results"][0];
-    let keywords: Vec<&str> = hit["keywords"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k.as_str().unwrap())
-        .collect();
+    let keywords = common::strings(&hit["keywords"]);
     assert!(!keywords.is_empty(), "{hit}");
     assert!(
         keywords

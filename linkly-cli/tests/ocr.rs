@@ -78,11 +78,9 @@ fn search(env: &Env, query: &str) -> Vec<Value> {
 }
 
 fn id_of(env: &Env, query: &str, file: &str) -> String {
-    let results = search(env, query);
-    let hit = results
-        .iter()
-        .find(|r| r["path"].as_str().unwrap().ends_with(file))
-        .unwrap_or_else(|| panic!("{query:?} did not find {file}: {results:#?}"));
+    let v = env.json(&["search", query]);
+    let hit = common::result_ending(&v, file)
+        .unwrap_or_else(|| panic!("{query:?} did not find {file}: {v:#}"));
     hit["doc_id"].as_str().unwrap().to_string()
 }
 
@@ -241,11 +239,8 @@ fn images_are_searched_grepped_and_read() {
     let out = env.run(&["read", &twice, "--image-text", "full"]);
     let md = String::from_utf8_lossy(&out.stdout);
     assert_eq!(md.matches("  > EAS TEST").count(), 1, "{md}");
-    let long = search(&env, "ledger invoices receipts");
-    assert!(
-        long.iter()
-            .any(|r| r["path"].as_str().unwrap().ends_with("long.png"))
-    );
+    let long = env.json(&["search", "ledger invoices receipts"]);
+    assert!(common::result_ending(&long, "long.png").is_some(), "{long}");
 }
 
 #[test]

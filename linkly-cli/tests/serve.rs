@@ -42,11 +42,9 @@ impl Mcp {
     }
 
     fn paths(&self, query: &str) -> Vec<String> {
-        self.search(query)["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["path"].as_str().unwrap().to_string())
+        common::result_paths(&self.search(query))
+            .into_iter()
+            .map(str::to_string)
             .collect()
     }
 }

@@ -79,11 +79,7 @@ fn skip_of(env: &Env, name: &str) -> Option<String> {
 
 fn hit(env: &Env, query: &str, name: &str) -> Value {
     let v = env.json(&["search", query]);
-    v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["path"].as_str().unwrap().ends_with(name))
+    common::result_ending(&v, name)
         .cloned()
         .unwrap_or_else(|| panic!("{query:?} did not find {name}: {v:#}\n{:?}", listed(env)))
 }

@@ -299,6 +299,35 @@ pub fn assert_passed(stdout: &str, checks: &[&str]) {
     }
 }
 
+/// The paths of a `search` or `list` answer's results, in order.
+pub fn result_paths(answer: &Value) -> Vec<&str> {
+    answer["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results: {answer}"))
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect()
+}
+
+/// The result of a `search` or `list` answer whose path ends with `name`, if any.
+pub fn result_ending<'a>(answer: &'a Value, name: &str) -> Option<&'a Value> {
+    answer["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results: {answer}"))
+        .iter()
+        .find(|r| r["path"].as_str().unwrap().ends_with(name))
+}
+
+/// The strings of a JSON array.
+pub fn strings(array: &Value) -> Vec<&str> {
+    array
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {array}"))
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
+}
+
 /// Asserts that a finished command exited 0, showing its exit status and stderr otherwise;
 /// returns its output for the checks that follow.
 #[track_caller]
