@@ -32,37 +32,14 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-results: list[tuple[bool, str]] = []
-
-
-def check(ok: Any, what: str) -> bool:
-    ok = bool(ok)
-    results.append((ok, what))
-    print(("PASS " if ok else "FAIL ") + what, flush=True)
-    return ok
-
-
-def finish() -> None:
-    passed = sum(ok for ok, _ in results)
-    failed = len(results) - passed
-    print(f"{passed} passed, {failed} failed", flush=True)
-    sys.exit(1 if failed else 0)
+from checks import check, finish, tool_answer
 
 
 async def call(session: ClientSession, tool: str, json_format: bool = True, **args: Any) -> tuple[bool, Any, str]:
     """Calls a tool; returns (is_error, parsed JSON or None, text)."""
     if json_format:
         args.setdefault("output_format", "json")
-    res = await session.call_tool(tool, args)
-    text = "".join(getattr(c, "text", "") for c in res.content)
-    try:
-        body = json.loads(text)
-    except ValueError:
-        body = None
-    is_error = getattr(res, "is_error", None)
-    if is_error is None:  # SDK 1.x
-        is_error = getattr(res, "isError", False)
-    return bool(is_error), body, text
+    return await tool_answer(session, tool, args)
 
 
 def addresses(body: Any) -> list[str]:
@@ -125,15 +102,21 @@ async def search_read(s: ClientSession, library: str | None, query: str, word: s
     )
 
 
+async def http_session(stack: AsyncExitStack, url: str, token: str) -> ClientSession:
+    """An initialised session over Streamable HTTP with `token` as the bearer."""
+    http = await stack.enter_async_context(
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(60.0, read=300.0))
+    )
+    read, write = (await stack.enter_async_context(streamable_http_client(url, http_client=http)))[:2]
+    s = await stack.enter_async_context(ClientSession(read, write))
+    await s.initialize()
+    return s
+
+
 async def http_mode(bin: str, gw_home: str, url: str, token: str, owner: str) -> None:
     public, showcase, private = (f"cloud://{owner}/{s}" for s in ("public-docs", "showcase-docs", "private-docs"))
     async with AsyncExitStack() as stack:
-        http = await stack.enter_async_context(
-            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(60.0, read=300.0))
-        )
-        read, write = (await stack.enter_async_context(streamable_http_client(url, http_client=http)))[:2]
-        s = await stack.enter_async_context(ClientSession(read, write))
-        await s.initialize()
+        s = await http_session(stack, url, token)
 
         tools = {t.name for t in (await s.list_tools()).tools}
         check({"library_search", "library_link", "search", "read"} <= tools, f"the gateway lists its tools ({sorted(tools)})")
@@ -223,12 +206,7 @@ async def remote_mode(bin: str, home: str, url: str, token: str, owner: str) -> 
 
 async def link_search_mode(url: str, token: str, library: str, query: str) -> None:
     async with AsyncExitStack() as stack:
-        http = await stack.enter_async_context(
-            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(60.0, read=300.0))
-        )
-        read, write = (await stack.enter_async_context(streamable_http_client(url, http_client=http)))[:2]
-        s = await stack.enter_async_context(ClientSession(read, write))
-        await s.initialize()
+        s = await http_session(stack, url, token)
         status = await link(s, library)
         check(status in ("linked", "already_linked"), f"link {library} ({status})")
         await search_read(s, library, query, query, library + "/", "a library published through the other process")

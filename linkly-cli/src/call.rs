@@ -7,8 +7,10 @@
 //! folders), never read from its Markdown.
 
 use std::io::BufRead;
+use std::process::ExitCode;
 
 use anyhow::bail;
+use linkly_core::DataDir;
 use linkly_tools::{
     ExploreParams, FindPathsParams, GrepParams, ListLibrariesParams, ListParams, NoteSaveParams,
     OutlineParams, OutputFormat, ReadParams, SearchParams, ToolOutput,
@@ -17,7 +19,7 @@ use serde::Serialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::Value;
 
-use crate::backend::Backend;
+use crate::backend::{self, Backend};
 use crate::output::{Outcome, Printer};
 
 /// A tool's params type as the command line calls it.
@@ -218,6 +220,35 @@ pub(crate) fn call_once<P: ToolCall + Clone>(
         printer.error(&e.shown());
         Outcome::Failed
     })
+}
+
+/// A read-only command that is one tool call: opens the backend for `data`, calls the tool
+/// once, prints its answer or its error and leaves the backend ([`Backend::leave`]); its exit
+/// code.
+pub(crate) fn read_once<P: ToolCall + Clone>(
+    data: &DataDir,
+    printer: Printer,
+    params: &P,
+) -> anyhow::Result<ExitCode> {
+    let backend = backend::open(data)?;
+    let outcome = call_once(&backend, printer, params);
+    backend.leave();
+    Ok(printer.exit(outcome))
+}
+
+/// A read-only command that calls a one-document tool for each id ([`per_id`]), like
+/// [`read_once`].
+pub(crate) fn read_per_id<P: ToolCall + Clone>(
+    data: &DataDir,
+    printer: Printer,
+    verb: &str,
+    ids: &[String],
+    build: impl Fn(&str) -> P,
+) -> anyhow::Result<ExitCode> {
+    let backend = backend::open(data)?;
+    let outcome = per_id(&backend, printer, verb, ids, build);
+    backend.leave();
+    Ok(printer.exit(outcome))
 }
 
 /// Calls a one-document tool for each id: successes printed, failures collected. `verb` names

@@ -8,8 +8,7 @@ use linkly_tools::{ExploreParams, FindPathsParams, ListLibrariesParams, ListPara
 use serde_json::{Value, json};
 
 use crate::args::{ExploreArgs, FindPathsArgs, LibraryCommand, ListArgs};
-use crate::backend;
-use crate::call::{call_once, comma_list};
+use crate::call::{comma_list, read_once};
 use crate::output::Printer;
 
 /// `linkly library …`: edits the config's libraries.
@@ -103,10 +102,7 @@ pub(crate) fn library(
 
 /// `linkly list-libraries`: `--json` wraps the Markdown as `content` (the tool has no JSON).
 pub(crate) fn list_libraries(data: &DataDir, printer: Printer) -> anyhow::Result<ExitCode> {
-    let linkly = backend::open(data)?;
-    let outcome = call_once(&linkly, printer, &ListLibrariesParams {});
-    linkly.leave();
-    Ok(printer.exit(outcome))
+    read_once(data, printer, &ListLibrariesParams {})
 }
 
 /// `linkly explore`.
@@ -119,10 +115,7 @@ pub(crate) fn explore(
         library: a.library,
         ..Default::default()
     };
-    let linkly = backend::open(data)?;
-    let outcome = call_once(&linkly, printer, &params);
-    linkly.leave();
-    Ok(printer.exit(outcome))
+    read_once(data, printer, &params)
 }
 
 /// `linkly find-paths`.
@@ -137,10 +130,7 @@ pub(crate) fn find_paths(
         limit: a.limit,
         ..Default::default()
     };
-    let linkly = backend::open(data)?;
-    let outcome = call_once(&linkly, printer, &params);
-    linkly.leave();
-    Ok(printer.exit(outcome))
+    read_once(data, printer, &params)
 }
 
 /// `linkly list`.
@@ -164,8 +154,5 @@ pub(crate) fn list(data: &DataDir, a: ListArgs, printer: Printer) -> anyhow::Res
         offset: a.offset,
         ..Default::default()
     };
-    let linkly = backend::open(data)?;
-    let outcome = call_once(&linkly, printer, &params);
-    linkly.leave();
-    Ok(printer.exit(outcome))
+    read_once(data, printer, &params)
 }

@@ -7,8 +7,7 @@ use linkly_core::DataDir;
 use linkly_tools::{GrepParams, OutlineParams, ReadParams, SearchParams};
 
 use crate::args::{GrepArgs, OutlineArgs, ReadArgs, SearchArgs};
-use crate::backend;
-use crate::call::{call_once, comma_list, expand_ids, per_id};
+use crate::call::{comma_list, expand_ids, read_once, read_per_id};
 use crate::output::Printer;
 
 /// `linkly search`.
@@ -26,10 +25,7 @@ pub(crate) fn search(data: &DataDir, a: SearchArgs, printer: Printer) -> anyhow:
         time_sort: a.time_sort,
         ..Default::default()
     };
-    let linkly = backend::open(data)?;
-    let outcome = call_once(&linkly, printer, &params);
-    linkly.leave();
-    Ok(printer.exit(outcome))
+    read_once(data, printer, &params)
 }
 
 /// `linkly outline`.
@@ -43,17 +39,13 @@ pub(crate) fn outline(
         expand: a.expand.as_deref().map(comma_list),
         ..Default::default()
     };
-    let linkly = backend::open(data)?;
-    let outcome = call_once(&linkly, printer, &params);
-    linkly.leave();
-    Ok(printer.exit(outcome))
+    read_once(data, printer, &params)
 }
 
 /// `linkly grep`: one call per document.
 pub(crate) fn grep(data: &DataDir, a: GrepArgs, printer: Printer) -> anyhow::Result<ExitCode> {
     let ids = expand_ids(a.ids.clone())?;
-    let linkly = backend::open(data)?;
-    let outcome = per_id(&linkly, printer, "grep", &ids, |id| GrepParams {
+    read_per_id(data, printer, "grep", &ids, |id| GrepParams {
         pattern: a.pattern.clone(),
         doc_id: id.to_string(),
         context: a.context,
@@ -65,22 +57,17 @@ pub(crate) fn grep(data: &DataDir, a: GrepArgs, printer: Printer) -> anyhow::Res
         offset: a.offset,
         fuzzy_whitespace: a.fuzzy_whitespace,
         ..Default::default()
-    });
-    linkly.leave();
-    Ok(printer.exit(outcome))
+    })
 }
 
 /// `linkly read`: one call per document.
 pub(crate) fn read(data: &DataDir, a: ReadArgs, printer: Printer) -> anyhow::Result<ExitCode> {
     let ids = expand_ids(a.ids.clone())?;
-    let linkly = backend::open(data)?;
-    let outcome = per_id(&linkly, printer, "read", &ids, |id| ReadParams {
+    read_per_id(data, printer, "read", &ids, |id| ReadParams {
         doc_id: id.to_string(),
         offset: a.offset,
         limit: a.limit,
         image_text: a.image_text,
         ..Default::default()
-    });
-    linkly.leave();
-    Ok(printer.exit(outcome))
+    })
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use linkly_core::DataDir;
 use linkly_index::vector::{
-    ImportOptions, KNOWN_MODELS, ModelManager, TextEmbedder, canonical_name,
+    ImportOptions, KNOWN_MODELS, ModelChoice, ModelManager, TextEmbedder, canonical_name,
 };
 use linkly_index::{EmbedProgress, Index, ModelStatus};
 use serde_json::json;
@@ -120,12 +120,8 @@ fn import(
     Ok(ExitCode::SUCCESS)
 }
 
-fn embed(
-    manager: &ModelManager,
-    query: bool,
-    texts: &[String],
-    printer: Printer,
-) -> anyhow::Result<ExitCode> {
+/// The model chosen, or an error saying how to get it when it is not on disk.
+fn on_disk(manager: &ModelManager) -> anyhow::Result<ModelChoice> {
     let choice = manager.choice();
     if !choice.is_present() {
         anyhow::bail!(
@@ -134,6 +130,16 @@ fn embed(
             choice.dir.display()
         );
     }
+    Ok(choice)
+}
+
+fn embed(
+    manager: &ModelManager,
+    query: bool,
+    texts: &[String],
+    printer: Printer,
+) -> anyhow::Result<ExitCode> {
+    let choice = on_disk(manager)?;
     let model = TextEmbedder::load(&choice)?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let vectors = if query {
@@ -269,14 +275,7 @@ fn calibrate(manager: &ModelManager, printer: Printer) -> anyhow::Result<ExitCod
             "LINKLY_EMBED_ENGINE={engine} forces the embedding path; unset it to calibrate"
         );
     }
-    let choice = manager.choice();
-    if !choice.is_present() {
-        anyhow::bail!(
-            "the model {} is not in {} (linkly model download)",
-            choice.name,
-            choice.dir.display()
-        );
-    }
+    let choice = on_disk(manager)?;
     linkly_models::calibration::forget(&choice.dir)?;
     TextEmbedder::load(&choice)?;
     let c = linkly_models::calibration::read(&choice.dir).ok_or_else(|| {

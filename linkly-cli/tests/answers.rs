@@ -87,17 +87,18 @@ fn cli_snippet_range_reads_back_and_empty_answers_explain() {
     );
 
     // A reversed window is refused, naming both parameters.
-    let out = env.run(&[
-        "--exit-code",
-        "search",
-        "budget",
-        "--modified-after",
-        "2024-06-01",
-        "--modified-before",
-        "2024-01-01",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = env.stderr_of_exit(
+        2,
+        &[
+            "--exit-code",
+            "search",
+            "budget",
+            "--modified-after",
+            "2024-06-01",
+            "--modified-before",
+            "2024-01-01",
+        ],
+    );
     assert!(
         err.contains("[INVALID_ARGUMENT] modified_after (2024-06-01) is later than modified_before (2024-01-01)"),
         "{err}"

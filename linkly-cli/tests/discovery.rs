@@ -29,7 +29,7 @@ fn library_commands_edit_the_config() {
     fs_err::create_dir_all(&elsewhere).unwrap();
     fs_err::write(elsewhere.join("e.md"), "# Else\n\nelsewhere text\n").unwrap();
 
-    let out = env.run(&[
+    let out = env.run_ok(&[
         "library",
         "add",
         "proj",
@@ -39,11 +39,6 @@ fn library_commands_edit_the_config() {
         "--tags",
         "#Work",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(text(&out).contains("Added library proj (local://1)"));
     // A folder outside the watched ones becomes watched.
     let out = env.run(&["library", "add", "else", elsewhere.to_str().unwrap()]);
@@ -61,7 +56,7 @@ fn library_commands_edit_the_config() {
     assert_eq!(v["libraries"][0]["tags"], serde_json::json!(["work"]));
     assert_eq!(v["libraries"][1]["id"], "local://2");
 
-    let out = env.run(&[
+    env.run_ok(&[
         "library",
         "edit",
         "local://1",
@@ -70,11 +65,6 @@ fn library_commands_edit_the_config() {
         "--description",
         "All plans",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let out = env.run(&["list-libraries"]);
     let md = text(&out);
     assert!(
@@ -89,13 +79,8 @@ fn library_commands_edit_the_config() {
     env.index();
     let v = env.json(&["list-libraries"]);
     assert_eq!(v["status"], "success");
-    assert!(
-        v["content"]
-            .as_str()
-            .unwrap()
-            .contains("(1 docs, 1 folder)"),
-        "{v}"
-    );
+    let md = v["content"].as_str().unwrap();
+    assert!(md.contains("(1 docs, 1 folder)"), "{md}");
 
     let out = env.run(&["library", "remove", "else"]);
     assert!(out.status.success());
@@ -225,40 +210,35 @@ fn discovery_errors_and_exit_codes() {
     assert_eq!(out.status.code(), Some(1));
 
     // Failures: 1 by default, 2 with --exit-code, the tool's code in the message.
-    let out = env.run(&["list", "--scope", "folder", "--tags", "work"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("Error: Tool error: [INVALID_ARGUMENT] tags")
-    );
-    let out = env.run(&["--exit-code", "list", "--scope", "library"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("library is required"));
     let outside = env.tmp.path().to_str().unwrap().to_string();
-    let v: serde_json::Value = serde_json::from_slice(
-        &env.run(&["--json", "list", "--scope", "folder", "--path", &outside])
-            .stdout,
-    )
-    .unwrap();
-    assert_eq!(v["status"], "error");
-    assert!(
-        v["message"]
-            .as_str()
-            .unwrap()
-            .contains("[PATH_NOT_ALLOWED]"),
-        "{v}"
-    );
-    let out = env.run(&["explore", "--library", "nope"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("[LIBRARY_NOT_FOUND]"));
-    let out = env.run(&["find-paths", "--patterns", "a", "--limit", "0"]);
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("[INVALID_ARGUMENT] limit must be between 1 and 50 (got 0)")
-    );
-    let out = env.run(&["list", "--scope", "folder", "--type", "exe"]);
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("[INVALID_ARGUMENT] doc_types has unknown type(s) \"exe\"")
-    );
+    let message = env.json_refusal(&["list", "--scope", "folder", "--path", &outside]);
+    assert!(message.contains("[PATH_NOT_ALLOWED]"), "{message}");
+    for (code, args, expected) in [
+        (
+            1,
+            &["list", "--scope", "folder", "--tags", "work"][..],
+            "Error: Tool error: [INVALID_ARGUMENT] tags",
+        ),
+        (
+            2,
+            &["--exit-code", "list", "--scope", "library"],
+            "library is required",
+        ),
+        (1, &["explore", "--library", "nope"], "[LIBRARY_NOT_FOUND]"),
+        (
+            1,
+            &["find-paths", "--patterns", "a", "--limit", "0"],
+            "[INVALID_ARGUMENT] limit must be between 1 and 50 (got 0)",
+        ),
+        (
+            1,
+            &["list", "--scope", "folder", "--type", "exe"],
+            "[INVALID_ARGUMENT] doc_types has unknown type(s) \"exe\"",
+        ),
+    ] {
+        let stderr = env.stderr_of_exit(code, args);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
     // Mutually exclusive flags are a usage error.
     let out = env.run(&["list", "--scope", "folder", "--snippet", "--no-snippet"]);
     assert_eq!(out.status.code(), Some(2));
@@ -284,12 +264,7 @@ fn cjk_keywords_are_words_in_search_and_explore() {
     env.index();
     let v = env.json(&["search", "コンポーネント", "--limit", "5"]);
     let keywords = |path: &str| -> Vec<String> {
-        let r = v["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["path"].as_str().unwrap().ends_with(path))
-            .unwrap_or_else(|| panic!("{path} not found: {v}"));
+        let r = common::result_ending(&v, path).unwrap_or_else(|| panic!("{path} not found: {v}"));
         serde_json::from_value(r["keywords"].clone()).unwrap()
     };
     let ja = keywords("ja/component-basics.md");

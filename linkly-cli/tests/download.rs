@@ -291,7 +291,12 @@ fn doctor_check(home: &Path, hub: &MockHub, name: &str) -> Value {
         .args(["--json", "doctor"])
         .output()
         .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    check_named(&out, name)
+}
+
+/// The check named `name` in the output of `linkly --json doctor`.
+fn check_named(doctor: &Output, name: &str) -> Value {
+    let v: Value = serde_json::from_slice(&doctor.stdout).unwrap();
     v["checks"]
         .as_array()
         .unwrap()
@@ -299,6 +304,23 @@ fn doctor_check(home: &Path, hub: &MockHub, name: &str) -> Value {
         .find(|c| c["name"] == name)
         .cloned()
         .unwrap_or_else(|| panic!("no {name} check: {v}"))
+}
+
+/// Asserts that a doctor check's detail contains `detail` and its advice is to download the
+/// model again.
+#[track_caller]
+fn assert_download_advised(check: &Value, detail: &str) {
+    assert!(
+        check["detail"].as_str().unwrap().contains(detail),
+        "{check}"
+    );
+    assert!(
+        check["advice"]
+            .as_str()
+            .unwrap()
+            .contains("linkly model download"),
+        "{check}"
+    );
 }
 
 #[test]
@@ -337,17 +359,7 @@ fn a_killed_download_resumes_from_its_partial_file() {
     let model = doctor_check(&home, &hub, "Model");
     assert_eq!(model["ok"], true, "{model}");
     assert_eq!(model["warning"], true, "{model}");
-    assert!(
-        model["detail"].as_str().unwrap().contains("interrupted"),
-        "{model}"
-    );
-    assert!(
-        model["advice"]
-            .as_str()
-            .unwrap()
-            .contains("linkly model download"),
-        "{model}"
-    );
+    assert_download_advised(&model, "interrupted");
 
     let out = download(&home, &hub);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -371,12 +383,7 @@ fn a_cut_connection_is_resumed_in_the_same_run() {
     let hub = MockHub::start(Trouble::CutAfter(100_000));
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
-    let out = download(&home, &hub);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeded(download(&home, &hub));
     assert_eq!(
         hub.weight_requests(),
         [None, Some("bytes=100000-".to_string())]
@@ -428,17 +435,7 @@ fn doctor_reports_a_missing_and_a_broken_model() {
     assert!(download(&home, &hub).status.success());
     let model = doctor_check(&home, &hub, "Model");
     assert_eq!(model["ok"], false, "{model}");
-    assert!(
-        model["detail"].as_str().unwrap().contains("does not load"),
-        "{model}"
-    );
-    assert!(
-        model["advice"]
-            .as_str()
-            .unwrap()
-            .contains("linkly model download"),
-        "{model}"
-    );
+    assert_download_advised(&model, "does not load");
 }
 
 #[test]
@@ -459,17 +456,7 @@ fn doctor_loads_the_model_and_counts_the_waiting_documents() {
             .output()
             .unwrap()
     };
-    let doctor = |name: &str| {
-        let out = with_model(&["--json", "doctor"]);
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .cloned()
-            .unwrap()
-    };
+    let doctor = |name: &str| check_named(&with_model(&["--json", "doctor"]), name);
     let m = doctor("Model");
     assert_eq!(m["ok"], true, "{m}");
     assert!(m.get("warning").is_none(), "{m}");

@@ -27,12 +27,7 @@ fn env_with_corpus_files() -> Env {
 
 fn id_of(env: &Env, file: &str) -> String {
     let v = env.json(&["search", file.split('.').next().unwrap(), "--limit", "5"]);
-    v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["path"].as_str().unwrap().ends_with(file))
-        .unwrap_or_else(|| panic!("{file} not found: {v}"))["doc_id"]
+    common::result_ending(&v, file).unwrap_or_else(|| panic!("{file} not found: {v}"))["doc_id"]
         .as_str()
         .unwrap()
         .to_string()

@@ -11,12 +11,7 @@ use common::Env;
 #[test]
 fn two_stdio_clients_see_every_change_without_a_server_started_by_hand() {
     let env = Env::new(&[("start.md", "# Start\n\nThe aardvark eats ants.\n")]);
-    let out = env.run(&["folders", "add", env.docs.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    env.run_ok(&["folders", "add", env.docs.to_str().unwrap()]);
     let (last, stdout) = env.stdio_scenario("fresh_stdio.py", &[&env.docs]);
     assert!(last.ends_with(" 0 failed"), "{last}\n{stdout}");
     assert!(

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{StdioClient, bin, probe_python, repo_dir};
+use common::{MEANING, PARAPHRASE, StdioClient, bin, probe_python, repo_dir};
 use serde_json::{Value, json};
 
 /// A running `linkly gateway serve`; stopped with SIGTERM when dropped.
@@ -764,23 +764,6 @@ fn test_model() -> PathBuf {
     );
     dir
 }
-
-/// Three documents; [`PARAPHRASE`] shares no word with the bread one.
-const MEANING: &[(&str, &str)] = &[
-    (
-        "bread.md",
-        "# Sourdough at home\n\nMix flour, water and starter, knead the dough, let it rise overnight and bake it in a very hot oven.\n",
-    ),
-    (
-        "revenue.md",
-        "# Quarterly results\n\nQuarterly revenue grew by twelve percent thanks to strong sales in Europe.\n",
-    ),
-    (
-        "cat.md",
-        "# Afternoon\n\nThe cat sleeps on the windowsill all afternoon, purring in the sunshine.\n",
-    ),
-];
-const PARAPHRASE: &str = "making loaves of bread";
 
 /// Indexes `files` as the library `name` of a local data directory, with `model` embedding
 /// them (none: no vectors), and publishes it; returns the publish report.

@@ -128,21 +128,14 @@ fn a_background_server_hands_over_to_one_started_by_hand_and_clients_follow() {
     );
 
     // A second server by hand is refused, naming the one running and `linkly stop`.
-    let out = env.run(&["serve", "--port", &free_port().to_string()]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = env.run_failing(&["serve", "--port", &free_port().to_string()]);
     assert!(err.contains("already running"), "{err}");
     assert!(err.contains("started by hand"), "{err}");
     assert!(err.contains("`linkly stop`"), "{err}");
 
     // `linkly stop` stops it gracefully; the client is closed before it could start another.
     drop(client);
-    let out = env.run(&["stop"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = env.run_ok(&["stop"]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains(&format!(
@@ -209,12 +202,7 @@ fn linkly_stop_stops_the_server_and_says_so_when_none_runs() {
     }
     assert!(alive(u64::from(server.0.id())));
 
-    let out = env.run(&["--json", "stop"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = env.run_ok(&["--json", "stop"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["stopped"], true, "{v}");
     assert_eq!(v["server"]["started_by"], "background", "{v}");

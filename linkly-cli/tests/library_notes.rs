@@ -19,7 +19,7 @@ fn a_library_holds_its_folders_and_its_tagged_notes() {
     )
     .unwrap();
     env.index();
-    let out = env.run(&[
+    env.run_ok(&[
         "library",
         "add",
         "nature",
@@ -27,11 +27,6 @@ fn a_library_holds_its_folders_and_its_tagged_notes() {
         "--tags",
         "#Wildlife",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let owl = env.json(&[
         "note-save",
         "--mode",
@@ -57,12 +52,7 @@ fn a_library_holds_its_folders_and_its_tagged_notes() {
     );
 
     let hits = env.json(&["search", "composants", "--library", "nature"]);
-    let paths: Vec<&str> = hits["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["path"].as_str().unwrap())
-        .collect();
+    let paths = common::result_paths(&hits);
     assert_eq!(paths.len(), 2, "{hits}");
     assert!(paths.contains(&owl_path), "{paths:?}");
     assert!(

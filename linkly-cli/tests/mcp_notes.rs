@@ -22,31 +22,28 @@ fn body_of(path: &Path) -> String {
     text.split_once("\n---\n").unwrap().1.to_string()
 }
 
+/// Creates a note with `content` (and `extra` flags) as the app "Tester" and indexes it;
+/// returns `note-save`'s answer, the note's id and its file.
+fn create_note(env: &Env, content: &str, extra: &[&str]) -> (Value, String, PathBuf) {
+    let mut args = vec!["note-save", "--mode", "create", "--content", content];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--app-name", "Tester"]);
+    let created = env.json(&args);
+    let id = created["note_id"].as_str().unwrap().to_string();
+    let path = PathBuf::from(created["path"].as_str().unwrap());
+    env.index();
+    (created, id, path)
+}
+
 fn run_phase(env: &Env, name: &str, scenario: Value) {
     let stdout = env.probe(name, &env.stdio_target(), &scenario);
-    assert!(
-        stdout
-            .lines()
-            .any(|l| l.starts_with("PASS") && l.contains("[check] schema note_save")),
-        "{name}: note_save's schema was not checked:\n{stdout}"
-    );
+    common::assert_passed(&stdout, &["[check] schema note_save"]);
 }
 
 #[test]
 fn the_edit_loop_through_the_python_sdk_client() {
     let env = Env::new(&[("doc.md", "# Doc\n\nSome text about trains.\n")]);
-    let created = env.json(&[
-        "note-save",
-        "--mode",
-        "create",
-        "--content",
-        "Trip plan\n- book the train\n- pack #travel\n",
-        "--app-name",
-        "Tester",
-    ]);
-    let id = created["note_id"].as_str().unwrap().to_string();
-    let path = PathBuf::from(created["path"].as_str().unwrap());
-    env.index();
+    let (_, id, path) = create_note(&env, "Trip plan\n- book the train\n- pack #travel\n", &[]);
     let found = env.json(&["search", "train", "--scope", "notes"]);
     assert_eq!(found["total"], 1, "only the note: {found}");
     let doc_id = found["results"][0]["doc_id"].as_str().unwrap().to_string();
@@ -170,20 +167,7 @@ fn what_read_returns_is_what_note_save_takes_back() {
     let env = Env::new(&[("doc.md", "# Doc\n\nSome text about herons.\n")]);
     let body =
         "Herons fish at dawn\nThey stand still in **shallow water** #Wildlife\n- frogs\n- fish\n";
-    let created = env.json(&[
-        "note-save",
-        "--mode",
-        "create",
-        "--content",
-        body,
-        "--tags",
-        "birds",
-        "--app-name",
-        "Tester",
-    ]);
-    let id = created["note_id"].as_str().unwrap().to_string();
-    let path = PathBuf::from(created["path"].as_str().unwrap());
-    env.index();
+    let (created, id, path) = create_note(&env, body, &["--tags", "birds"]);
     let doc_id = env.json(&["search", "herons", "--scope", "notes"])["results"][0]["doc_id"]
         .as_str()
         .unwrap()
@@ -233,12 +217,7 @@ fn what_read_returns_is_what_note_save_takes_back() {
     assert_eq!(body_of(&path), revised);
     // Keywords come from the body: no fragments of timestamps or ids.
     let hit = &env.json(&["search", "herons", "--scope", "notes"])["results"][0];
-    let keywords: Vec<&str> = hit["keywords"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k.as_str().unwrap())
-        .collect();
+    let keywords = common::strings(&hit["keywords"]);
     assert!(!keywords.is_empty(), "{hit}");
     assert!(
         keywords

@@ -37,10 +37,5 @@ fn image_words_through_the_python_sdk_client() {
         ]
     });
     let stdout = env.probe("ocr", &env.stdio_target(), &scenario);
-    assert!(
-        stdout
-            .lines()
-            .any(|l| l.starts_with("PASS") && l.contains("search finds an image word")),
-        "{stdout}"
-    );
+    common::assert_passed(&stdout, &["search finds an image word"]);
 }

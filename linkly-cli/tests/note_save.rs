@@ -5,11 +5,11 @@ mod common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::Env;
+use common::{Env, succeeded};
 use linkly_core::{DataDir, ErrorCode};
 use linkly_tools::{Linkly, NoteSaveParams};
 use serde_json::Value;
@@ -54,15 +54,7 @@ fn local_checks_run_before_stdin_is_read() {
         ),
     ];
     for (args, expected) in cases {
-        let child = env
-            .cmd()
-            .arg("note-save")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = env.spawn_piped(&[&["note-save"][..], args].concat());
         let out = wait_or_kill(child, 20);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
@@ -75,14 +67,7 @@ fn local_checks_run_before_stdin_is_read() {
 }
 
 fn with_stdin(env: &Env, args: &[&str], input: &[u8]) -> std::process::Output {
-    let mut child = env
-        .cmd()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = env.spawn_piped(args);
     let mut stdin = child.stdin.take().unwrap();
     // The command may stop reading early (over the cap); a broken pipe is fine.
     let _ = stdin.write_all(input);
@@ -93,7 +78,7 @@ fn with_stdin(env: &Env, args: &[&str], input: &[u8]) -> std::process::Output {
 #[test]
 fn stdin_bodies_caps_and_tool_errors() {
     let env = Env::new(&[]);
-    let out = with_stdin(
+    let out = succeeded(with_stdin(
         &env,
         &[
             "--json",
@@ -108,12 +93,7 @@ fn stdin_bodies_caps_and_tool_errors() {
             "Terminal",
         ],
         "Shopping list\n- milk\n- **bread**\n".as_bytes(),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["status"], "success");
     assert_eq!(
@@ -134,11 +114,8 @@ fn stdin_bodies_caps_and_tool_errors() {
         String::from_utf8_lossy(&blank.stderr)
             .contains("[NOTE_INVALID_INPUT] content must not be blank")
     );
-    let blank_arg = env.run(&["note-save", "--mode", "create", "--content", "  "]);
-    assert!(
-        String::from_utf8_lossy(&blank_arg.stderr)
-            .contains("[NOTE_INVALID_INPUT] content must not be blank")
-    );
+    let blank_arg = env.stderr_of_exit(1, &["note-save", "--mode", "create", "--content", "  "]);
+    assert!(blank_arg.contains("[NOTE_INVALID_INPUT] content must not be blank"));
 
     let big = vec![b'a'; 10 * 1024 * 1024 + 1];
     let over = with_stdin(
@@ -156,19 +133,19 @@ fn stdin_bodies_caps_and_tool_errors() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not valid UTF-8"));
 
     // A server-side refusal keeps its code; --exit-code makes it 2.
-    let out = env.run(&[
-        "--exit-code",
-        "note-save",
-        "--mode",
-        "create",
-        "--content",
-        "# Heading",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = env.stderr_of_exit(
+        2,
+        &[
+            "--exit-code",
+            "note-save",
+            "--mode",
+            "create",
+            "--content",
+            "# Heading",
+        ],
+    );
     assert!(stderr.starts_with("Error: Tool error: [NOTE_INVALID_INPUT] content uses Markdown that notes do not allow: heading (line 1)"), "{stderr}");
-    let out = env.run(&[
-        "--json",
+    let message = env.json_refusal(&[
         "note-save",
         "--mode",
         "edit",
@@ -179,14 +156,9 @@ fn stdin_bodies_caps_and_tool_errors() {
         "--base-version",
         &"0".repeat(64),
     ]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["status"], "error");
     assert!(
-        v["message"]
-            .as_str()
-            .unwrap()
-            .contains("[NOTE_INVALID_INPUT] note_id must be a UUID"),
-        "{v}"
+        message.contains("[NOTE_INVALID_INPUT] note_id must be a UUID"),
+        "{message}"
     );
 
     // Listed at once, and already indexed: note-save answers once the note is searchable.

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::Env;
+use common::{Env, succeeded};
 use linkly_extract::hand_made_pdf;
 use serde_json::Value;
 
@@ -29,16 +29,13 @@ fn long_png(dir: &Path) {
         .collect();
     let pdf = dir.join("long-src.pdf.tmp");
     fs_err::write(&pdf, hand_made_pdf::text_pdf(&lines)).unwrap();
-    let out = Command::new("pdftoppm")
-        .args(["-r", "150", "-gray", "-png", "-singlefile"])
-        .arg(&pdf)
-        .arg(dir.join("long"))
-        .output()
-        .expect("pdftoppm (poppler-utils) is installed");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        Command::new("pdftoppm")
+            .args(["-r", "150", "-gray", "-png", "-singlefile"])
+            .arg(&pdf)
+            .arg(dir.join("long"))
+            .output()
+            .expect("pdftoppm (poppler-utils) is installed"),
     );
     fs_err::remove_file(&pdf).unwrap();
 }
@@ -81,16 +78,39 @@ fn search(env: &Env, query: &str) -> Vec<Value> {
 }
 
 fn id_of(env: &Env, query: &str, file: &str) -> String {
-    let results = search(env, query);
-    let hit = results
-        .iter()
-        .find(|r| r["path"].as_str().unwrap().ends_with(file))
-        .unwrap_or_else(|| panic!("{query:?} did not find {file}: {results:#?}"));
+    let v = env.json(&["search", query]);
+    let hit = common::result_ending(&v, file)
+        .unwrap_or_else(|| panic!("{query:?} did not find {file}: {v:#}"));
     hit["doc_id"].as_str().unwrap().to_string()
 }
 
 fn read(env: &Env, id: &str, mode: &str) -> Value {
     env.json(&["read", id, "--image-text", mode])
+}
+
+/// A folder of a text file and the corpus image `image` saved as `name`.
+fn env_with_image(image: &str, name: &str) -> Env {
+    let env = Env::new(&[("notes.txt", "plain words here\n")]);
+    fs_err::copy(
+        common::corpus_dir().join("images").join(image),
+        env.docs.join(name),
+    )
+    .unwrap();
+    env
+}
+
+/// Asserts that a `read --image-text full` answer's first two images are the alert
+/// (`textract-raw_text.jpg`) and the bears (`ocrs-polar-bears.png`), each with its full text.
+#[track_caller]
+fn assert_alert_then_bears(answer: &Value) {
+    let images = answer["images"].as_array().unwrap();
+    assert!(images.len() >= 2, "{answer}");
+    for (image, words) in images
+        .iter()
+        .zip(["EMERGENCY ALERT SYSTEM", "Mitochondrial DNA"])
+    {
+        assert!(image["text"].as_str().unwrap().contains(words), "{answer}");
+    }
 }
 
 #[test]
@@ -174,19 +194,7 @@ fn images_are_searched_grepped_and_read() {
             .unwrap()
             .contains("EAS TEST")
     );
-    let full = read(&env, &page, "full");
-    let f = full["images"].as_array().unwrap();
-    assert!(
-        f[0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("EMERGENCY ALERT SYSTEM"),
-        "{full}"
-    );
-    assert!(
-        f[1]["text"].as_str().unwrap().contains("Mitochondrial DNA"),
-        "{full}"
-    );
+    assert_alert_then_bears(&read(&env, &page, "full"));
     // The Markdown form lists them under "Referenced images".
     let out = env.run(&["read", &page, "--image-text", "full"]);
     let md = String::from_utf8_lossy(&out.stdout);
@@ -224,48 +232,26 @@ fn images_are_searched_grepped_and_read() {
     let v = read(&env, &twice, "full");
     let imgs = v["images"].as_array().unwrap();
     assert_eq!(imgs.len(), 3, "{v}");
-    assert!(
-        imgs[0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("EMERGENCY ALERT SYSTEM"),
-        "{v}"
-    );
-    assert!(
-        imgs[1]["text"].as_str().unwrap().contains("Mitochondrial"),
-        "{v}"
-    );
+    assert_alert_then_bears(&v);
     assert_eq!(imgs[2]["line"], 5);
     assert_eq!(imgs[2]["note"], "same image as line 1, shown there", "{v}");
     assert!(imgs[2].get("text").is_none(), "{v}");
     let out = env.run(&["read", &twice, "--image-text", "full"]);
     let md = String::from_utf8_lossy(&out.stdout);
     assert_eq!(md.matches("  > EAS TEST").count(), 1, "{md}");
-    let long = search(&env, "ledger invoices receipts");
-    assert!(
-        long.iter()
-            .any(|r| r["path"].as_str().unwrap().ends_with("long.png"))
-    );
+    let long = env.json(&["search", "ledger invoices receipts"]);
+    assert!(common::result_ending(&long, "long.png").is_some(), "{long}");
 }
 
 #[test]
 fn images_wait_for_ocr_and_are_read_once_it_is_installed() {
-    let env = Env::new(&[("notes.txt", "plain words here\n")]);
-    fs_err::copy(
-        common::corpus_dir().join("images/textract-raw_text.jpg"),
-        env.docs.join("alert.jpg"),
-    )
-    .unwrap();
-    let out = env
-        .cmd()
-        .env("LINKLY_TESSERACT", "/nonexistent/tesseract")
-        .args(["--json", "index", env.docs.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let env = env_with_image("textract-raw_text.jpg", "alert.jpg");
+    let out = succeeded(
+        env.cmd()
+            .env("LINKLY_TESSERACT", "/nonexistent/tesseract")
+            .args(["--json", "index", env.docs.to_str().unwrap()])
+            .output()
+            .unwrap(),
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["skipped"], 1, "{v}");
@@ -306,12 +292,7 @@ fn images_wait_for_ocr_and_are_read_once_it_is_installed() {
 
 #[test]
 fn ocr_can_be_turned_off_in_the_config() {
-    let env = Env::new(&[("notes.txt", "plain words here\n")]);
-    fs_err::copy(
-        common::corpus_dir().join("images/textract-raw_text.png"),
-        env.docs.join("letters.png"),
-    )
-    .unwrap();
+    let env = env_with_image("textract-raw_text.png", "letters.png");
     fs_err::create_dir_all(&env.home).unwrap();
     fs_err::write(
         env.home.join("config.toml"),

@@ -7,33 +7,30 @@
 mod common;
 
 use std::path::PathBuf;
+use std::process::Command;
 
-use common::Env;
+use common::{Env, MEANING, PARAPHRASE, succeeded};
 use linkly_models::test_inputs::TestInput;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// The test model's folder; fails (never skips) when it is not there.
 fn test_model() -> PathBuf {
     TestInput::MiniLm.path()
 }
 
-const QUERY: &str = "making loaves of bread";
-
 fn env() -> Env {
-    Env::new(&[
-        (
-            "bread.md",
-            "# Sourdough at home\n\nMix flour, water and starter, knead the dough, let it rise overnight and bake it in a very hot oven.\n",
-        ),
-        (
-            "revenue.md",
-            "# Quarterly results\n\nQuarterly revenue grew by twelve percent thanks to strong sales in Europe.\n",
-        ),
-        (
-            "cat.md",
-            "# Afternoon\n\nThe cat sleeps on the windowsill all afternoon, purring in the sunshine.\n",
-        ),
-    ])
+    Env::new(MEANING)
+}
+
+/// `linkly --json search PARAPHRASE --limit 3` run by `cmd` (with or without the model),
+/// asserted to succeed and parsed.
+fn search(cmd: &mut Command) -> Value {
+    let out = succeeded(
+        cmd.args(["--json", "search", PARAPHRASE, "--limit", "3"])
+            .output()
+            .unwrap(),
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]
@@ -50,14 +47,7 @@ fn a_paraphrase_finds_its_document_through_the_cli_and_mcp() {
     assert!(out.status.success(), "index failed: {stderr}");
     assert!(stderr.contains("Embedded 3 documents"), "{stderr}");
 
-    let out = env
-        .cmd()
-        .env("LINKLY_MODEL_DIR", &model)
-        .args(["--json", "search", QUERY, "--limit", "3"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = search(env.cmd().env("LINKLY_MODEL_DIR", &model));
     assert_eq!(v["mode"], "hybrid", "{v}");
     let first = v["results"][0]["path"].as_str().unwrap_or_default();
     assert!(first.ends_with("bread.md"), "{v}");
@@ -69,7 +59,7 @@ fn a_paraphrase_finds_its_document_through_the_cli_and_mcp() {
     ]);
     let scenario = json!({"steps": [
         {"name": "hybrid search over MCP", "tool": "search",
-         "arguments": {"query": QUERY, "limit": 1, "output_format": "json"},
+         "arguments": {"query": PARAPHRASE, "limit": 1, "output_format": "json"},
          "expect": {"is_error": false, "contains": ["\"mode\":\"hybrid\"", "bread.md"]}}
     ]});
     env.probe("semantic", &target, &scenario);
@@ -96,13 +86,6 @@ fn a_paraphrase_finds_its_document_through_the_cli_and_mcp() {
     }
 
     // Without the model the same search still answers, from BM25 alone.
-    let out = env
-        .cmd()
-        .env_remove("LINKLY_MODEL_DIR")
-        .args(["--json", "search", QUERY, "--limit", "3"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = search(env.cmd().env_remove("LINKLY_MODEL_DIR"));
     assert_eq!(v["mode"], "keyword", "{v}");
 }

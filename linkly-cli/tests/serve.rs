@@ -25,16 +25,7 @@ struct Mcp {
 
 impl Mcp {
     fn connect(port: u16) -> Mcp {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let client = rt
-            .block_on(RemoteClient::connect(
-                &format!("http://127.0.0.1:{port}/mcp"),
-                None,
-            ))
-            .unwrap();
+        let (rt, client) = common::connect_remote(port);
         Mcp { rt, client }
     }
 
@@ -51,11 +42,9 @@ impl Mcp {
     }
 
     fn paths(&self, query: &str) -> Vec<String> {
-        self.search(query)["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["path"].as_str().unwrap().to_string())
+        common::result_paths(&self.search(query))
+            .into_iter()
+            .map(str::to_string)
             .collect()
     }
 }

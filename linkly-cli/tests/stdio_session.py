@@ -4,7 +4,6 @@ calls answered as parsed JSON. Driven by the official MCP Python SDK."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from contextlib import AsyncExitStack
@@ -12,22 +11,9 @@ from contextlib import AsyncExitStack
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-results: list[tuple[bool, str]] = []
-
-
-def check(ok: bool, what: str) -> bool:
-    ok = bool(ok)
-    results.append((ok, what))
-    print(("PASS " if ok else "FAIL ") + what, flush=True)
-    return ok
-
-
-def finish() -> None:
-    """Prints `N passed, M failed` and exits 1 on a failure."""
-    passed = sum(ok for ok, _ in results)
-    failed = len(results) - passed
-    print(f"{passed} passed, {failed} failed", flush=True)
-    sys.exit(1 if failed else 0)
+# The checks and the raw tool call are the interop scenarios' (`interop/checks.py`).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "interop"))
+from checks import check, finish, tool_answer  # noqa: E402
 
 
 async def spawn(stack: AsyncExitStack, bin: str, home: str, **env: str) -> ClientSession:
@@ -45,13 +31,5 @@ async def call(session: ClientSession, tool: str, **args) -> tuple[bool, dict | 
     """Calls a tool (in JSON where it has a format); returns (is_error, parsed answer)."""
     if tool != "note_save":  # note_save answers JSON and has no output_format
         args.setdefault("output_format", "json")
-    res = await session.call_tool(tool, args)
-    text = "".join(getattr(c, "text", "") for c in res.content)
-    try:
-        body = json.loads(text)
-    except ValueError:
-        body = text
-    is_error = getattr(res, "is_error", None)
-    if is_error is None:  # SDK 1.x
-        is_error = getattr(res, "isError", False)
-    return bool(is_error), body
+    is_error, body, _ = await tool_answer(session, tool, args, text_if_not_json=True)
+    return is_error, body

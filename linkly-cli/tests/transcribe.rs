@@ -11,7 +11,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::Env;
+use common::{Env, succeeded};
+use linkly_extract::hand_made_wav;
 use linkly_models::test_inputs::TestInput;
 use linkly_models::whisper::word_error_rate;
 use serde_json::{Value, json};
@@ -39,28 +40,6 @@ fn ffmpeg(args: &[&str]) {
     let mut all = vec!["-nostdin", "-v", "error", "-y"];
     all.extend_from_slice(args);
     tool("ffmpeg", &all);
-}
-
-/// A 16 kHz mono 16-bit WAV of `samples`.
-fn wav(samples: &[i16]) -> Vec<u8> {
-    let data = (samples.len() * 2) as u32;
-    let mut b = Vec::new();
-    b.extend_from_slice(b"RIFF");
-    b.extend_from_slice(&(36 + data).to_le_bytes());
-    b.extend_from_slice(b"WAVEfmt ");
-    b.extend_from_slice(&16u32.to_le_bytes());
-    b.extend_from_slice(&1u16.to_le_bytes());
-    b.extend_from_slice(&1u16.to_le_bytes());
-    b.extend_from_slice(&16_000u32.to_le_bytes());
-    b.extend_from_slice(&32_000u32.to_le_bytes());
-    b.extend_from_slice(&2u16.to_le_bytes());
-    b.extend_from_slice(&16u16.to_le_bytes());
-    b.extend_from_slice(b"data");
-    b.extend_from_slice(&data.to_le_bytes());
-    for s in samples {
-        b.extend_from_slice(&s.to_le_bytes());
-    }
-    b
 }
 
 fn import(env: &Env, model: &Path) -> Value {
@@ -100,11 +79,7 @@ fn skip_of(env: &Env, name: &str) -> Option<String> {
 
 fn hit(env: &Env, query: &str, name: &str) -> Value {
     let v = env.json(&["search", query]);
-    v["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["path"].as_str().unwrap().ends_with(name))
+    common::result_ending(&v, name)
         .cloned()
         .unwrap_or_else(|| panic!("{query:?} did not find {name}: {v:#}\n{:?}", listed(env)))
 }
@@ -145,7 +120,11 @@ fn english_audio_and_video_are_transcribed_and_bad_files_get_reasons() {
         mp4.to_str().unwrap(),
     ]);
     // Ten seconds of silence, a video without sound, a 0-second WAV, a corrupt MP3.
-    fs_err::write(env.docs.join("silence.wav"), wav(&vec![0i16; 160_000])).unwrap();
+    fs_err::write(
+        env.docs.join("silence.wav"),
+        hand_made_wav::mono_16k(&vec![0i16; 160_000]),
+    )
+    .unwrap();
     ffmpeg(&[
         "-f",
         "lavfi",
@@ -157,7 +136,7 @@ fn english_audio_and_video_are_transcribed_and_bad_files_get_reasons() {
         "mpeg4",
         env.docs.join("mute.mp4").to_str().unwrap(),
     ]);
-    fs_err::write(env.docs.join("empty.wav"), wav(&[])).unwrap();
+    fs_err::write(env.docs.join("empty.wav"), hand_made_wav::mono_16k(&[])).unwrap();
     // An ID3 tag, then no MPEG frame at all (a download cut at its first bytes, overwritten).
     let mut junk = b"ID3\x03\x00\x00\x00\x00\x00\x00".to_vec();
     junk.extend("this is not a frame of sound ".repeat(500).bytes());
@@ -231,27 +210,15 @@ fn english_audio_and_video_are_transcribed_and_bad_files_get_reasons() {
     assert_eq!(video["doc_type"], "video", "{video}");
 
     // And every bad file has its reason.
-    let reason = |n: &str| skip_of(&env, n).unwrap_or_else(|| panic!("{n} has text"));
-    assert!(
-        reason("silence.wav").starts_with("no_speech"),
-        "{}",
-        reason("silence.wav")
-    );
-    assert!(
-        reason("broken.mp3").starts_with("corrupt"),
-        "{}",
-        reason("broken.mp3")
-    );
-    assert!(
-        reason("mute.mp4").starts_with("no_sound_track"),
-        "{}",
-        reason("mute.mp4")
-    );
-    assert!(
-        reason("empty.wav").starts_with("empty"),
-        "{}",
-        reason("empty.wav")
-    );
+    for (name, reason) in [
+        ("silence.wav", "no_speech"),
+        ("broken.mp3", "corrupt"),
+        ("mute.mp4", "no_sound_track"),
+        ("empty.wav", "empty"),
+    ] {
+        let skipped = skip_of(&env, name).unwrap_or_else(|| panic!("{name} has text"));
+        assert!(skipped.starts_with(reason), "{name}: {skipped}");
+    }
 
     // MCP over stdio (the official Python SDK client): search, grep and read the transcript.
     let scenario = json!({
@@ -286,16 +253,12 @@ fn a_codec_without_its_decoder_is_named() {
     ]);
     import(&env, &speech.join("tiny.en"));
     // Without ffmpeg, Opus (which symphonia lacks) is kept by name with the codec named.
-    let out = env
-        .cmd()
-        .env("LINKLY_FFMPEG", "/nonexistent/ffmpeg")
-        .args(["index", env.docs.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        env.cmd()
+            .env("LINKLY_FFMPEG", "/nonexistent/ffmpeg")
+            .args(["index", env.docs.to_str().unwrap()])
+            .output()
+            .unwrap(),
     );
     let reason = skip_of(&env, "memo.opus").unwrap();
     assert!(

@@ -460,27 +460,12 @@ pub(crate) mod tests {
     /// A WAV file of `seconds` of a tone at `rate` Hz, 16-bit, `channels` channels.
     pub(crate) fn wav(rate: u32, channels: u16, seconds: f64, freq: f64) -> Vec<u8> {
         let frames = (rate as f64 * seconds) as u32;
-        let data_len = frames * channels as u32 * 2;
-        let mut b = Vec::new();
-        b.extend_from_slice(b"RIFF");
-        b.extend_from_slice(&(36 + data_len).to_le_bytes());
-        b.extend_from_slice(b"WAVEfmt ");
-        b.extend_from_slice(&16u32.to_le_bytes());
-        b.extend_from_slice(&1u16.to_le_bytes());
-        b.extend_from_slice(&channels.to_le_bytes());
-        b.extend_from_slice(&rate.to_le_bytes());
-        b.extend_from_slice(&(rate * channels as u32 * 2).to_le_bytes());
-        b.extend_from_slice(&(channels * 2).to_le_bytes());
-        b.extend_from_slice(&16u16.to_le_bytes());
-        b.extend_from_slice(b"data");
-        b.extend_from_slice(&data_len.to_le_bytes());
+        let mut samples = Vec::with_capacity(frames as usize * channels as usize);
         for i in 0..frames {
             let v = (2.0 * std::f64::consts::PI * freq * i as f64 / rate as f64).sin() * 0.5;
-            for _ in 0..channels {
-                b.extend_from_slice(&((v * 32767.0) as i16).to_le_bytes());
-            }
+            samples.extend(std::iter::repeat_n((v * 32767.0) as i16, channels as usize));
         }
-        b
+        crate::hand_made_wav::pcm16(rate, channels, &samples)
     }
 
     #[test]

@@ -17,6 +17,8 @@ mod error;
 pub mod formats;
 #[doc(hidden)]
 pub mod hand_made_pdf;
+#[doc(hidden)]
+pub mod hand_made_wav;
 mod isolate;
 mod normalize;
 pub mod ocr;

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use linkly_extract::{ExtractOptions, SkipReason, extract_path_with};
+use linkly_extract::{ExtractOptions, SkipReason, extract_path_with, hand_made_wav};
 use linkly_models::test_inputs::TestInput;
 use linkly_models::whisper::{self, word_error_rate};
 
@@ -53,32 +53,8 @@ fn beckett_is_transcribed_line_by_line_with_times() {
             .map(|i| ((i as f64 * f * std::f64::consts::TAU / 16_000.0).sin() * 300.0) as i16)
             .collect();
         let path = tmp.path().join(name);
-        fs_err::write(&path, wav(&samples)).unwrap();
+        fs_err::write(&path, hand_made_wav::mono_16k(&samples)).unwrap();
         let r = extract_path_with(&path, &options).unwrap_err();
         assert_eq!(r.code, SkipReason::NO_SPEECH, "{name}: {r}");
     }
-}
-
-fn wav(samples: &[i16]) -> Vec<u8> {
-    let data = (samples.len() * 2) as u32;
-    let mut b = Vec::new();
-    b.extend_from_slice(b"RIFF");
-    b.extend_from_slice(&(36 + data).to_le_bytes());
-    b.extend_from_slice(b"WAVEfmt ");
-    b.extend_from_slice(&16u32.to_le_bytes());
-    for v in [1u16, 1] {
-        b.extend_from_slice(&v.to_le_bytes());
-    }
-    for v in [16_000u32, 32_000] {
-        b.extend_from_slice(&v.to_le_bytes());
-    }
-    for v in [2u16, 16] {
-        b.extend_from_slice(&v.to_le_bytes());
-    }
-    b.extend_from_slice(b"data");
-    b.extend_from_slice(&data.to_le_bytes());
-    for s in samples {
-        b.extend_from_slice(&s.to_le_bytes());
-    }
-    b
 }

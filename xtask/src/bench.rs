@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use linkly_core::DataDir;
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
@@ -26,23 +26,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         .transpose()?
         .unwrap_or(10_000);
     if what == "gateway" {
-        let report = crate::bench_gateway::run(args)?;
-        println!("{report}");
-        let work = crate::target_dir().join("bench");
-        fs_err::create_dir_all(&work)?;
-        fs_err::write(work.join("report-gateway.md"), &report)?;
-        return Ok(());
+        return write_report("report-gateway.md", &crate::bench_gateway::run(args)?);
     }
     if what == "soak" {
         return crate::bench_soak::run(&args[1..]);
     }
     if what == "serve" {
-        let report = crate::bench_serve::run(docs)?;
-        println!("{report}");
-        let work = crate::target_dir().join("bench");
-        fs_err::create_dir_all(&work)?;
-        fs_err::write(work.join("report-serve.md"), &report)?;
-        return Ok(());
+        return write_report("report-serve.md", &crate::bench_serve::run(docs)?);
     }
     if !matches!(what, "index" | "search" | "all") {
         bail!("usage: cargo xtask bench index|search|all|serve|gateway [--docs N]");
@@ -105,12 +95,39 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             }
         }
     }
-    println!("{report}");
-    fs_err::write(work.join("report.md"), &report)?;
+    write_report("report.md", &report)
+}
+
+/// Indexes `folders` into `index` in-process, saying how many files and how long it took.
+pub(crate) fn sync_timed(
+    index: &linkly_index::Index,
+    folders: &[PathBuf],
+) -> anyhow::Result<linkly_index::SyncReport> {
+    let t = Instant::now();
+    let report = index.sync(
+        &linkly_index::SyncOptions {
+            roots: folders.to_vec(),
+            ..linkly_index::SyncOptions::default()
+        },
+        &mut |_| {},
+    )?;
     eprintln!(
-        "bench: report written to {}",
-        work.join("report.md").display()
+        "bench: sync {} files ({} new) in {:.1} s",
+        report.seen,
+        report.added,
+        t.elapsed().as_secs_f64()
     );
+    Ok(report)
+}
+
+/// Prints a benchmark's report and writes it to `<target>/bench/<file>`, saying where.
+pub(crate) fn write_report(file: &str, report: &str) -> anyhow::Result<()> {
+    println!("{report}");
+    let work = crate::target_dir().join("bench");
+    fs_err::create_dir_all(&work)?;
+    let path = work.join(file);
+    fs_err::write(&path, report)?;
+    eprintln!("bench: report written to {}", path.display());
     Ok(())
 }
 
@@ -128,16 +145,14 @@ pub(crate) fn build_cli() -> anyhow::Result<PathBuf> {
 }
 
 fn index(bin: &Path, home: &Path, dir: &Path) -> anyhow::Result<Value> {
-    let out = Command::new(bin)
-        .args(["--json", "--home"])
-        .arg(home)
-        .arg("index")
-        .arg(dir)
-        .output()?;
-    if !out.status.success() {
-        bail!("indexing failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    serde_json::from_slice(&out.stdout).context("index --json output")
+    crate::child::json(
+        Command::new(bin)
+            .args(["--json", "--home"])
+            .arg(home)
+            .arg("index")
+            .arg(dir),
+        "indexing",
+    )
 }
 
 pub(crate) fn percentiles(mut ms: Vec<f64>) -> (f64, f64) {
@@ -187,19 +202,15 @@ pub(crate) fn search_cli(
     let mut ms = Vec::with_capacity(queries.len());
     for q in queries {
         let t = Instant::now();
-        let out = Command::new(bin)
-            .arg("--home")
-            .arg(home)
-            .args(["search", q, "--limit", "10"])
-            .args(flags)
-            .output()?;
+        crate::child::output(
+            Command::new(bin)
+                .arg("--home")
+                .arg(home)
+                .args(["search", q, "--limit", "10"])
+                .args(flags),
+            "CLI search",
+        )?;
         ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        if !out.status.success() {
-            bail!(
-                "CLI search failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
     }
     Ok(percentiles(ms))
 }

@@ -283,20 +283,15 @@ fn latency_only(
     let bin = crate::bench::build_cli()?;
     let cli: Vec<&str> = queries.iter().copied().take(60).collect();
     let (p50, p99) = latency(&cli, |q| {
-        let out = std::process::Command::new(&bin)
-            .env("LINKLY_MODEL_DIR", &choice.dir)
-            .arg("--json")
-            .arg("--home")
-            .arg(home)
-            .args(["search", q, "--limit", "10"])
-            .output()?;
-        if !out.status.success() {
-            bail!(
-                "linkly search {q:?} failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        let answer: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let answer = crate::child::json(
+            std::process::Command::new(&bin)
+                .env("LINKLY_MODEL_DIR", &choice.dir)
+                .arg("--json")
+                .arg("--home")
+                .arg(home)
+                .args(["search", q, "--limit", "10"]),
+            &format!("linkly search {q:?}"),
+        )?;
         if answer["mode"] != "hybrid" {
             bail!("linkly search {q:?} answered in {} mode", answer["mode"]);
         }

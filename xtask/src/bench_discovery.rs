@@ -8,35 +8,17 @@ use std::time::Instant;
 
 use anyhow::bail;
 use linkly_core::{Config, DataDir};
-use linkly_index::{Index, SyncOptions};
+use linkly_index::Index;
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 
-use crate::corpus::{Rng, note, vocabulary};
-
-/// The directory of generated file `i`: 10,000 directories, 10 files each at 100,000.
-fn dir_of(root: &Path, i: usize) -> std::path::PathBuf {
-    root.join(format!(
-        "area{:02}/project{:03}/sub{}",
-        i % 20,
-        (i / 20) % 50,
-        (i / 1000) % 10
-    ))
-}
+use crate::corpus::{self, dir_of};
 
 /// Writes `docs` small Markdown files, 10 per directory, under `area*/project*/sub*/`.
 fn generate(root: &Path, docs: usize) -> anyhow::Result<()> {
-    let vocab = vocabulary();
-    let mut rng = Rng::new(42);
-    for i in 0..docs {
-        let dir = dir_of(root, i);
-        // The first 10,000 files visit every directory once.
-        if i < 10_000 {
-            fs_err::create_dir_all(&dir)?;
-        }
-        fs_err::write(dir.join(format!("n{i}.md")), note(i, &mut rng, &vocab))?;
-    }
-    Ok(())
+    corpus::write_tree(root, docs, 42, |dir, i, text| {
+        Ok(fs_err::write(dir.join(format!("n{i}.md")), text)?)
+    })
 }
 
 fn time(linkly: &Linkly, tool: &str, args: Value, runs: usize) -> (f64, f64, usize) {
@@ -75,20 +57,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let mut config = Config::default();
     config.add_folder(&root)?;
     let index = Index::open(&data.index_dir())?;
-    let t = Instant::now();
-    let report = index.sync(
-        &SyncOptions {
-            roots: config.folders.clone(),
-            ..SyncOptions::default()
-        },
-        &mut |_| {},
-    )?;
-    eprintln!(
-        "bench: sync {} files ({} new) in {:.1} s",
-        report.seen,
-        report.added,
-        t.elapsed().as_secs_f64()
-    );
+    crate::bench::sync_timed(&index, &config.folders)?;
     let n = index.doc_count()?;
     let root_s = fs_err::canonicalize(&root)?.to_string_lossy().into_owned();
     config.add_library("area3", "", &[root.join("area03")], &[])?;

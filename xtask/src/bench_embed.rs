@@ -24,7 +24,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use linkly_index::vector::{ModelChoice, TextEmbedder};
 use linkly_index::{Index, SyncOptions};
 
@@ -89,20 +89,15 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         ),
     ] {
         eprintln!("bench: embedding {docs} abstracts with {label}");
-        let out = Command::new(std::env::current_exe()?)
-            .args(["bench", "embed", mode])
-            .arg(&subset)
-            .arg("--model")
-            .arg(&model.dir)
-            .env(linkly_core::env::LINKLY_EMBED_ENGINE, engine)
-            .output()?;
-        if !out.status.success() {
-            bail!(
-                "embedding child failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let v = crate::child::json(
+            Command::new(std::env::current_exe()?)
+                .args(["bench", "embed", mode])
+                .arg(&subset)
+                .arg("--model")
+                .arg(&model.dir)
+                .env(linkly_core::env::LINKLY_EMBED_ENGINE, engine),
+            "embedding child",
+        )?;
         let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
         rows.push((label, f("docs"), f("chunks"), f("secs"), f("rss_mb")));
     }
@@ -200,22 +195,7 @@ fn st_python() -> anyhow::Result<PathBuf> {
             "bench: installing sentence-transformers (and PyTorch) into {}",
             venv.display()
         );
-        let ok = Command::new("python3")
-            .arg("-m")
-            .arg("venv")
-            .arg(&venv)
-            .status()?
-            .success()
-            && Command::new(venv.join("bin/pip"))
-                .args(["install", "--quiet", "sentence-transformers"])
-                .status()?
-                .success();
-        if !ok {
-            bail!(
-                "could not install sentence-transformers into {}",
-                venv.display()
-            );
-        }
+        crate::venv::install(&venv, "sentence-transformers", ["sentence-transformers"])?;
     }
     Ok(py)
 }
@@ -286,34 +266,27 @@ fn vs_pytorch(
                     "bench: round {} of {rounds}: sentence-transformers",
                     round + 1
                 );
-                let out = Command::new(py)
-                    .arg(&script)
-                    .arg(&model.dir)
-                    .arg(&texts_file)
-                    .output()?;
-                if !out.status.success() {
-                    bail!(
-                        "sentence-transformers failed: {}",
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                }
-                serde_json::from_slice(&out.stdout)?
+                crate::child::json(
+                    Command::new(py)
+                        .arg(&script)
+                        .arg(&model.dir)
+                        .arg(&texts_file),
+                    "sentence-transformers",
+                )?
             }
             None => serde_json::Value::Null,
         };
         for (label, engine, runs, min_cos) in &mut ours {
             eprintln!("bench: round {} of {rounds}: {label}", round + 1);
-            let out = Command::new(std::env::current_exe()?)
-                .args(["bench", "embed", "--child-vectors"])
-                .arg(&texts_file)
-                .arg("--model")
-                .arg(&model.dir)
-                .env(linkly_core::env::LINKLY_EMBED_ENGINE, *engine)
-                .output()?;
-            if !out.status.success() {
-                bail!("{label} failed: {}", String::from_utf8_lossy(&out.stderr));
-            }
-            let l: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+            let l = crate::child::json(
+                Command::new(std::env::current_exe()?)
+                    .args(["bench", "embed", "--child-vectors"])
+                    .arg(&texts_file)
+                    .arg("--model")
+                    .arg(&model.dir)
+                    .env(linkly_core::env::LINKLY_EMBED_ENGINE, *engine),
+                label,
+            )?;
             if round == 0 {
                 *min_cos = least_cosine(&v["vectors"], &l["vectors"]);
             }

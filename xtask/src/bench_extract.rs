@@ -141,13 +141,5 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         all_mb / all_secs.max(1e-9),
         all_files as f64 / all_secs.max(1e-9)
     ));
-    println!("{report}");
-    let out = crate::target_dir().join("bench");
-    fs_err::create_dir_all(&out)?;
-    fs_err::write(out.join("extract.md"), &report)?;
-    eprintln!(
-        "bench extract: report written to {}",
-        out.join("extract.md").display()
-    );
-    Ok(())
+    crate::bench::write_report("extract.md", &report)
 }

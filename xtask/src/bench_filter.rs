@@ -8,30 +8,20 @@
 //! code before and after a change) time the same index one after the other.
 
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use anyhow::bail;
 use linkly_core::{Config, DataDir};
-use linkly_index::{Index, SyncOptions};
+use linkly_index::Index;
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 
-use crate::corpus::{Rng, generated_queries, note, vocabulary};
+use crate::corpus::{self, dir_of, generated_queries};
 
 /// The first file's modification time (2020-01-01T00:00:00Z); file `i` is `i` quarter-hours
 /// later, so 100,000 files span 2020-01-01 to 2022-11-06.
 const FIRST_MODIFIED: u64 = 1_577_836_800;
 const STEP_SECS: u64 = 900;
-
-/// The directory of generated file `i`: 20 areas × 50 projects × 10 subfolders.
-fn dir_of(root: &Path, i: usize) -> std::path::PathBuf {
-    root.join(format!(
-        "area{:02}/project{:03}/sub{}",
-        i % 20,
-        (i / 20) % 50,
-        (i / 1000) % 10
-    ))
-}
 
 /// The file name of generated file `i`: every fourth a `.txt`, the others `.md`.
 fn name_of(i: usize) -> String {
@@ -44,23 +34,17 @@ fn name_of(i: usize) -> String {
 
 /// Writes `docs` small files, 10 per directory, each modified a quarter-hour after the last.
 fn generate(root: &Path, docs: usize) -> anyhow::Result<()> {
-    let vocab = vocabulary();
-    let mut rng = Rng::new(7);
-    for i in 0..docs {
-        let dir = dir_of(root, i);
-        if i < 10_000 {
-            fs_err::create_dir_all(&dir)?;
-        }
+    corpus::write_tree(root, docs, 7, |dir, i, text| {
         let path = dir.join(name_of(i));
-        fs_err::write(&path, note(i, &mut rng, &vocab))?;
+        fs_err::write(&path, text)?;
         let modified =
             SystemTime::UNIX_EPOCH + Duration::from_secs(FIRST_MODIFIED + i as u64 * STEP_SECS);
         fs_err::File::options()
             .write(true)
             .open(&path)?
             .set_modified(modified)?;
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// One filtered search: its label, the tool's arguments beside the query and the same as
@@ -174,19 +158,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         config.add_library("area3", "", &[root.join("area03")], &[])?;
         config.save(&data)?;
         let index = Index::open(&data.index_dir())?;
-        let t = Instant::now();
-        let report = index.sync(
-            &SyncOptions {
-                roots: config.folders.clone(),
-                ..SyncOptions::default()
-            },
-            &mut |_| {},
-        )?;
-        eprintln!(
-            "bench: sync {} files in {:.1} s",
-            report.seen,
-            t.elapsed().as_secs_f64()
-        );
+        crate::bench::sync_timed(&index, &config.folders)?;
     }
     let linkly = Linkly::open(data.clone()).map_err(|e| anyhow::anyhow!(e.message))?;
     let n = linkly.index().doc_count()?;

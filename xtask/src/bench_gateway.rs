@@ -112,19 +112,14 @@ fn start(bin: &Path, home: &Path, database: &Path) -> anyhow::Result<(Gateway, S
 }
 
 fn linkly(bin: &Path, home: &Path, args: &[&str]) -> anyhow::Result<Value> {
-    let out = Command::new(bin)
-        .arg("--json")
-        .arg("--home")
-        .arg(home)
-        .args(args)
-        .output()?;
-    if !out.status.success() {
-        bail!(
-            "linkly {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    serde_json::from_slice(&out.stdout).with_context(|| format!("linkly {args:?} --json"))
+    crate::child::json(
+        Command::new(bin)
+            .arg("--json")
+            .arg("--home")
+            .arg(home)
+            .args(args),
+        &format!("linkly {args:?}"),
+    )
 }
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
@@ -149,6 +144,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
     let pid = gateway.0.id();
     let url = format!("{base}/mcp");
     let token = Some(token_text.as_str());
+    // Every load below goes to this gateway as this user, its CPU counted.
+    let load = |clients: usize, calls: usize, tool: &str, args: &Value| {
+        crate::load::run(&url, clients, calls, tool, args, Some(pid), token)
+    };
+    let call = |tool: &str, args: &Value| crate::load::call_once(&url, token, tool, args);
 
     for (what, a) in [
         ("browse, newest first", json!({})),
@@ -160,21 +160,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
         ("owner u7", json!({"owner": "u7"})),
         ("offset 9,000", json!({"offset": 9000})),
     ] {
-        let r = crate::load::run(&url, 1, 200, "library_search", &a, Some(pid), token)?;
+        let r = load(1, 200, "library_search", &a)?;
         report.push_str(&format!(
             "| library_search, {what} (1 client × 200) | p50 {:.2} ms, p99 {:.2} ms, errors {} |\n",
             r.p50, r.p99, r.errors
         ));
     }
-    let r = crate::load::run(
-        &url,
-        16,
-        50,
-        "library_search",
-        &json!({"query": "rust"}),
-        Some(pid),
-        token,
-    )?;
+    let r = load(16, 50, "library_search", &json!({"query": "rust"}))?;
     report.push_str(&format!(
         "| library_search, 16 clients × 50 | {:.0} calls/s, p50 {:.1} ms, p99 {:.1} ms, errors {} |\n",
         r.rate(),
@@ -191,34 +183,29 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
     let corpus = crate::corpus::generated(&work, docs)?;
     let local = home.join("local");
     let indexed = linkly(&bin, &local, &["index", &corpus.to_string_lossy()])?;
-    let added = Command::new(&bin)
-        .arg("--home")
-        .arg(&local)
-        .args(["library", "add", "big"])
-        .arg(&corpus)
-        .output()?;
-    if !added.status.success() {
-        bail!(
-            "linkly library add failed: {}",
-            String::from_utf8_lossy(&added.stderr)
-        );
-    }
-    let t = Instant::now();
-    let tok = token_text.as_str();
-    let published = linkly(
-        &bin,
-        &local,
-        &[
+    crate::child::output(
+        Command::new(&bin)
+            .arg("--home")
+            .arg(&local)
+            .args(["library", "add", "big"])
+            .arg(&corpus),
+        "linkly library add",
+    )?;
+    let publish = || {
+        let args = [
             "publish",
             "big",
             "--gateway",
             &base,
             "--token",
-            tok,
+            &token_text,
             "--slug",
             "big",
-        ],
-    )?;
+        ];
+        linkly(&bin, &local, &args)
+    };
+    let t = Instant::now();
+    let published = publish()?;
     let publish_s = t.elapsed().as_secs_f64();
     let sent = published["sent"].as_u64().unwrap_or(0);
     report.push_str(&format!(
@@ -228,28 +215,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
         sent as f64 / publish_s.max(1e-9)
     ));
     let t = Instant::now();
-    let again = linkly(
-        &bin,
-        &local,
-        &[
-            "publish",
-            "big",
-            "--gateway",
-            &base,
-            "--token",
-            tok,
-            "--slug",
-            "big",
-        ],
-    )?;
+    let again = publish()?;
     report.push_str(&format!(
         "| `linkly publish` again, nothing changed ({} sent) | {:.2} s |\n",
         again["sent"].as_u64().unwrap_or(0),
         t.elapsed().as_secs_f64()
     ));
-    let linked = crate::load::call_once(
-        &url,
-        token,
+    let linked = call(
         "library_link",
         &json!({"library": "cloud://bench/big", "output_format": "json"}),
     )?;
@@ -262,9 +234,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
         .as_u64()
         .unwrap_or(0);
     let t = Instant::now();
-    crate::load::call_once(
-        &url,
-        token,
+    call(
         "search",
         &json!({"query": queries[0], "library": "cloud://bench/big"}),
     )?;
@@ -275,9 +245,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
     // The library's index complete: a search that finds every document's word.
     let t = Instant::now();
     loop {
-        let r = crate::load::call_once(
-            &url,
-            token,
+        let r = call(
             "search",
             &json!({"query": queries[0], "library": "cloud://bench/big", "output_format": "json"}),
         )?;
@@ -298,9 +266,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
     let mut ms = Vec::new();
     for q in &queries {
         let t = Instant::now();
-        let r = crate::load::call_once(
-            &url,
-            token,
+        let r = call(
             "search",
             &json!({"query": q, "library": "cloud://bench/big", "limit": 10}),
         )?;
@@ -313,27 +279,21 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<String> {
     report.push_str(&format!(
         "| search in the linked library, a new session per call (200 queries) | p50 {p50:.1} ms, p99 {p99:.1} ms |\n"
     ));
-    let r = crate::load::run(
-        &url,
+    let r = load(
         1,
         200,
         "search",
         &json!({"query": queries[1], "library": "cloud://bench/big", "limit": 10}),
-        Some(pid),
-        token,
     )?;
     report.push_str(&format!(
         "| search in the linked library, one session (1 client × 200) | p50 {:.1} ms, p99 {:.1} ms, errors {} |\n",
         r.p50, r.p99, r.errors
     ));
-    let r = crate::load::run(
-        &url,
+    let r = load(
         16,
         25,
         "search",
         &json!({"query": queries[2], "library": "cloud://bench/big", "limit": 10}),
-        Some(pid),
-        token,
     )?;
     report.push_str(&format!(
         "| search in the linked library, 16 clients × 25 | {:.0} calls/s, p50 {:.1} ms, p99 {:.1} ms, errors {} |\n",

@@ -161,27 +161,20 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     for r in ratios {
         report.push_str(&format!("- {r}\n"));
     }
-    println!("{report}");
-    fs_err::write(work.join("report-recoll.md"), &report)?;
-    Ok(())
+    crate::bench::write_report("report-recoll.md", &report)
 }
 
 /// Runs `cmd` under `/usr/bin/time`: wall seconds, user + system seconds, peak RSS.
 fn timed(cmd: Command) -> anyhow::Result<Run> {
     let report = tempfile::NamedTempFile::new()?;
-    let out = Command::new("/usr/bin/time")
-        .args(["-f", "%e %U %S %M", "-o"])
-        .arg(report.path())
-        .arg(cmd.get_program())
-        .args(cmd.get_args())
-        .output()?;
-    if !out.status.success() {
-        bail!(
-            "{} failed: {}",
-            PathBuf::from(cmd.get_program()).display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    crate::child::output(
+        Command::new("/usr/bin/time")
+            .args(["-f", "%e %U %S %M", "-o"])
+            .arg(report.path())
+            .arg(cmd.get_program())
+            .args(cmd.get_args()),
+        &PathBuf::from(cmd.get_program()).display().to_string(),
+    )?;
     let text = fs_err::read_to_string(report.path())?;
     let fields: Vec<f64> = text
         .lines()

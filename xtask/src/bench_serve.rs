@@ -16,6 +16,33 @@ use serde_json::{Value, json};
 use crate::bench::{build_cli, percentiles};
 use crate::corpus;
 
+/// Polls `linkly search WORD` (keyword mode, data directory `home`) every `poll` until it
+/// finds one document; an error saying `what` was not searchable after 30 s.
+pub(crate) fn wait_searchable(
+    bin: &Path,
+    home: &Path,
+    word: &str,
+    poll: Duration,
+    what: &str,
+) -> anyhow::Result<()> {
+    let t = Instant::now();
+    loop {
+        let out = keyword_only(bin)
+            .args(["--json", "--home"])
+            .arg(home)
+            .args(["search", word])
+            .output()?;
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        if v["total"].as_u64() == Some(1) {
+            return Ok(());
+        }
+        if t.elapsed() > Duration::from_secs(30) {
+            bail!("{what} was not searchable after 30 s");
+        }
+        std::thread::sleep(poll);
+    }
+}
+
 /// A `linkly` command that sees no test model: the daemon's figures are those of keyword search
 /// over the generated corpus, whatever `LINKLY_MODEL_DIR` the bench was started with (with a
 /// model, the daemon would embed the whole corpus while it is measured).
@@ -105,13 +132,8 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
     let _ = fs_err::remove_dir_all(&watched);
     fs_err::create_dir_all(&watched)?;
     let port = 61606u16;
-    let (daemon, ready) = start(&bin, &home, port, &[&corpus, &watched])?;
+    let (daemon, ready, st, url) = start_watching(&bin, &home, port, &[&corpus, &watched])?;
     let pid = daemon.0.id();
-    let st = status(&bin, &home);
-    let url = st["mcp_endpoint"]
-        .as_str()
-        .context("no endpoint")?
-        .to_string();
     let rss = proc_kb(pid, "VmRSS:");
     let hwm = proc_kb(pid, "VmHWM:");
     let mut report = String::from("| serve | step | figure |\n|---|---|---|\n");
@@ -181,21 +203,13 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
             watched.join(format!("live-{i}.md")),
             format!("# Live\n\n{word}\n"),
         )?;
-        loop {
-            let out = keyword_only(&bin)
-                .args(["--json", "--home"])
-                .arg(&home)
-                .args(["search", &word])
-                .output()?;
-            let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-            if v["total"].as_u64() == Some(1) {
-                break;
-            }
-            if t.elapsed() > Duration::from_secs(30) {
-                bail!("a saved file was not searchable after 30 s");
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
+        wait_searchable(
+            &bin,
+            &home,
+            &word,
+            Duration::from_millis(25),
+            "a saved file",
+        )?;
         ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     let (p50, _) = percentiles(ms.clone());
@@ -222,17 +236,13 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
     // A lost full-text index, rebuilt from the store (no file extracted again).
     fs_err::remove_dir_all(home.join("index/lexical-2"))?;
     let t = Instant::now();
-    let out = keyword_only(&bin)
-        .arg("--home")
-        .arg(&home)
-        .args(["index", "--rebuild"])
-        .output()?;
-    if !out.status.success() {
-        bail!(
-            "index --rebuild failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    crate::child::output(
+        keyword_only(&bin)
+            .arg("--home")
+            .arg(&home)
+            .args(["index", "--rebuild"]),
+        "index --rebuild",
+    )?;
     report.push_str(&format!(
         "| serve | lost full-text index: `linkly index --rebuild` ({} docs) | {:.1} s |\n",
         st["doc_count"],
@@ -242,6 +252,22 @@ pub(crate) fn run(docs: usize) -> anyhow::Result<String> {
 }
 
 /// Starts `linkly serve` (adding `folders`) and waits until `/health` says `watching`.
+/// Starts the daemon ([`start`]); once it watches, its status and its MCP endpoint too.
+pub(crate) fn start_watching(
+    bin: &Path,
+    home: &Path,
+    port: u16,
+    folders: &[&Path],
+) -> anyhow::Result<(Daemon, Duration, Value, String)> {
+    let (daemon, ready) = start(bin, home, port, folders)?;
+    let status = status(bin, home);
+    let url = status["mcp_endpoint"]
+        .as_str()
+        .context("the daemon's status names no MCP endpoint")?
+        .to_string();
+    Ok((daemon, ready, status, url))
+}
+
 pub(crate) fn start(
     bin: &Path,
     home: &Path,

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
-use crate::bench_serve::{proc_kb, start, status};
+use crate::bench_serve::{proc_kb, start_watching};
 use crate::corpus;
 
 /// Files of the live folder that the edits rewrite in turn.
@@ -76,13 +76,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         fs_err::write(live.join(format!("live-{i}.md")), live_text(i, 0))?;
     }
     eprintln!("soak: first full index of {docs} documents");
-    let (daemon, ready) = start(&bin, &home, 61706, &[&corpus, &live])?;
+    let (daemon, ready, st, url) = start_watching(&bin, &home, 61706, &[&corpus, &live])?;
     let pid = daemon.0.id();
-    let st = status(&bin, &home);
-    let url = st["mcp_endpoint"]
-        .as_str()
-        .context("the daemon's status names no MCP endpoint")?
-        .to_string();
     let after_index = proc_kb(pid, "VmRSS:");
     let peak_index = proc_kb(pid, "VmHWM:");
     // The memory a sync used, once the daemon is idle again (the tantivy writer closes 1.5 s
@@ -222,21 +217,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let word = "soakfinalword";
     fs_err::write(live.join("live-final.md"), format!("# Final\n\n{word}\n"))?;
     let t = Instant::now();
-    loop {
-        let out = crate::bench_serve::keyword_only(&bin)
-            .args(["--json", "--home"])
-            .arg(&home)
-            .args(["search", word])
-            .output()?;
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        if v["total"].as_u64() == Some(1) {
-            break;
-        }
-        if t.elapsed() > Duration::from_secs(30) {
-            bail!("after the soak, a saved file was not searchable in 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    crate::bench_serve::wait_searchable(
+        &bin,
+        &home,
+        word,
+        Duration::from_millis(50),
+        "after the soak, a saved file",
+    )?;
     let fresh = t.elapsed();
     let end_peak = proc_kb(pid, "VmHWM:");
     drop(daemon);

@@ -74,30 +74,7 @@ fn venv() -> anyhow::Result<PathBuf> {
     {
         return Ok(py);
     }
-    let ok = Command::new("python3")
-        .arg("-m")
-        .arg("venv")
-        .arg(&dir)
-        .status()?
-        .success();
-    if !ok {
-        bail!("cannot create a Python venv in {}", dir.display());
-    }
-    let ok = Command::new(&py)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "faster-whisper",
-        ])
-        .status()?
-        .success();
-    if !ok {
-        bail!("installing faster-whisper failed");
-    }
-    Ok(py)
+    crate::venv::install(&dir, "faster-whisper", ["faster-whisper"])
 }
 
 fn parse(out: std::process::Output, what: &str) -> anyhow::Result<Value> {

@@ -153,13 +153,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "\nCPU: {cpu}, {} cores; command: `cargo xtask bench ui --docs {docs}`.\n",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     ));
-    println!("{report}");
-    fs_err::write(work.join("report-ui.md"), &report)?;
-    eprintln!(
-        "bench ui: report written to {}",
-        work.join("report-ui.md").display()
-    );
-    Ok(())
+    crate::bench::write_report("report-ui.md", &report)
 }
 
 fn num(args: &[String], name: &str, default: usize) -> anyhow::Result<usize> {

@@ -57,6 +57,38 @@ pub(crate) fn vocabulary() -> Vec<String> {
 /// A small note of the discovery and filter benchmarks: `# Note {i}`, 40 words drawn from
 /// `vocab` (small ranks are frequent, Zipf-ish, so words repeat across documents) and an
 /// `area… topic…` line.
+/// The directory of file `i` in the folder trees of `bench discovery` and `bench filter`:
+/// 20 areas × 50 projects × 10 subfolders, 10,000 directories (10 files each at 100,000).
+pub(crate) fn dir_of(root: &Path, i: usize) -> PathBuf {
+    root.join(format!(
+        "area{:02}/project{:03}/sub{}",
+        i % 20,
+        (i / 20) % 50,
+        (i / 1000) % 10
+    ))
+}
+
+/// Writes `docs` generated notes (random words from seed `seed`) into the tree of [`dir_of`],
+/// 10 per directory; `place` writes note `i`'s text into its directory.
+pub(crate) fn write_tree(
+    root: &Path,
+    docs: usize,
+    seed: u64,
+    mut place: impl FnMut(&Path, usize, String) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let vocab = vocabulary();
+    let mut rng = Rng::new(seed);
+    for i in 0..docs {
+        let dir = dir_of(root, i);
+        // The first 10,000 files visit every directory once.
+        if i < 10_000 {
+            fs_err::create_dir_all(&dir)?;
+        }
+        place(&dir, i, note(i, &mut rng, &vocab))?;
+    }
+    Ok(())
+}
+
 pub(crate) fn note(i: usize, rng: &mut Rng, vocab: &[String]) -> String {
     let mut text = format!("# Note {i}\n\n");
     for _ in 0..40 {

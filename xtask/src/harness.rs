@@ -1,10 +1,11 @@
 //! The test run: the MCP interop client's Python environment, then `cargo test`. Everything it
 //! reads lies in the repository (`interop/`, `testdata/`); the test model comes from PyPI.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 
 /// Creates `target/mcp-harness/venv` with the interop client's locked requirements
 /// (`interop/requirements.lock.txt`); again only when the lock file changes.
@@ -18,35 +19,15 @@ pub(crate) fn probe_setup() -> anyhow::Result<PathBuf> {
         return Ok(home);
     }
     fs_err::create_dir_all(&home)?;
-    let py = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     eprintln!(
         "xtask: creating the MCP interop client's environment in {}",
         home.display()
     );
-    let ok = Command::new(&py)
-        .args(["-m", "venv"])
-        .arg(home.join("venv"))
-        .status()
-        .with_context(|| format!("cannot run {py}"))?
-        .success();
-    if !ok {
-        bail!("`{py} -m venv` failed (on Debian: apt-get install python3-venv)");
-    }
-    let ok = Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-r",
-        ])
-        .arg(&lock)
-        .status()?
-        .success();
-    if !ok {
-        bail!("installing the MCP interop client's requirements failed");
-    }
+    crate::venv::install(
+        &home.join("venv"),
+        "the MCP interop client's requirements",
+        [OsStr::new("-r"), lock.as_os_str()],
+    )?;
     fs_err::write(&stamp, pins)?;
     Ok(home)
 }

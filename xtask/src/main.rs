@@ -72,6 +72,7 @@ mod bench_ui;
 /// The WebDriver client the app's browser test uses (one copy: see its opening comment).
 #[path = "../../linkly-cli/tests/browser/mod.rs"]
 mod browser;
+mod child;
 mod corpus;
 mod dist;
 mod docs;
@@ -82,6 +83,7 @@ mod test_model;
 mod test_speech;
 mod tidy;
 mod tokens;
+mod venv;
 mod wheel;
 
 use std::path::PathBuf;
@@ -112,43 +114,34 @@ fn main() -> anyhow::Result<()> {
         Some("metrics") => metrics::run(&args[1..]),
         Some("tokens") => tokens::run(&args[1..]),
         Some("tidy") => tidy::run(&args[1..]),
-        Some("bench") if args.get(1).is_some_and(|a| a == "ocr") => bench_ocr::run(&args[2..]),
-        Some("bench") if args.get(1).is_some_and(|a| a == "beir") => bench_beir::run(&args[2..]),
-        Some("bench") if args.get(1).is_some_and(|a| a == "embed") => bench_embed::run(&args[2..]),
-        Some("bench") if args.get(1).is_some_and(|a| a == "discovery") => {
-            bench_discovery::run(&args[2..])
-        }
-        Some("bench") if args.get(1).is_some_and(|a| a == "fusion") => {
-            bench_fusion::run(&args[2..])
-        }
-        Some("bench") if args.get(1).is_some_and(|a| a == "filter") => {
-            bench_filter::run(&args[2..])
-        }
-        Some("bench")
-            if args
-                .get(1)
-                .is_some_and(|a| matches!(a.as_str(), "analysis" | "scan" | "kernels")) =>
-        {
-            bench_kernels::run(&args[1..])
-        }
-        Some("bench") if args.get(1).is_some_and(|a| a == "load") => load::cli(&args[2..]),
-        Some("bench") if args.get(1).is_some_and(|a| a == "ui") => bench_ui::run(&args[2..]),
-        Some("bench") if args.get(1).is_some_and(|a| a == "transcribe") => {
-            bench_transcribe::run(&args[2..])
-        }
-        Some("bench") if args.get(1).is_some_and(|a| a == "transcribe-one") => {
-            bench_transcribe::one(&args[2..])
-        }
-        Some("bench") if args.get(1).is_some_and(|a| a == "recoll") => {
-            bench_recoll::run(&args[2..])
-        }
-        Some("bench") => bench::run(&args[1..]),
+        Some("bench") => bench_command(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  test-speech          unpack the Whisper test models and recording into target/test-speech\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench soak           the daemon's RSS over a long run: first full index, then 16 MCP clients,\n                       file edits and note saves (--docs N, default 100,000; --minutes M, 60;\n                       --sample-secs S, 30; --clients K, 16)\n  bench ui             the app's pages: server time, bytes, first render in Chromium\n                       (--docs N, default 100,000; --requests R; --renders K)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench fusion         the hybrid search's fusions on SciFact (the index bench beir left for\n                       --model DIR) and on the cross-language set\n  bench embed          embedding throughput (--docs N)\n  bench analysis|scan|kernels   the inner loops in-process: the analysis pass (--docs N --files F),\n                       the vector scan, the encoder's kernels against gemm\n  bench filter         filtered search: a path glob, a type, a library, a date window\n                       (--docs N, default 100,000; --runs R; --cli-runs C)\n  bench transcribe     Whisper tiny.en and base against faster-whisper: real-time factor, peak RSS, WER\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  docs [--check]       write docs/tools.md from the tools' definitions (--check: fail if stale)\n  metrics [--repo DIR] lines per crate, largest files, import circles per crate\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
             );
             std::process::exit(2);
         }
+    }
+}
+
+/// `cargo xtask bench <what> [ARGS]`: the benchmarks with a module of their own get `ARGS`
+/// (the kernels' module also `<what>`); the others are [`bench::run`]'s.
+fn bench_command(args: &[String]) -> anyhow::Result<()> {
+    let rest = args.get(1..).unwrap_or_default();
+    match args.first().map(String::as_str) {
+        Some("ocr") => bench_ocr::run(rest),
+        Some("beir") => bench_beir::run(rest),
+        Some("embed") => bench_embed::run(rest),
+        Some("discovery") => bench_discovery::run(rest),
+        Some("fusion") => bench_fusion::run(rest),
+        Some("filter") => bench_filter::run(rest),
+        Some("analysis" | "scan" | "kernels") => bench_kernels::run(args),
+        Some("load") => load::cli(rest),
+        Some("ui") => bench_ui::run(rest),
+        Some("transcribe") => bench_transcribe::run(rest),
+        Some("transcribe-one") => bench_transcribe::one(rest),
+        Some("recoll") => bench_recoll::run(rest),
+        _ => bench::run(args),
     }
 }
 

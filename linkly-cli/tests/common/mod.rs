@@ -107,6 +107,53 @@ impl Env {
         self.cmd().args(args).output().unwrap()
     }
 
+    /// Runs `linkly` with arguments, asserts it failed and returns its stderr.
+    #[track_caller]
+    pub fn run_failing(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// Runs `linkly` with arguments, asserts it exited with `code` and returns its stderr.
+    #[track_caller]
+    pub fn stderr_of_exit(&self, code: i32, args: &[&str]) -> String {
+        let out = self.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        stderr
+    }
+
+    /// Runs `linkly --json` with arguments that a tool refuses: asserts it failed with a JSON
+    /// answer of status `error` and returns that answer's message.
+    #[track_caller]
+    pub fn json_refusal(&self, args: &[&str]) -> String {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.run(&all);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded: {v}");
+        assert_eq!(v["status"], "error", "{v}");
+        v["message"].as_str().unwrap().to_string()
+    }
+
+    /// Starts `linkly` with arguments and its stdin, stdout and stderr piped.
+    pub fn spawn_piped(&self, args: &[&str]) -> Child {
+        self.cmd()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Runs `linkly` with arguments and asserts it exited 0 ([`succeeded`]).
+    #[track_caller]
+    pub fn run_ok(&self, args: &[&str]) -> Output {
+        succeeded(self.run(args))
+    }
+
     /// Starts `linkly serve` on a free port with `extra` arguments (its log, at `info`, in
     /// `serve.log` of the data directory) and waits until `linkly status` says it watches;
     /// returns it and the port its port file names.
@@ -204,6 +251,94 @@ impl Env {
         let v = self.json(&["search", query, "--limit", "1"]);
         v["results"][0]["doc_id"].as_str().unwrap().to_string()
     }
+}
+
+/// Three documents for the semantic search tests; [`PARAPHRASE`] shares no word with the
+/// bread one, which only an embedding model finds for it.
+pub const MEANING: &[(&str, &str)] = &[
+    (
+        "bread.md",
+        "# Sourdough at home\n\nMix flour, water and starter, knead the dough, let it rise overnight and bake it in a very hot oven.\n",
+    ),
+    (
+        "revenue.md",
+        "# Quarterly results\n\nQuarterly revenue grew by twelve percent thanks to strong sales in Europe.\n",
+    ),
+    (
+        "cat.md",
+        "# Afternoon\n\nThe cat sleeps on the windowsill all afternoon, purring in the sunshine.\n",
+    ),
+];
+pub const PARAPHRASE: &str = "making loaves of bread";
+
+/// A runtime and an MCP client connected to `linkly serve` on `port` (Streamable HTTP).
+pub fn connect_remote(port: u16) -> (tokio::runtime::Runtime, linkly_mcp::RemoteClient) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = rt
+        .block_on(linkly_mcp::RemoteClient::connect(
+            &format!("http://127.0.0.1:{port}/mcp"),
+            None,
+        ))
+        .unwrap();
+    (rt, client)
+}
+
+/// Asserts that a probe's output (`Env::probe`) has a `PASS` line for each of `checks`.
+#[track_caller]
+pub fn assert_passed(stdout: &str, checks: &[&str]) {
+    for check in checks {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with("PASS") && l.contains(check)),
+            "missing a PASS for {check}:\n{stdout}"
+        );
+    }
+}
+
+/// The paths of a `search` or `list` answer's results, in order.
+pub fn result_paths(answer: &Value) -> Vec<&str> {
+    answer["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results: {answer}"))
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect()
+}
+
+/// The result of a `search` or `list` answer whose path ends with `name`, if any.
+pub fn result_ending<'a>(answer: &'a Value, name: &str) -> Option<&'a Value> {
+    answer["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results: {answer}"))
+        .iter()
+        .find(|r| r["path"].as_str().unwrap().ends_with(name))
+}
+
+/// The strings of a JSON array.
+pub fn strings(array: &Value) -> Vec<&str> {
+    array
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {array}"))
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
+}
+
+/// Asserts that a finished command exited 0, showing its exit status and stderr otherwise;
+/// returns its output for the checks that follow.
+#[track_caller]
+pub fn succeeded(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// The built binary.

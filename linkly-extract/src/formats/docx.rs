@@ -8,7 +8,9 @@ use std::collections::{HashMap, HashSet};
 
 use linkly_core::{DocType, Heading, OutlineNode, SkipReason};
 
-use crate::formats::ooxml::{self, Package, Xml, XmlParser, collapse, push_line, table_lines};
+use crate::formats::ooxml::{
+    self, Child, Package, Xml, XmlParser, collapse, push_line, table_lines,
+};
 use crate::{Extracted, Extractor, Input};
 
 /// Word documents (`.docx`, `.docm`, `.dotx`, `.dotm`).
@@ -447,35 +449,23 @@ impl PartReader<'_, '_> {
 
     /// Reads `w:pPr`: style, outline level, numbering.
     fn paragraph_properties(&mut self, p: &mut XmlParser<'_>) {
-        let mut depth = 1usize;
         let mut num_id: Option<bool> = None;
         let mut ilvl = 0u32;
         let (mut style, mut outline) = (None, None);
-        while let Some(ev) = p.next() {
-            match ev {
-                Xml::Start(el) => {
-                    match el.name.as_str() {
-                        "pStyle" => style = el.attr("w:val").map(str::to_string),
-                        "outlineLvl" => outline = el.attr("w:val").and_then(|v| v.parse().ok()),
-                        "numId" => num_id = Some(el.attr("w:val").is_some_and(|v| v != "0")),
-                        "ilvl" => ilvl = el.attr("w:val").and_then(|v| v.parse().ok()).unwrap_or(0),
-                        "rPr" | "pPrChange" | "sectPr" | "tabs" => {
-                            p.skip();
-                            continue;
-                        }
-                        _ => {}
-                    }
-                    depth += 1;
+        p.read_inside(
+            |el| {
+                match el.name.as_str() {
+                    "pStyle" => style = el.attr("w:val").map(str::to_string),
+                    "outlineLvl" => outline = el.attr("w:val").and_then(|v| v.parse().ok()),
+                    "numId" => num_id = Some(el.attr("w:val").is_some_and(|v| v != "0")),
+                    "ilvl" => ilvl = el.attr("w:val").and_then(|v| v.parse().ok()).unwrap_or(0),
+                    "rPr" | "pPrChange" | "sectPr" | "tabs" => return Child::Skip,
+                    _ => {}
                 }
-                Xml::End(_) => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                Xml::Text(_) => {}
-            }
-        }
+                Child::Enter
+            },
+            |_| {},
+        );
         let styles = self.styles;
         if let Some(para) = self.paras.last_mut() {
             let numbered = match num_id {
@@ -490,30 +480,21 @@ impl PartReader<'_, '_> {
 
     /// Reads `w:tcPr` for the column span.
     fn cell_properties(&mut self, p: &mut XmlParser<'_>) {
-        let mut depth = 1usize;
-        while let Some(ev) = p.next() {
-            match ev {
-                Xml::Start(el) => {
-                    if el.name == "gridSpan"
-                        && let Some(Frame::Cell { span, .. }) = self.frames.last_mut()
-                    {
-                        *span = el
-                            .attr("w:val")
-                            .and_then(|v| v.parse().ok())
-                            .unwrap_or(1)
-                            .max(1);
-                    }
-                    depth += 1;
+        p.read_inside(
+            |el| {
+                if el.name == "gridSpan"
+                    && let Some(Frame::Cell { span, .. }) = self.frames.last_mut()
+                {
+                    *span = el
+                        .attr("w:val")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(1)
+                        .max(1);
                 }
-                Xml::End(_) => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                Xml::Text(_) => {}
-            }
-        }
+                Child::Enter
+            },
+            |_| {},
+        );
     }
 
     fn end_para(&mut self, para: Para) {
@@ -548,13 +529,7 @@ impl PartReader<'_, '_> {
             Some(Frame::Cell { texts, .. }) => {
                 let text = match block {
                     Block::Para { text, .. } => collapse(&text),
-                    Block::Table(rows) => collapse(
-                        &rows
-                            .iter()
-                            .map(|r| r.join(" "))
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                    ),
+                    Block::Table(rows) => ooxml::table_on_one_line(&rows),
                 };
                 if !text.is_empty() {
                     texts.push(text);

@@ -407,41 +407,52 @@ impl<'a> XmlParser<'a> {
         }
     }
 
-    /// Skips to the end of the element whose start was just returned.
-    pub(crate) fn skip(&mut self) {
+    /// Reads the element whose start was just returned up to its end: `start` sees each element
+    /// that begins inside it (but those inside one it answered [`Child::Skip`] for), `text`
+    /// each piece of text read.
+    pub(crate) fn read_inside(
+        &mut self,
+        mut start: impl FnMut(&Element) -> Child,
+        mut text: impl FnMut(&str),
+    ) {
         let mut depth = 1usize;
         while let Some(ev) = self.next() {
             match ev {
-                Xml::Start(_) => depth += 1,
+                Xml::Start(el) => match start(&el) {
+                    Child::Enter => depth += 1,
+                    Child::Skip => self.skip(),
+                },
                 Xml::End(_) => {
                     depth -= 1;
                     if depth == 0 {
                         return;
                     }
                 }
-                Xml::Text(_) => {}
+                Xml::Text(t) => text(&t),
             }
         }
     }
 
+    /// Skips to the end of the element whose start was just returned.
+    pub(crate) fn skip(&mut self) {
+        self.read_inside(|_| Child::Enter, |_| {});
+    }
+
     /// The text inside the element whose start was just returned, up to its end.
     pub(crate) fn text_content(&mut self) -> String {
-        let mut depth = 1usize;
         let mut out = String::new();
-        while let Some(ev) = self.next() {
-            match ev {
-                Xml::Start(_) => depth += 1,
-                Xml::End(_) => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                Xml::Text(t) => out.push_str(&t),
-            }
-        }
+        self.read_inside(|_| Child::Enter, |t| out.push_str(t));
         out
     }
+}
+
+/// What [`XmlParser::read_inside`] does with an element inside the one it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Child {
+    /// Read its contents too.
+    Enter,
+    /// Pass over its contents.
+    Skip,
 }
 
 fn element(e: &BytesStart<'_>) -> Element {
@@ -479,6 +490,18 @@ pub(crate) fn core_title(pkg: &mut Package<'_>) -> Option<String> {
 /// Whitespace runs to one space, trimmed.
 pub(crate) fn collapse(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A table's cells on one line, in reading order, white space collapsed: a table inside a
+/// Word cell, or in a slide shape's one-line text.
+pub(crate) fn table_on_one_line(rows: &[Vec<String>]) -> String {
+    collapse(
+        &rows
+            .iter()
+            .map(|r| r.join(" "))
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 /// A GitHub-style table: the first row is the header, then a `---` separator, then the rest.

@@ -106,32 +106,19 @@ fn extract_pdf_with(bytes: &[u8], options: &ExtractOptions) -> Result<Extracted,
         return Err(SkipReason::new(SkipReason::CORRUPT, "the PDF has no pages"));
     }
 
-    let mut text = String::new();
-    let mut marker_line: BTreeMap<u32, u32> = BTreeMap::new();
-    let mut line: u32 = 0;
+    let mut paged = PagedText::default();
     let mut total_chars = 0usize;
     let mut any_image = false;
     for (i, (&num, &id)) in pages.iter().enumerate() {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(&page_marker(num));
-        line += 1;
-        marker_line.insert(num, line);
-        if i >= MAX_PAGES || text.len() > MAX_TEXT_BYTES {
+        if !paged.open_page(i, num) {
             continue;
         }
         if !any_image {
             any_image = page_has_image(&doc, id);
         }
         let page_text = clean_page(&page_text(&doc, num));
-        if page_text.is_empty() {
-            continue;
-        }
         total_chars += page_text.chars().filter(|c| !c.is_whitespace()).count();
-        text.push('\n');
-        text.push_str(&page_text);
-        line += page_text.split('\n').count() as u32;
+        paged.push_page(&page_text);
     }
 
     let page_count = pages.len();
@@ -142,11 +129,49 @@ fn extract_pdf_with(bytes: &[u8], options: &ExtractOptions) -> Result<Extracted,
         return ocr_scanned(&doc, bytes, &pages, options, scan);
     }
 
-    let outline = outline(&doc, &marker_line, line);
-    let mut out = Extracted::text(DocType::Pdf, text);
-    out.title = info_title(&doc);
-    out.outline = outline;
-    Ok(out)
+    Ok(paged.finish(&doc))
+}
+
+/// A PDF's text as it is read page by page: each page opens with its marker line, whose line
+/// number the outline points to.
+#[derive(Default)]
+struct PagedText {
+    text: String,
+    marker_line: BTreeMap<u32, u32>,
+    line: u32,
+}
+
+impl PagedText {
+    /// Writes the marker line of page `num`, the `i`-th; false when the text is over its caps
+    /// ([`MAX_PAGES`], [`MAX_TEXT_BYTES`]) and the page's own text is left out.
+    fn open_page(&mut self, i: usize, num: u32) -> bool {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(&page_marker(num));
+        self.line += 1;
+        self.marker_line.insert(num, self.line);
+        i < MAX_PAGES && self.text.len() <= MAX_TEXT_BYTES
+    }
+
+    /// Adds the text of the page last opened (nothing when it is empty).
+    fn push_page(&mut self, page: &str) {
+        if page.is_empty() {
+            return;
+        }
+        self.text.push('\n');
+        self.text.push_str(page);
+        self.line += page.split('\n').count() as u32;
+    }
+
+    /// The document: the text, the info dictionary's title and the outline.
+    fn finish(self, doc: &Document) -> Extracted {
+        let outline = outline(doc, &self.marker_line, self.line);
+        let mut out = Extracted::text(DocType::Pdf, self.text);
+        out.title = info_title(doc);
+        out.outline = outline;
+        out
+    }
 }
 
 /// One page's text: `pdf-extract`, unless it fails or its text looks worse than `lopdf`'s.
@@ -450,19 +475,11 @@ fn ocr_scanned(
         ));
     }
     let started = std::time::Instant::now();
-    let mut text = String::new();
-    let mut marker_line: BTreeMap<u32, u32> = BTreeMap::new();
-    let mut line: u32 = 0;
+    let mut paged = PagedText::default();
     let mut ocr_chars = 0usize;
     let mut problems: Vec<String> = Vec::new();
     for (i, &num) in pages.keys().enumerate() {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(&page_marker(num));
-        line += 1;
-        marker_line.insert(num, line);
-        if i >= MAX_PAGES || text.len() > MAX_TEXT_BYTES {
+        if !paged.open_page(i, num) {
             continue;
         }
         let mut page = clean_page(&page_text(doc, num));
@@ -491,12 +508,7 @@ fn ocr_scanned(
                 }
             }
         }
-        if page.is_empty() {
-            continue;
-        }
-        text.push('\n');
-        text.push_str(&page);
-        line += page.split('\n').count() as u32;
+        paged.push_page(&page);
     }
     if !problems.is_empty() {
         tracing::warn!(pages = problems.len(), first = %problems[0], "OCR skipped pages of a scanned PDF");
@@ -518,10 +530,7 @@ fn ocr_scanned(
             format!("{scan}; OCR found no text on its pages either{why}"),
         ));
     }
-    let mut out = Extracted::text(DocType::Pdf, text);
-    out.title = info_title(doc);
-    out.outline = outline(doc, &marker_line, line);
-    Ok(out)
+    Ok(paged.finish(doc))
 }
 
 #[cfg(test)]

@@ -174,13 +174,7 @@ impl Shape {
             .iter()
             .map(|b| match b {
                 Block::Para(t) => collapse(t),
-                Block::Table(rows) => collapse(
-                    &rows
-                        .iter()
-                        .map(|r| r.join(" "))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                ),
+                Block::Table(rows) => ooxml::table_on_one_line(rows),
             })
             .filter(|t| !t.is_empty())
             .collect();
