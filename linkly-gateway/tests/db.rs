@@ -453,46 +453,42 @@ fn link_rules_and_slots() {
         let (dave, _) = db.add_user("dave", Plan::Pro).unwrap();
         db.upsert_library(&dave, "extra", &LibraryMeta::default())
             .unwrap();
+        // Link and unlink with the default limits: what came of it.
+        let link = |user: &User, owner: &str, slug: &str| {
+            db.link(user, &key(owner, slug), &limits).unwrap()
+        };
+        let unlink = |user: &User, owner: &str, slug: &str| {
+            db.unlink(user, &key(owner, slug), &limits).unwrap()
+        };
+        // The addresses a user has linked.
+        let linked = |user: &User| -> Vec<String> {
+            let links = db.linked(user).unwrap();
+            links.iter().map(|l| l.key.address()).collect()
+        };
 
         // Not visible, or not there at all: not found.
-        assert_eq!(
-            db.link(&carol, &key("alice", "priv"), &limits).unwrap(),
-            LinkOutcome::NotFound
-        );
-        assert_eq!(
-            db.link(&carol, &key("alice", "none"), &limits).unwrap(),
-            LinkOutcome::NotFound
-        );
+        assert_eq!(link(&carol, "alice", "priv"), LinkOutcome::NotFound);
+        assert_eq!(link(&carol, "alice", "none"), LinkOutcome::NotFound);
         // Showcase without an invitation.
-        assert_eq!(
-            db.link(&carol, &key("alice", "show"), &limits).unwrap(),
-            LinkOutcome::InviteRequired
-        );
+        assert_eq!(link(&carol, "alice", "show"), LinkOutcome::InviteRequired);
         // Public: linked, one slot.
         assert_eq!(
-            db.link(&carol, &key("alice", "pub"), &limits).unwrap(),
+            link(&carol, "alice", "pub"),
             LinkOutcome::Linked { used: 1, limit: 1 }
         );
         // Twice: no extra slot.
         assert_eq!(
-            db.link(&carol, &key("alice", "pub"), &limits).unwrap(),
+            link(&carol, "alice", "pub"),
             LinkOutcome::AlreadyLinked { used: 1, limit: 1 }
         );
         // Free plan: the second library does not fit.
         assert_eq!(
-            db.link(&carol, &key("dave", "extra"), &limits).unwrap(),
+            link(&carol, "dave", "extra"),
             LinkOutcome::SlotExhausted { used: 1, limit: 1 }
         );
         assert!(db.is_linked(&carol, &key("alice", "pub")).unwrap());
         assert!(!db.is_linked(&carol, &key("dave", "extra")).unwrap());
-        assert_eq!(
-            db.linked(&carol)
-                .unwrap()
-                .iter()
-                .map(|l| l.key.address())
-                .collect::<Vec<_>>(),
-            ["cloud://alice/pub"]
-        );
+        assert_eq!(linked(&carol), ["cloud://alice/pub"]);
         assert_eq!(db.library(&key("alice", "pub")).unwrap().unwrap().links, 1);
         let seen = db
             .visible_library(&carol, &key("alice", "pub"))
@@ -502,35 +498,32 @@ fn link_rules_and_slots() {
 
         // Unlink only the named one; then the other fits.
         assert_eq!(
-            db.unlink(&carol, &key("dave", "extra"), &limits).unwrap(),
+            unlink(&carol, "dave", "extra"),
             UnlinkOutcome::AlreadyUnlinked { used: 1, limit: 1 }
         );
+        assert_eq!(unlink(&carol, "alice", "priv"), UnlinkOutcome::NotFound);
         assert_eq!(
-            db.unlink(&carol, &key("alice", "priv"), &limits).unwrap(),
-            UnlinkOutcome::NotFound
-        );
-        assert_eq!(
-            db.unlink(&carol, &key("alice", "pub"), &limits).unwrap(),
+            unlink(&carol, "alice", "pub"),
             UnlinkOutcome::Unlinked { used: 0, limit: 1 }
         );
         assert_eq!(
-            db.link(&carol, &key("dave", "extra"), &limits).unwrap(),
+            link(&carol, "dave", "extra"),
             LinkOutcome::Linked { used: 1, limit: 1 }
         );
 
         // The owner links their own showcase; an invited reader a private library.
         assert_eq!(
-            db.link(&alice, &key("alice", "show"), &limits).unwrap(),
+            link(&alice, "alice", "show"),
             LinkOutcome::Linked { used: 1, limit: 1 }
         );
         assert_eq!(
-            db.link(&bob, &key("alice", "priv"), &limits).unwrap(),
+            link(&bob, "alice", "priv"),
             LinkOutcome::Linked { used: 1, limit: 1 }
         );
         // The plan is read from the database: pro gives 99 slots.
         assert!(db.set_plan("bob", Plan::Pro).unwrap());
         assert_eq!(
-            db.link(&bob, &key("alice", "pub"), &limits).unwrap(),
+            link(&bob, "alice", "pub"),
             LinkOutcome::Linked { used: 2, limit: 99 }
         );
         let custom = Limits {
@@ -547,14 +540,7 @@ fn link_rules_and_slots() {
         // counts as a slot until unlinked, and can be unlinked.
         db.upsert_library(&alice, "pub", &meta("", "", "", Visibility::Private))
             .unwrap();
-        assert_eq!(
-            db.linked(&carol)
-                .unwrap()
-                .iter()
-                .map(|l| l.key.address())
-                .collect::<Vec<_>>(),
-            ["cloud://dave/extra"]
-        );
+        assert_eq!(linked(&carol), ["cloud://dave/extra"]);
         assert!(!db.is_linked(&carol, &key("alice", "pub")).unwrap());
         assert_eq!(
             db.unlink(&carol, &key("alice", "pub"), &custom).unwrap(),
