@@ -248,19 +248,32 @@ fn link_statuses() {
     f.db.upsert_library(&dave, "other", &LibraryMeta::default())
         .unwrap();
 
-    let (err, v) = link_json(
-        &f,
-        &f.carol,
-        &limits,
-        json!({"library": "cloud://alice/rust"}),
-    );
-    assert!(!err);
-    assert_eq!(v["status"], json!("linked"));
+    // Carol (free plan, one slot) in turn: linked, the same again, a showcase she is not
+    // invited to, another library past her one slot. None is an error; one slot stays used.
+    let answers: Vec<Value> = [
+        (json!({"library": "cloud://alice/rust"}), "linked"),
+        (
+            json!({"library": "cloud://alice/rust", "action": null}),
+            "already_linked",
+        ),
+        (
+            json!({"library": "cloud://alice/design"}),
+            "invite_required",
+        ),
+        (json!({"library": "cloud://dave/other"}), "slot_exhausted"),
+    ]
+    .into_iter()
+    .map(|(args, status)| {
+        let (err, v) = link_json(&f, &f.carol, &limits, args);
+        assert!(!err, "{v}");
+        assert_eq!(v["status"], json!(status), "{v}");
+        assert_eq!(v["slots_used"], json!(1), "{v}");
+        v
+    })
+    .collect();
+    let v = &answers[0];
     assert_eq!(v["library"], json!("cloud://alice/rust"));
-    assert_eq!(
-        (v["slots_used"].clone(), v["slot_limit"].clone()),
-        (json!(1), json!(1))
-    );
+    assert_eq!(v["slot_limit"], json!(1));
     assert!(v.get("upgrade_url").is_none());
     assert!(
         v["message"]
@@ -269,39 +282,8 @@ fn link_statuses() {
             .contains("library=\"cloud://alice/rust\"")
     );
     assert!(v["_meta"]["now"].is_string());
-
-    let (err, v) = link_json(
-        &f,
-        &f.carol,
-        &limits,
-        json!({"library": "cloud://alice/rust", "action": null}),
-    );
-    assert!(!err);
-    assert_eq!(v["status"], json!("already_linked"));
-    assert_eq!(v["slots_used"], json!(1));
-
-    let (err, v) = link_json(
-        &f,
-        &f.carol,
-        &limits,
-        json!({"library": "cloud://alice/design"}),
-    );
-    assert!(!err);
-    assert_eq!(v["status"], json!("invite_required"));
-    assert_eq!(v["slots_used"], json!(1));
-
-    let (err, v) = link_json(
-        &f,
-        &f.carol,
-        &limits,
-        json!({"library": "cloud://dave/other"}),
-    );
-    assert!(!err);
-    assert_eq!(v["status"], json!("slot_exhausted"));
-    assert_eq!(
-        (v["slots_used"].clone(), v["slot_limit"].clone()),
-        (json!(1), json!(1))
-    );
+    let v = &answers[3];
+    assert_eq!(v["slot_limit"], json!(1));
     assert_eq!(v["upgrade_url"], json!(limits.upgrade_url));
     let out = library_link(
         &f.db,
