@@ -44,6 +44,16 @@ async fn start(opts: GatewayOptions) -> Running {
     }
 }
 
+/// A gateway database in `dir` (the default, SQLite) with these users: it and their tokens.
+fn with_users<const N: usize>(
+    dir: &std::path::Path,
+    users: [(&str, Plan); N],
+) -> (Db, [String; N]) {
+    let db = Db::open(&DbSpec::parse(None, dir).unwrap()).unwrap();
+    let tokens = users.map(|(name, plan)| db.add_user(name, plan).unwrap().1);
+    (db, tokens)
+}
+
 fn options(db: &Db, dir: &std::path::Path) -> GatewayOptions {
     let mut o = GatewayOptions::new(db.clone(), dir.to_path_buf());
     o.bind = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -114,6 +124,9 @@ async fn raw_post(base: &str, path: &str, token: &str, body: &str) -> u16 {
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| panic!("no status: {text:?}"))
 }
+
+/// The guide's first document.
+const INTRO: &str = "# Intro\n\nThe flux capacitor needs 1.21 gigawatts.";
 
 fn doc(path: &str, text: &str) -> Value {
     json!({
@@ -211,9 +224,7 @@ async fn found_in(c: &RemoteClient, query: &str, library: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn publish_link_search_read_and_refusals() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = Db::open(&DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
-    let (_, alice) = db.add_user("alice", Plan::Pro).unwrap();
-    let (_, bob) = db.add_user("bob", Plan::Free).unwrap();
+    let (db, [alice, bob]) = with_users(tmp.path(), [("alice", Plan::Pro), ("bob", Plan::Free)]);
     let gw = start(options(&db, &tmp.path().join("a"))).await;
     let base = gw.base.clone();
 
@@ -223,17 +234,11 @@ async fn publish_link_search_read_and_refusals() {
     assert_eq!(health["role"], "gateway");
     assert_eq!(health["libraries"], 0);
 
-    publish(
-        &base,
-        &alice,
-        "guide",
-        "public",
-        vec![doc(
-            "docs/intro.md",
-            "# Intro\n\nThe flux capacitor needs 1.21 gigawatts.",
-        )],
-    )
-    .await;
+    // Alice's public guide, published again and again.
+    let publish_guide = async |docs: Vec<Value>| {
+        publish(&base, &alice, "guide", "public", docs).await;
+    };
+    publish_guide(vec![doc("docs/intro.md", INTRO)]).await;
     publish(
         &base,
         &alice,
@@ -411,19 +416,10 @@ async fn publish_link_search_read_and_refusals() {
         .unwrap();
     let text = answer(&b2, "read", json!({"doc_id": id})).await;
     assert!(text.contains("gigawatts"), "{text}");
-    publish(
-        &base,
-        &alice,
-        "guide",
-        "public",
-        vec![
-            doc(
-                "docs/intro.md",
-                "# Intro\n\nThe flux capacitor needs 1.21 gigawatts.",
-            ),
-            doc("docs/delorean.md", "# Car\n\nA stainless steel delorean."),
-        ],
-    )
+    publish_guide(vec![
+        doc("docs/intro.md", INTRO),
+        doc("docs/delorean.md", "# Car\n\nA stainless steel delorean."),
+    ])
     .await;
     let text = found_in(&b2, "delorean", "cloud://alice/guide").await;
     assert!(text.contains("stainless"), "{text}");
@@ -439,16 +435,10 @@ async fn publish_link_search_read_and_refusals() {
     answer(&b2, "explore", json!({"library": "cloud://alice/guide"})).await;
 
     // A document left out of the manifest is removed everywhere.
-    publish(
-        &base,
-        &alice,
-        "guide",
-        "public",
-        vec![doc(
-            "docs/delorean.md",
-            "# Car\n\nA stainless steel delorean, rebuilt.",
-        )],
-    )
+    publish_guide(vec![doc(
+        "docs/delorean.md",
+        "# Car\n\nA stainless steel delorean, rebuilt.",
+    )])
     .await;
     let (err, text) = call(&b2, "read", json!({"doc_id": id})).await;
     assert!(err && text.contains("DOC_NOT_FOUND"), "{text}");
@@ -496,14 +486,7 @@ async fn publish_link_search_read_and_refusals() {
     assert_eq!((s, &health["libraries"]), (200, &json!(1)), "{health}");
 
     // Published again under the same address: the other process rebuilds its index.
-    publish(
-        &base,
-        &alice,
-        "guide",
-        "public",
-        vec![doc("v2/zebra.md", "# Zebra\n\nStripes everywhere.")],
-    )
-    .await;
+    publish_guide(vec![doc("v2/zebra.md", "# Zebra\n\nStripes everywhere.")]).await;
     answer(
         &b2,
         "library_link",
@@ -525,8 +508,7 @@ async fn publish_link_search_read_and_refusals() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limit_answers_429_with_retry_after() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = Db::open(&DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
-    let (_, alice) = db.add_user("alice", Plan::Free).unwrap();
+    let (db, [alice]) = with_users(tmp.path(), [("alice", Plan::Free)]);
     let mut opts = options(&db, tmp.path());
     opts.rate = 3;
     let gw = start(opts).await;
@@ -553,9 +535,7 @@ async fn rate_limit_answers_429_with_retry_after() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_stays_with_its_user() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = Db::open(&DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
-    let (_, alice) = db.add_user("alice", Plan::Free).unwrap();
-    let (_, bob) = db.add_user("bob", Plan::Free).unwrap();
+    let (db, [alice, bob]) = with_users(tmp.path(), [("alice", Plan::Free), ("bob", Plan::Free)]);
     let gw = start(options(&db, tmp.path())).await;
     let url = format!("{}/mcp", gw.base);
     // Alice opens a session by hand.
