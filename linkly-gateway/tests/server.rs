@@ -125,6 +125,16 @@ async fn raw_post(base: &str, path: &str, token: &str, body: &str) -> u16 {
         .unwrap_or_else(|| panic!("no status: {text:?}"))
 }
 
+/// The string at `pointer` (a JSON pointer, `""` for the item itself) in each item of the JSON
+/// array `array`.
+fn strings_at<'a>(array: &'a Value, pointer: &str) -> Vec<&'a str> {
+    let items = array
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {array}"));
+    let string = |item: &'a Value| item.pointer(pointer).and_then(Value::as_str);
+    items.iter().map(|item| string(item).unwrap()).collect()
+}
+
 /// The guide's first document.
 const INTRO: &str = "# Intro\n\nThe flux capacitor needs 1.21 gigawatts.";
 
@@ -162,12 +172,7 @@ async fn publish(base: &str, token: &str, slug: &str, visibility: &str, docs: Ve
     .await;
     assert_eq!(s, 200, "{body}");
     // Only what the server lacks is sent.
-    let needed: Vec<&str> = body["needed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_str().unwrap())
-        .collect();
+    let needed = strings_at(&body["needed"], "");
     let docs: Vec<&Value> = docs
         .iter()
         .filter(|d| needed.contains(&d["path"].as_str().unwrap()))
@@ -456,20 +461,10 @@ async fn publish_link_search_read_and_refusals() {
     )
     .await;
     let merged: Value = serde_json::from_str(&text).unwrap();
-    let ids: Vec<&str> = merged["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["doc_id"].as_str().unwrap())
-        .collect();
-    assert!(
-        ids.iter().any(|i| i.starts_with("cloud://alice/guide/")),
-        "{ids:?}"
-    );
-    assert!(
-        ids.iter().any(|i| i.starts_with("cloud://alice/secret/")),
-        "{ids:?}"
-    );
+    let ids = strings_at(&merged["results"], "/doc_id");
+    for lib in ["cloud://alice/guide/", "cloud://alice/secret/"] {
+        assert!(ids.iter().any(|i| i.starts_with(lib)), "{lib}: {ids:?}");
+    }
 
     // Unpublished: gone for everyone, with the same answer as any unknown library.
     let (s, _, _, body) = http_async(
