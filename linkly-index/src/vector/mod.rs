@@ -922,12 +922,18 @@ mod tests {
         ann(index, |s| s.ann.is_mapped())
     }
 
+    /// `tmp/docs`, holding one note about a cat.
+    fn cat_folder(tmp: &Path) -> PathBuf {
+        let root = tmp.join("docs");
+        fs_err::create_dir_all(&root).unwrap();
+        fs_err::write(root.join("cat.md"), "The cat sleeps on the windowsill.\n").unwrap();
+        root
+    }
+
     #[test]
     fn a_search_without_a_model_leaves_the_stored_vectors_unread() {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("docs");
-        fs_err::create_dir_all(&root).unwrap();
-        fs_err::write(root.join("cat.md"), "The cat sleeps on the windowsill.\n").unwrap();
+        let root = cat_folder(tmp.path());
         let sync = |index: &Index| {
             let roots = vec![root.clone()];
             let opts = SyncOptions::of_roots(roots);
@@ -968,9 +974,7 @@ mod tests {
     #[test]
     fn a_snapshot_of_the_vectors_serves_cold_loads_until_they_change() {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("docs");
-        fs_err::create_dir_all(&root).unwrap();
-        fs_err::write(root.join("cat.md"), "The cat sleeps on the windowsill.\n").unwrap();
+        let root = cat_folder(tmp.path());
         fs_err::write(root.join("tea.md"), "Green tea is brewed at 80 degrees.\n").unwrap();
         let model = ModelChoice {
             name: "sentence-transformers/all-MiniLM-L6-v2".into(),
