@@ -46,6 +46,18 @@ fn fixture() -> Fixture {
     }
 }
 
+impl Fixture {
+    /// `library_search` as carol.
+    fn carol_searches(&self, args: Value) -> linkly_tools::ToolOutput {
+        library_search(&self.db, &self.carol, args)
+    }
+
+    /// `library_link` as carol, with these limits.
+    fn carol_links(&self, limits: &Limits, args: Value) -> linkly_tools::ToolOutput {
+        library_link(&self.db, &self.carol, limits, args)
+    }
+}
+
 fn json_of(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
@@ -174,7 +186,7 @@ fn search_answers_in_json() {
 #[test]
 fn search_answers_in_markdown() {
     let f = fixture();
-    let out = library_search(&f.db, &f.carol, json!({"query": "rust"}));
+    let out = f.carol_searches(json!({"query": "rust"}));
     assert!(!out.is_error);
     let md = out.text;
     assert!(md.starts_with("You are signed in as @carol"), "{md}");
@@ -190,18 +202,15 @@ fn search_answers_in_markdown() {
         &Limits::default(),
     )
     .unwrap();
-    let md = library_search(&f.db, &f.carol, Value::Null).text;
+    let md = f.carol_searches(Value::Null).text;
     assert!(
         md.contains("search it now with library=\"cloud://alice/rust\""),
         "{md}"
     );
     assert!(md.contains("invite_required"), "{md}");
-    let md = library_search(
-        &f.db,
-        &f.carol,
-        json!({"query": "zebra", "category": "science"}),
-    )
-    .text;
+    let md = f
+        .carol_searches(json!({"query": "zebra", "category": "science"}))
+        .text;
     assert!(md.starts_with("You are signed in as @carol"), "{md}");
     assert!(
         md.contains("No library matching \"zebra\", in category science"),
@@ -227,14 +236,14 @@ fn search_refuses_bad_arguments_naming_them() {
         (json!([1]), "takes an object"),
     ];
     for (args, expected) in cases {
-        let out = library_search(&f.db, &f.carol, args.clone());
+        let out = f.carol_searches(args.clone());
         assert!(out.is_error, "{args}");
         assert!(out.text.starts_with("[INVALID_ARGUMENT] "), "{}", out.text);
         assert!(out.text.contains(expected), "{args}: {}", out.text);
         assert!(!out.text.contains("[meta]"));
     }
     let mut args = json!({"limit": 99, "output_format": "json"});
-    let v = json_of(&library_search(&f.db, &f.carol, args.take()).text);
+    let v = json_of(&f.carol_searches(args.take()).text);
     assert_eq!(v["error"]["code"], json!("INVALID_ARGUMENT"));
     assert_eq!(v["error"]["details"]["parameter"], json!("limit"));
     assert_eq!(v["error"]["details"]["maximum"], json!(50));
@@ -248,19 +257,32 @@ fn link_statuses() {
     f.db.upsert_library(&dave, "other", &LibraryMeta::default())
         .unwrap();
 
-    let (err, v) = link_json(
-        &f,
-        &f.carol,
-        &limits,
-        json!({"library": "cloud://alice/rust"}),
-    );
-    assert!(!err);
-    assert_eq!(v["status"], json!("linked"));
+    // Carol (free plan, one slot) in turn: linked, the same again, a showcase she is not
+    // invited to, another library past her one slot. None is an error; one slot stays used.
+    let answers: Vec<Value> = [
+        (json!({"library": "cloud://alice/rust"}), "linked"),
+        (
+            json!({"library": "cloud://alice/rust", "action": null}),
+            "already_linked",
+        ),
+        (
+            json!({"library": "cloud://alice/design"}),
+            "invite_required",
+        ),
+        (json!({"library": "cloud://dave/other"}), "slot_exhausted"),
+    ]
+    .into_iter()
+    .map(|(args, status)| {
+        let (err, v) = link_json(&f, &f.carol, &limits, args);
+        assert!(!err, "{v}");
+        assert_eq!(v["status"], json!(status), "{v}");
+        assert_eq!(v["slots_used"], json!(1), "{v}");
+        v
+    })
+    .collect();
+    let v = &answers[0];
     assert_eq!(v["library"], json!("cloud://alice/rust"));
-    assert_eq!(
-        (v["slots_used"].clone(), v["slot_limit"].clone()),
-        (json!(1), json!(1))
-    );
+    assert_eq!(v["slot_limit"], json!(1));
     assert!(v.get("upgrade_url").is_none());
     assert!(
         v["message"]
@@ -269,46 +291,10 @@ fn link_statuses() {
             .contains("library=\"cloud://alice/rust\"")
     );
     assert!(v["_meta"]["now"].is_string());
-
-    let (err, v) = link_json(
-        &f,
-        &f.carol,
-        &limits,
-        json!({"library": "cloud://alice/rust", "action": null}),
-    );
-    assert!(!err);
-    assert_eq!(v["status"], json!("already_linked"));
-    assert_eq!(v["slots_used"], json!(1));
-
-    let (err, v) = link_json(
-        &f,
-        &f.carol,
-        &limits,
-        json!({"library": "cloud://alice/design"}),
-    );
-    assert!(!err);
-    assert_eq!(v["status"], json!("invite_required"));
-    assert_eq!(v["slots_used"], json!(1));
-
-    let (err, v) = link_json(
-        &f,
-        &f.carol,
-        &limits,
-        json!({"library": "cloud://dave/other"}),
-    );
-    assert!(!err);
-    assert_eq!(v["status"], json!("slot_exhausted"));
-    assert_eq!(
-        (v["slots_used"].clone(), v["slot_limit"].clone()),
-        (json!(1), json!(1))
-    );
+    let v = &answers[3];
+    assert_eq!(v["slot_limit"], json!(1));
     assert_eq!(v["upgrade_url"], json!(limits.upgrade_url));
-    let out = library_link(
-        &f.db,
-        &f.carol,
-        &limits,
-        json!({"library": "cloud://dave/other"}),
-    );
+    let out = f.carol_links(&limits, json!({"library": "cloud://dave/other"}));
     assert!(!out.is_error);
     assert!(out.text.contains("1 of 1"), "{}", out.text);
     assert!(out.text.contains(&limits.upgrade_url), "{}", out.text);
@@ -329,17 +315,10 @@ fn link_statuses() {
     assert!(err);
     assert_eq!(v["error"]["code"], json!("LIBRARY_NOT_FOUND"));
     assert_eq!(v["error"]["details"]["status"], json!("not_found"));
-    let out = library_link(
-        &f.db,
-        &f.carol,
-        &limits,
-        json!({"library": "cloud://nobody/x"}),
-    );
+    let out = f.carol_links(&limits, json!({"library": "cloud://nobody/x"}));
     assert!(out.is_error);
     assert!(out.text.starts_with("[LIBRARY_NOT_FOUND] "), "{}", out.text);
-    let out = library_link(
-        &f.db,
-        &f.carol,
+    let out = f.carol_links(
         &limits,
         json!({"library": "cloud://nobody/x", "action": "unlink"}),
     );
@@ -355,9 +334,7 @@ fn link_statuses() {
     assert!(!err);
     assert_eq!(v["status"], json!("unlinked"));
     assert_eq!(v["slots_used"], json!(0));
-    let out = library_link(
-        &f.db,
-        &f.carol,
+    let out = f.carol_links(
         &limits,
         json!({"library": "cloud://alice/rust", "action": "UNLINK"}),
     );
@@ -371,13 +348,9 @@ fn link_statuses() {
         json!({"library": "cloud://alice/rust", "action": "unlink"}),
     );
     assert_eq!(v["status"], json!("already_unlinked"));
-    let md = library_link(
-        &f.db,
-        &f.carol,
-        &limits,
-        json!({"library": "cloud://dave/other"}),
-    )
-    .text;
+    let md = f
+        .carol_links(&limits, json!({"library": "cloud://dave/other"}))
+        .text;
     assert!(md.starts_with("Linked cloud://dave/other"), "{md}");
     assert!(
         md.contains("search with library=\"cloud://dave/other\""),

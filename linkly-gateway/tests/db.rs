@@ -83,6 +83,11 @@ fn meta(title: &str, description: &str, category: &str, visibility: Visibility) 
     }
 }
 
+/// Whether `result` is the error for an unknown library or user.
+fn not_found<T>(result: Result<T, GatewayError>) -> bool {
+    matches!(result, Err(GatewayError::NotFound(_)))
+}
+
 fn key(owner: &str, slug: &str) -> LibraryKey {
     LibraryKey {
         owner: owner.into(),
@@ -433,15 +438,26 @@ fn search_lists_what_each_viewer_may_see_newest_first() {
                 .is_none()
         );
         // invite: unknown library or user.
-        assert!(matches!(
-            db.invite(&key("alice", "nope"), "bob"),
-            Err(GatewayError::NotFound(_))
-        ));
-        assert!(matches!(
-            db.invite(&key("alice", "pub"), "nobody"),
-            Err(GatewayError::NotFound(_))
-        ));
+        assert!(not_found(db.invite(&key("alice", "nope"), "bob")));
+        assert!(not_found(db.invite(&key("alice", "pub"), "nobody")));
     });
+}
+
+/// Each step, a user's `act` on the library `owner/slug` (a link, an unlink), taken in order,
+/// comes to what the step says.
+fn in_order<T: PartialEq + std::fmt::Debug>(
+    steps: &[(&User, &str, T)],
+    act: impl Fn(&User, &LibraryKey) -> T,
+) {
+    for (user, address, want) in steps {
+        let (owner, slug) = address.split_once('/').unwrap();
+        assert_eq!(
+            &act(user, &key(owner, slug)),
+            want,
+            "{}: {address}",
+            user.name
+        );
+    }
 }
 
 #[test]
@@ -453,46 +469,46 @@ fn link_rules_and_slots() {
         let (dave, _) = db.add_user("dave", Plan::Pro).unwrap();
         db.upsert_library(&dave, "extra", &LibraryMeta::default())
             .unwrap();
+        // Link, then unlink, with the default limits, in this order (`owner/slug`): what each
+        // came to.
+        use LinkOutcome as Link;
+        use UnlinkOutcome as Unlink;
+        let links = |steps: &[(&User, &str, Link)]| {
+            in_order(steps, |user, key| db.link(user, key, &limits).unwrap());
+        };
+        let unlinks = |steps: &[(&User, &str, Unlink)]| {
+            in_order(steps, |user, key| db.unlink(user, key, &limits).unwrap());
+        };
+        // The addresses a user has linked.
+        let linked = |user: &User| -> Vec<String> {
+            let links = db.linked(user).unwrap();
+            links.iter().map(|l| l.key.address()).collect()
+        };
 
-        // Not visible, or not there at all: not found.
-        assert_eq!(
-            db.link(&carol, &key("alice", "priv"), &limits).unwrap(),
-            LinkOutcome::NotFound
-        );
-        assert_eq!(
-            db.link(&carol, &key("alice", "none"), &limits).unwrap(),
-            LinkOutcome::NotFound
-        );
-        // Showcase without an invitation.
-        assert_eq!(
-            db.link(&carol, &key("alice", "show"), &limits).unwrap(),
-            LinkOutcome::InviteRequired
-        );
-        // Public: linked, one slot.
-        assert_eq!(
-            db.link(&carol, &key("alice", "pub"), &limits).unwrap(),
-            LinkOutcome::Linked { used: 1, limit: 1 }
-        );
-        // Twice: no extra slot.
-        assert_eq!(
-            db.link(&carol, &key("alice", "pub"), &limits).unwrap(),
-            LinkOutcome::AlreadyLinked { used: 1, limit: 1 }
-        );
-        // Free plan: the second library does not fit.
-        assert_eq!(
-            db.link(&carol, &key("dave", "extra"), &limits).unwrap(),
-            LinkOutcome::SlotExhausted { used: 1, limit: 1 }
-        );
+        links(&[
+            // Not visible, or not there at all: not found.
+            (&carol, "alice/priv", Link::NotFound),
+            (&carol, "alice/none", Link::NotFound),
+            // Showcase without an invitation.
+            (&carol, "alice/show", Link::InviteRequired),
+            // Public: linked, one slot.
+            (&carol, "alice/pub", Link::Linked { used: 1, limit: 1 }),
+            // Twice: no extra slot.
+            (
+                &carol,
+                "alice/pub",
+                Link::AlreadyLinked { used: 1, limit: 1 },
+            ),
+            // Free plan: the second library does not fit.
+            (
+                &carol,
+                "dave/extra",
+                Link::SlotExhausted { used: 1, limit: 1 },
+            ),
+        ]);
         assert!(db.is_linked(&carol, &key("alice", "pub")).unwrap());
         assert!(!db.is_linked(&carol, &key("dave", "extra")).unwrap());
-        assert_eq!(
-            db.linked(&carol)
-                .unwrap()
-                .iter()
-                .map(|l| l.key.address())
-                .collect::<Vec<_>>(),
-            ["cloud://alice/pub"]
-        );
+        assert_eq!(linked(&carol), ["cloud://alice/pub"]);
         assert_eq!(db.library(&key("alice", "pub")).unwrap().unwrap().links, 1);
         let seen = db
             .visible_library(&carol, &key("alice", "pub"))
@@ -501,38 +517,24 @@ fn link_rules_and_slots() {
         assert!(seen.is_linked);
 
         // Unlink only the named one; then the other fits.
-        assert_eq!(
-            db.unlink(&carol, &key("dave", "extra"), &limits).unwrap(),
-            UnlinkOutcome::AlreadyUnlinked { used: 1, limit: 1 }
-        );
-        assert_eq!(
-            db.unlink(&carol, &key("alice", "priv"), &limits).unwrap(),
-            UnlinkOutcome::NotFound
-        );
-        assert_eq!(
-            db.unlink(&carol, &key("alice", "pub"), &limits).unwrap(),
-            UnlinkOutcome::Unlinked { used: 0, limit: 1 }
-        );
-        assert_eq!(
-            db.link(&carol, &key("dave", "extra"), &limits).unwrap(),
-            LinkOutcome::Linked { used: 1, limit: 1 }
-        );
-
-        // The owner links their own showcase; an invited reader a private library.
-        assert_eq!(
-            db.link(&alice, &key("alice", "show"), &limits).unwrap(),
-            LinkOutcome::Linked { used: 1, limit: 1 }
-        );
-        assert_eq!(
-            db.link(&bob, &key("alice", "priv"), &limits).unwrap(),
-            LinkOutcome::Linked { used: 1, limit: 1 }
-        );
+        unlinks(&[
+            (
+                &carol,
+                "dave/extra",
+                Unlink::AlreadyUnlinked { used: 1, limit: 1 },
+            ),
+            (&carol, "alice/priv", Unlink::NotFound),
+            (&carol, "alice/pub", Unlink::Unlinked { used: 0, limit: 1 }),
+        ]);
+        links(&[
+            (&carol, "dave/extra", Link::Linked { used: 1, limit: 1 }),
+            // The owner links their own showcase; an invited reader a private library.
+            (&alice, "alice/show", Link::Linked { used: 1, limit: 1 }),
+            (&bob, "alice/priv", Link::Linked { used: 1, limit: 1 }),
+        ]);
         // The plan is read from the database: pro gives 99 slots.
         assert!(db.set_plan("bob", Plan::Pro).unwrap());
-        assert_eq!(
-            db.link(&bob, &key("alice", "pub"), &limits).unwrap(),
-            LinkOutcome::Linked { used: 2, limit: 99 }
-        );
+        links(&[(&bob, "alice/pub", Link::Linked { used: 2, limit: 99 })]);
         let custom = Limits {
             free_slots: 2,
             ..Limits::default()
@@ -547,14 +549,7 @@ fn link_rules_and_slots() {
         // counts as a slot until unlinked, and can be unlinked.
         db.upsert_library(&alice, "pub", &meta("", "", "", Visibility::Private))
             .unwrap();
-        assert_eq!(
-            db.linked(&carol)
-                .unwrap()
-                .iter()
-                .map(|l| l.key.address())
-                .collect::<Vec<_>>(),
-            ["cloud://dave/extra"]
-        );
+        assert_eq!(linked(&carol), ["cloud://dave/extra"]);
         assert!(!db.is_linked(&carol, &key("alice", "pub")).unwrap());
         assert_eq!(
             db.unlink(&carol, &key("alice", "pub"), &custom).unwrap(),
@@ -640,9 +635,8 @@ fn documents_upsert_remove_and_replay_in_sequence() {
             .upsert_library(&alice, "docs", &LibraryMeta::default())
             .unwrap();
         assert!(db.manifest(lib.id).unwrap().is_empty());
-        assert!(matches!(
-            db.put_documents(lib.id + 1000, &[doc("r/a.md", "h")]),
-            Err(GatewayError::NotFound(_))
+        assert!(not_found(
+            db.put_documents(lib.id + 1000, &[doc("r/a.md", "h")])
         ));
 
         std::thread::sleep(Duration::from_millis(3));
@@ -896,14 +890,8 @@ fn administration_rotates_tokens_withdraws_invitations_and_lists_every_library()
         // A public library stays linked.
         assert!(db.uninvite(&key("alice", "open"), "bob").unwrap());
         assert!(db.is_linked(&bob, &key("alice", "open")).unwrap());
-        assert!(matches!(
-            db.uninvite(&key("alice", "nope"), "bob"),
-            Err(GatewayError::NotFound(_))
-        ));
-        assert!(matches!(
-            db.uninvite(&key("alice", "open"), "nobody"),
-            Err(GatewayError::NotFound(_))
-        ));
+        assert!(not_found(db.uninvite(&key("alice", "nope"), "bob")));
+        assert!(not_found(db.uninvite(&key("alice", "open"), "nobody")));
 
         // An administrator sees every library, private ones included, and removes one.
         db.upsert_library(&bob, "maps", &meta("", "", "", Visibility::Showcase))

@@ -44,6 +44,16 @@ async fn start(opts: GatewayOptions) -> Running {
     }
 }
 
+/// A gateway database in `dir` (the default, SQLite) with these users: it and their tokens.
+fn with_users<const N: usize>(
+    dir: &std::path::Path,
+    users: [(&str, Plan); N],
+) -> (Db, [String; N]) {
+    let db = Db::open(&DbSpec::parse(None, dir).unwrap()).unwrap();
+    let tokens = users.map(|(name, plan)| db.add_user(name, plan).unwrap().1);
+    (db, tokens)
+}
+
 fn options(db: &Db, dir: &std::path::Path) -> GatewayOptions {
     let mut o = GatewayOptions::new(db.clone(), dir.to_path_buf());
     o.bind = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -115,6 +125,19 @@ async fn raw_post(base: &str, path: &str, token: &str, body: &str) -> u16 {
         .unwrap_or_else(|| panic!("no status: {text:?}"))
 }
 
+/// The string at `pointer` (a JSON pointer, `""` for the item itself) in each item of the JSON
+/// array `array`.
+fn strings_at<'a>(array: &'a Value, pointer: &str) -> Vec<&'a str> {
+    let items = array
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {array}"));
+    let string = |item: &'a Value| item.pointer(pointer).and_then(Value::as_str);
+    items.iter().map(|item| string(item).unwrap()).collect()
+}
+
+/// The guide's first document.
+const INTRO: &str = "# Intro\n\nThe flux capacitor needs 1.21 gigawatts.";
+
 fn doc(path: &str, text: &str) -> Value {
     json!({
         "path": path, "doc_type": "md", "hash": format!("h-{}", text.len()), "size": text.len(),
@@ -149,25 +172,26 @@ async fn publish(base: &str, token: &str, slug: &str, visibility: &str, docs: Ve
     .await;
     assert_eq!(s, 200, "{body}");
     // Only what the server lacks is sent.
-    let needed: Vec<&str> = body["needed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_str().unwrap())
-        .collect();
+    let needed = strings_at(&body["needed"], "");
     let docs: Vec<&Value> = docs
         .iter()
         .filter(|d| needed.contains(&d["path"].as_str().unwrap()))
         .collect();
     assert!(!docs.is_empty(), "{body}");
-    let (s, _, _, body) = http_async(
-        "POST",
-        format!("{lib}/documents"),
-        Some(token.into()),
-        Some(json!({ "documents": docs }).to_string()),
-    )
-    .await;
+    let (s, _, _, body) = post_documents(base, token, slug, json!(docs)).await;
     assert_eq!(s, 200, "{body}");
+}
+
+/// POSTs `documents` (a JSON array) to the library `slug` as `token`'s user.
+async fn post_documents(
+    base: &str,
+    token: &str,
+    slug: &str,
+    documents: Value,
+) -> (u16, Option<String>, Option<String>, Value) {
+    let url = format!("{base}/api/v1/libraries/{slug}/documents");
+    let body = json!({ "documents": documents }).to_string();
+    http_async("POST", url, Some(token.into()), Some(body)).await
 }
 
 async fn call(c: &RemoteClient, tool: &str, args: Value) -> (bool, String) {
@@ -175,12 +199,37 @@ async fn call(c: &RemoteClient, tool: &str, args: Value) -> (bool, String) {
     (out.is_error, out.text)
 }
 
+/// A POST to the MCP endpoint `url` as `token`'s user, taking JSON or an event stream.
+fn mcp_post(url: &str, token: &str) -> ureq::Request {
+    ureq::post(url)
+        .set("Content-Type", "application/json")
+        .set("Accept", "application/json, text/event-stream")
+        .set("Authorization", &format!("Bearer {token}"))
+}
+
+/// Calls `tool`, expecting an answer (not an error): its text.
+async fn answer(c: &RemoteClient, tool: &str, args: Value) -> String {
+    let (err, text) = call(c, tool, args).await;
+    assert!(!err, "{tool}: {text}");
+    text
+}
+
+/// `search` for `query` inside one `library`: whether it was an error, and the text.
+async fn search_in(c: &RemoteClient, query: &str, library: &str) -> (bool, String) {
+    call(c, "search", json!({"query": query, "library": library})).await
+}
+
+/// [`search_in`], expecting an answer (not an error): its text.
+async fn found_in(c: &RemoteClient, query: &str, library: &str) -> String {
+    let (err, text) = search_in(c, query, library).await;
+    assert!(!err, "{query} in {library}: {text}");
+    text
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn publish_link_search_read_and_refusals() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = Db::open(&DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
-    let (_, alice) = db.add_user("alice", Plan::Pro).unwrap();
-    let (_, bob) = db.add_user("bob", Plan::Free).unwrap();
+    let (db, [alice, bob]) = with_users(tmp.path(), [("alice", Plan::Pro), ("bob", Plan::Free)]);
     let gw = start(options(&db, &tmp.path().join("a"))).await;
     let base = gw.base.clone();
 
@@ -190,17 +239,11 @@ async fn publish_link_search_read_and_refusals() {
     assert_eq!(health["role"], "gateway");
     assert_eq!(health["libraries"], 0);
 
-    publish(
-        &base,
-        &alice,
-        "guide",
-        "public",
-        vec![doc(
-            "docs/intro.md",
-            "# Intro\n\nThe flux capacitor needs 1.21 gigawatts.",
-        )],
-    )
-    .await;
+    // Alice's public guide, published again and again.
+    let publish_guide = async |docs: Vec<Value>| {
+        publish(&base, &alice, "guide", "public", docs).await;
+    };
+    publish_guide(vec![doc("docs/intro.md", INTRO)]).await;
     publish(
         &base,
         &alice,
@@ -214,24 +257,13 @@ async fn publish_link_search_read_and_refusals() {
     .await;
 
     // Bad input is refused with a message.
-    let (s, _, _, body) = http_async(
-        "POST",
-        format!("{base}/api/v1/libraries/guide/documents"),
-        Some(alice.clone()),
-        Some(json!({"documents": [doc("../etc/passwd", "x")]}).to_string()),
-    )
-    .await;
+    let (s, _, _, body) =
+        post_documents(&base, &alice, "guide", json!([doc("../etc/passwd", "x")])).await;
     assert_eq!(s, 400, "{body}");
     assert!(body["error"].as_str().unwrap().contains(".."), "{body}");
     let mut bad_type = doc("a.md", "x");
     bad_type["doc_type"] = json!("exe");
-    let (s, _, _, _) = http_async(
-        "POST",
-        format!("{base}/api/v1/libraries/guide/documents"),
-        Some(alice.clone()),
-        Some(json!({ "documents": [bad_type] }).to_string()),
-    )
-    .await;
+    let (s, _, _, _) = post_documents(&base, &alice, "guide", json!([bad_type])).await;
     assert_eq!(s, 400);
     let (s, _, _, _) = http_async(
         "PUT",
@@ -242,13 +274,7 @@ async fn publish_link_search_read_and_refusals() {
     .await;
     assert_eq!(s, 400);
     // Someone else's library cannot be written to: it is not theirs (404 for bob's own slug).
-    let (s, _, _, _) = http_async(
-        "POST",
-        format!("{base}/api/v1/libraries/guide/documents"),
-        Some(bob.clone()),
-        Some(json!({"documents": [doc("x.md", "x")]}).to_string()),
-    )
-    .await;
+    let (s, _, _, _) = post_documents(&base, &bob, "guide", json!([doc("x.md", "x")])).await;
     assert_eq!(s, 404);
 
     // No or a wrong token: 401 with WWW-Authenticate.
@@ -300,8 +326,8 @@ async fn publish_link_search_read_and_refusals() {
             assert!(!text.contains("local://"), "{text}");
         }
     }
-    let (err, text) = call(&b, "list_libraries", json!({})).await;
-    assert!(!err && text.contains("No library is linked"), "{text}");
+    let text = answer(&b, "list_libraries", json!({})).await;
+    assert!(text.contains("No library is linked"), "{text}");
 
     // Unlinked, private and missing libraries all answer the same.
     let mut refusals = Vec::new();
@@ -310,7 +336,7 @@ async fn publish_link_search_read_and_refusals() {
         "cloud://alice/secret",
         "cloud://alice/nope",
     ] {
-        let (err, text) = call(&b, "search", json!({"query": "flux", "library": lib})).await;
+        let (err, text) = search_in(&b, "flux", lib).await;
         assert!(err, "{text}");
         assert!(text.contains("LIBRARY_NOT_FOUND"), "{text}");
         assert!(text.contains("library_link"), "{text}");
@@ -326,77 +352,62 @@ async fn publish_link_search_read_and_refusals() {
         err && text.contains("INVALID_ARGUMENT") && text.contains("cloud://"),
         "{text}"
     );
-    let (err, text) = call(
-        &b,
-        "search",
-        json!({"query": "flux", "library": "local://1"}),
-    )
-    .await;
+    let (err, text) = search_in(&b, "flux", "local://1").await;
     assert!(err && text.contains("INVALID_ARGUMENT"), "{text}");
 
     // The catalogue shows the public library, not the private one.
-    let (err, text) = call(&b, "library_search", json!({})).await;
-    assert!(!err, "{text}");
+    let text = answer(&b, "library_search", json!({})).await;
     assert!(text.contains("cloud://alice/guide"), "{text}");
     assert!(!text.contains("cloud://alice/secret"), "{text}");
 
     // Link, then search, outline and read inside.
-    let (err, text) = call(
+    answer(
         &b,
         "library_link",
         json!({"library": "cloud://alice/guide"}),
     )
     .await;
-    assert!(!err, "{text}");
-    let (err, text) = call(&b, "list_libraries", json!({})).await;
-    assert!(!err && text.contains("cloud://alice/guide"), "{text}");
-    let (err, text) = call(
+    let text = answer(&b, "list_libraries", json!({})).await;
+    assert!(text.contains("cloud://alice/guide"), "{text}");
+    let text = answer(
         &b,
         "search",
         json!({"query": "flux capacitor", "library": "cloud://alice/guide", "output_format": "json"}),
-    )
-    .await;
-    assert!(!err, "{text}");
+    ).await;
     let found: Value = serde_json::from_str(&text).unwrap();
     let hit = &found["results"][0];
     let id = hit["doc_id"].as_str().unwrap().to_string();
     assert!(id.starts_with("cloud://alice/guide/"), "{id}");
     assert_eq!(hit["path"], "/docs/intro.md");
     // Without library: every linked library.
-    let (err, text) = call(&b, "search", json!({"query": "gigawatts"})).await;
-    assert!(!err && text.contains(&id), "{text}");
-    let (err, text) = call(&b, "read", json!({"doc_id": id})).await;
-    assert!(!err && text.contains("1.21 gigawatts"), "{text}");
-    let (err, text) = call(&b, "grep", json!({"doc_id": id, "pattern": "capacitor"})).await;
-    assert!(!err && text.contains("capacitor"), "{text}");
-    let (err, text) = call(&b, "outline", json!({"doc_ids": [id]})).await;
-    assert!(!err && text.contains("Intro"), "{text}");
-    let (err, text) = call(
+    let text = answer(&b, "search", json!({"query": "gigawatts"})).await;
+    assert!(text.contains(&id), "{text}");
+    let text = answer(&b, "read", json!({"doc_id": id})).await;
+    assert!(text.contains("1.21 gigawatts"), "{text}");
+    let text = answer(&b, "grep", json!({"doc_id": id, "pattern": "capacitor"})).await;
+    assert!(text.contains("capacitor"), "{text}");
+    let text = answer(&b, "outline", json!({"doc_ids": [id]})).await;
+    assert!(text.contains("Intro"), "{text}");
+    let text = answer(
         &b,
         "list",
         json!({"scope": "library", "library": "cloud://alice/guide"}),
     )
     .await;
-    assert!(!err && text.contains("intro.md"), "{text}");
+    assert!(text.contains("intro.md"), "{text}");
     // The private library stays out of reach.
-    let (err, text) = call(
-        &b,
-        "search",
-        json!({"query": "treasure", "library": "cloud://alice/secret"}),
-    )
-    .await;
+    let (err, text) = search_in(&b, "treasure", "cloud://alice/secret").await;
     assert!(err && text.contains("LIBRARY_NOT_FOUND"), "{text}");
 
     // Notes are per user.
-    let (err, text) = call(
+    answer(
         &b,
         "note_save",
         json!({"mode": "create", "content": "Bob idea: remember the zeppelin."}),
     )
     .await;
-    assert!(!err, "{text}");
-    let (err, text) = call(&b, "search", json!({"query": "zeppelin", "scope": "notes"})).await;
-    assert!(!err && text.contains("zeppelin"), "{text}");
+    let text = answer(&b, "search", json!({"query": "zeppelin", "scope": "notes"})).await;
+    assert!(text.contains("zeppelin"), "{text}");
     let a = RemoteClient::connect(&format!("{base}/mcp"), Some(&alice))
         .await
         .expect("alice connects");
@@ -408,86 +419,52 @@ async fn publish_link_search_read_and_refusals() {
     let b2 = RemoteClient::connect(&format!("{}/mcp", gw2.base), Some(&bob))
         .await
         .unwrap();
-    let (err, text) = call(&b2, "read", json!({"doc_id": id})).await;
-    assert!(!err && text.contains("gigawatts"), "{text}");
-    publish(
-        &base,
-        &alice,
-        "guide",
-        "public",
-        vec![
-            doc(
-                "docs/intro.md",
-                "# Intro\n\nThe flux capacitor needs 1.21 gigawatts.",
-            ),
-            doc("docs/delorean.md", "# Car\n\nA stainless steel delorean."),
-        ],
-    )
+    let text = answer(&b2, "read", json!({"doc_id": id})).await;
+    assert!(text.contains("gigawatts"), "{text}");
+    publish_guide(vec![
+        doc("docs/intro.md", INTRO),
+        doc("docs/delorean.md", "# Car\n\nA stainless steel delorean."),
+    ])
     .await;
-    let (err, text) = call(
-        &b2,
-        "search",
-        json!({"query": "delorean", "library": "cloud://alice/guide"}),
-    )
-    .await;
-    assert!(!err && text.contains("stainless"), "{text}");
-    let (err, text) = call(
+    let text = found_in(&b2, "delorean", "cloud://alice/guide").await;
+    assert!(text.contains("stainless"), "{text}");
+    let text = answer(
         &b2,
         "list",
         json!({"scope": "folder", "library": "cloud://alice/guide", "path": "docs", "output_format": "json"}),
-    )
-    .await;
+    ).await;
     assert!(
-        !err && text.contains("delorean.md") && text.contains("intro.md"),
+        text.contains("delorean.md") && text.contains("intro.md"),
         "{text}"
     );
-    let (err, text) = call(&b2, "explore", json!({"library": "cloud://alice/guide"})).await;
-    assert!(!err, "{text}");
+    answer(&b2, "explore", json!({"library": "cloud://alice/guide"})).await;
 
     // A document left out of the manifest is removed everywhere.
-    publish(
-        &base,
-        &alice,
-        "guide",
-        "public",
-        vec![doc(
-            "docs/delorean.md",
-            "# Car\n\nA stainless steel delorean, rebuilt.",
-        )],
-    )
+    publish_guide(vec![doc(
+        "docs/delorean.md",
+        "# Car\n\nA stainless steel delorean, rebuilt.",
+    )])
     .await;
     let (err, text) = call(&b2, "read", json!({"doc_id": id})).await;
     assert!(err && text.contains("DOC_NOT_FOUND"), "{text}");
-    let (err, text) = call(&b, "search", json!({"query": "rebuilt"})).await;
-    assert!(!err && text.contains("rebuilt"), "{text}");
+    let text = answer(&b, "search", json!({"query": "rebuilt"})).await;
+    assert!(text.contains("rebuilt"), "{text}");
 
     // Alice (pro) links both of hers: search without library covers both.
     for lib in ["cloud://alice/guide", "cloud://alice/secret"] {
-        let (err, text) = call(&a, "library_link", json!({ "library": lib })).await;
-        assert!(!err, "{text}");
+        answer(&a, "library_link", json!({ "library": lib })).await;
     }
-    let (err, text) = call(
+    let text = answer(
         &a,
         "search",
         json!({"query": "delorean treasure", "output_format": "json"}),
     )
     .await;
-    assert!(!err, "{text}");
     let merged: Value = serde_json::from_str(&text).unwrap();
-    let ids: Vec<&str> = merged["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["doc_id"].as_str().unwrap())
-        .collect();
-    assert!(
-        ids.iter().any(|i| i.starts_with("cloud://alice/guide/")),
-        "{ids:?}"
-    );
-    assert!(
-        ids.iter().any(|i| i.starts_with("cloud://alice/secret/")),
-        "{ids:?}"
-    );
+    let ids = strings_at(&merged["results"], "/doc_id");
+    for lib in ["cloud://alice/guide/", "cloud://alice/secret/"] {
+        assert!(ids.iter().any(|i| i.starts_with(lib)), "{lib}: {ids:?}");
+    }
 
     // Unpublished: gone for everyone, with the same answer as any unknown library.
     let (s, _, _, body) = http_async(
@@ -498,45 +475,22 @@ async fn publish_link_search_read_and_refusals() {
     )
     .await;
     assert_eq!((s, &body["deleted"]), (200, &json!(true)), "{body}");
-    let (err, text) = call(
-        &b2,
-        "search",
-        json!({"query": "delorean", "library": "cloud://alice/guide"}),
-    )
-    .await;
+    let (err, text) = search_in(&b2, "delorean", "cloud://alice/guide").await;
     assert!(err && text.contains("LIBRARY_NOT_FOUND"), "{text}");
     let (s, _, _, health) = http_async("GET", format!("{base}/health"), None, None).await;
     assert_eq!((s, &health["libraries"]), (200, &json!(1)), "{health}");
 
     // Published again under the same address: the other process rebuilds its index.
-    publish(
-        &base,
-        &alice,
-        "guide",
-        "public",
-        vec![doc("v2/zebra.md", "# Zebra\n\nStripes everywhere.")],
-    )
-    .await;
-    let (err, text) = call(
+    publish_guide(vec![doc("v2/zebra.md", "# Zebra\n\nStripes everywhere.")]).await;
+    answer(
         &b2,
         "library_link",
         json!({"library": "cloud://alice/guide"}),
     )
     .await;
-    assert!(!err, "{text}");
-    let (err, text) = call(
-        &b2,
-        "search",
-        json!({"query": "stripes", "library": "cloud://alice/guide"}),
-    )
-    .await;
-    assert!(!err && text.contains("zebra.md"), "{text}");
-    let (_, text) = call(
-        &b2,
-        "search",
-        json!({"query": "delorean", "library": "cloud://alice/guide"}),
-    )
-    .await;
+    let text = found_in(&b2, "stripes", "cloud://alice/guide").await;
+    assert!(text.contains("zebra.md"), "{text}");
+    let (_, text) = search_in(&b2, "delorean", "cloud://alice/guide").await;
     assert!(!text.contains("delorean.md"), "{text}");
 
     b.close().await;
@@ -549,8 +503,7 @@ async fn publish_link_search_read_and_refusals() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limit_answers_429_with_retry_after() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = Db::open(&DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
-    let (_, alice) = db.add_user("alice", Plan::Free).unwrap();
+    let (db, [alice]) = with_users(tmp.path(), [("alice", Plan::Free)]);
     let mut opts = options(&db, tmp.path());
     opts.rate = 3;
     let gw = start(opts).await;
@@ -577,9 +530,7 @@ async fn rate_limit_answers_429_with_retry_after() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_stays_with_its_user() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = Db::open(&DbSpec::parse(None, tmp.path()).unwrap()).unwrap();
-    let (_, alice) = db.add_user("alice", Plan::Free).unwrap();
-    let (_, bob) = db.add_user("bob", Plan::Free).unwrap();
+    let (db, [alice, bob]) = with_users(tmp.path(), [("alice", Plan::Free), ("bob", Plan::Free)]);
     let gw = start(options(&db, tmp.path())).await;
     let url = format!("{}/mcp", gw.base);
     // Alice opens a session by hand.
@@ -587,19 +538,13 @@ async fn a_session_stays_with_its_user() {
         "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
     let (u, a) = (url.clone(), alice.clone());
     let session = tokio::task::spawn_blocking(move || {
-        let r = ureq::post(&u)
-            .set("Content-Type", "application/json")
-            .set("Accept", "application/json, text/event-stream")
-            .set("Authorization", &format!("Bearer {a}"))
+        let r = mcp_post(&u, &a)
             .send_string(&init.to_string())
             .expect("initialize");
         let id = r.header("mcp-session-id").expect("session id").to_string();
         let _ = r.into_string();
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let _ = ureq::post(&u)
-            .set("Content-Type", "application/json")
-            .set("Accept", "application/json, text/event-stream")
-            .set("Authorization", &format!("Bearer {a}"))
+        let _ = mcp_post(&u, &a)
             .set("mcp-session-id", &id)
             .send_string(&note.to_string());
         id
@@ -610,10 +555,7 @@ async fn a_session_stays_with_its_user() {
     let (u, b, s) = (url.clone(), bob.clone(), session.clone());
     let text = tokio::task::spawn_blocking(move || {
         let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_libraries", "arguments": {}}});
-        match ureq::post(&u)
-            .set("Content-Type", "application/json")
-            .set("Accept", "application/json, text/event-stream")
-            .set("Authorization", &format!("Bearer {b}"))
+        match mcp_post(&u, &b)
             .set("mcp-session-id", &s)
             .send_string(&call.to_string())
         {

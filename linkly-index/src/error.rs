@@ -169,13 +169,6 @@ impl From<rusqlite::Error> for StorageError {
 }
 
 #[doc(hidden)]
-impl From<rusqlite::Error> for Error {
-    fn from(e: rusqlite::Error) -> Error {
-        Error::Storage(e.into())
-    }
-}
-
-#[doc(hidden)]
 impl From<tantivy::TantivyError> for StorageError {
     fn from(e: tantivy::TantivyError) -> StorageError {
         use tantivy::TantivyError as T;
@@ -194,12 +187,18 @@ impl From<tantivy::TantivyError> for StorageError {
     }
 }
 
-#[doc(hidden)]
-impl From<tantivy::TantivyError> for Error {
-    fn from(e: tantivy::TantivyError) -> Error {
-        Error::Storage(e.into())
-    }
+/// `From<$store_error> for Error`: a store's error, classified as its [`StorageError`].
+macro_rules! storage_errors {
+    ($($store_error:ty),*) => {$(
+        #[doc(hidden)]
+        impl From<$store_error> for Error {
+            fn from(e: $store_error) -> Error {
+                Error::Storage(e.into())
+            }
+        }
+    )*};
 }
+storage_errors!(rusqlite::Error, tantivy::TantivyError);
 
 #[doc(hidden)]
 impl From<tantivy::directory::error::OpenDirectoryError> for Error {

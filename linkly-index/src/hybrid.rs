@@ -143,6 +143,16 @@ pub struct HybridOutcome {
     pub total: usize,
 }
 
+/// The hit of document `id` in `fused`: a new one, unscored and in neither arm, the first time.
+fn hit_of(fused: &mut HashMap<u64, HybridHit>, id: u64) -> &mut HybridHit {
+    fused.entry(id).or_insert(HybridHit {
+        id: DocId(id),
+        score: 0.0,
+        lexical: None,
+        vector: None,
+    })
+}
+
 /// Fuses the arms' candidates into one list of documents, best first, at most `limit` long.
 ///
 /// With both arms a document scores as [`HybridOptions::fusion`] says; with the vector arm
@@ -181,22 +191,12 @@ pub(crate) fn fuse(
     };
     let mut fused: HashMap<u64, HybridHit> = HashMap::new();
     for (id, arm) in lexical {
-        let e = fused.entry(id).or_insert(HybridHit {
-            id: DocId(id),
-            score: 0.0,
-            lexical: None,
-            vector: None,
-        });
+        let e = hit_of(&mut fused, id);
         e.score += part(false, arm.rank, arm.score);
         e.lexical = Some(arm);
     }
     for (id, arm) in vector {
-        let e = fused.entry(id).or_insert(HybridHit {
-            id: DocId(id),
-            score: 0.0,
-            lexical: None,
-            vector: None,
-        });
+        let e = hit_of(&mut fused, id);
         e.score += part(true, arm.rank, arm.score);
         e.vector = Some(arm);
     }
@@ -511,20 +511,15 @@ mod tests {
             fusion: Fusion::Score { vector_weight: w },
             ..RRF
         };
-        let (hits, _) = fuse(
-            lex(&[(1, 5.0), (2, 4.0)]),
-            vec_arm(&[(2, 0.9), (1, 0.1)]),
-            &only(1.0),
-            10,
-        );
-        assert_eq!(ids(&hits), [2, 1]);
-        let (hits, _) = fuse(
-            lex(&[(1, 5.0), (2, 4.0)]),
-            vec_arm(&[(2, 0.9), (1, 0.1)]),
-            &only(0.0),
-            10,
-        );
-        assert_eq!(ids(&hits), [1, 2]);
+        for (weight, want) in [(1.0, [2, 1]), (0.0, [1, 2])] {
+            let (hits, _) = fuse(
+                lex(&[(1, 5.0), (2, 4.0)]),
+                vec_arm(&[(2, 0.9), (1, 0.1)]),
+                &only(weight),
+                10,
+            );
+            assert_eq!(ids(&hits), want, "vector weight {weight}");
+        }
         let (hits, _) = fuse(lex(&[(7, 3.0)]), vec_arm(&[(7, 0.4)]), &opts, 10);
         assert!((hits[0].score - 1.0).abs() < 1e-6);
     }

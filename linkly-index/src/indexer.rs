@@ -112,6 +112,16 @@ pub struct SyncOptions {
     pub sandbox: linkly_extract::Sandbox,
 }
 
+impl SyncOptions {
+    /// The options of a sync of these folders, nothing excluded, PDFs extracted in-process.
+    pub fn of_roots(roots: Vec<PathBuf>) -> SyncOptions {
+        SyncOptions {
+            roots,
+            ..SyncOptions::default()
+        }
+    }
+}
+
 struct Candidate {
     /// The file; its key in the store is `path.to_string_lossy()` (see [`path_key`]).
     path: PathBuf,
@@ -565,12 +575,7 @@ impl Index {
         f: impl FnOnce() -> Result<SyncReport>,
     ) -> Result<SyncReport> {
         let _gate = self.sync_gate.lock().unwrap_or_else(|e| e.into_inner());
-        self.lexical.acquire_writer()?;
-        let result = f();
-        // Release the lock whatever happened, so another process may write.
-        let released = self.lexical.release_writer();
-        let report = result?;
-        released?;
+        let report = self.lexical.holding_writer(f)?;
         self.store.set_meta(LAST_SYNC, &now_millis().to_string())?;
         Ok(report)
     }
@@ -991,10 +996,7 @@ mod tests {
             fs_err::write(docs.join("main.rs"), "fn main() {}\n").unwrap();
             fs_err::write(docs.join("song.mp3"), b"ID3\x03\x00").unwrap();
             let index = Index::open(&tmp.path().join("index")).unwrap();
-            let opts = SyncOptions {
-                roots: vec![docs.clone()],
-                ..SyncOptions::default()
-            };
+            let opts = SyncOptions::of_roots(vec![docs.clone()]);
             let f = Fixture {
                 _tmp: tmp,
                 docs,

@@ -221,6 +221,17 @@ impl Lexical {
         Ok(())
     }
 
+    /// `f` with the writer lock held ([`Lexical::acquire_writer`]), released whatever `f`
+    /// returns, so another process may write: `f`'s error first, then the release's.
+    pub(crate) fn holding_writer<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.acquire_writer()?;
+        let result = f();
+        let released = self.release_writer();
+        let value = result?;
+        released?;
+        Ok(value)
+    }
+
     /// Releases one hold of the writer lock. When the last one goes, the writer stays open for
     /// [`WRITER_LINGER`] in case another sync follows, then is dropped (its merges finished),
     /// so another process may write.

@@ -220,12 +220,8 @@ impl Index {
     /// Takes the writer lock. Returns the number of documents indexed.
     pub fn rebuild_lexical(&self, progress: &mut dyn FnMut(&Progress)) -> Result<u64> {
         let _gate = self.sync_gate.lock().unwrap_or_else(|e| e.into_inner());
-        self.lexical.acquire_writer()?;
-        let result = self.rebuild_lexical_locked(progress);
-        let released = self.lexical.release_writer();
-        let n = result?;
-        released?;
-        Ok(n)
+        self.lexical
+            .holding_writer(|| self.rebuild_lexical_locked(progress))
     }
 
     fn rebuild_lexical_locked(&self, progress: &mut dyn FnMut(&Progress)) -> Result<u64> {

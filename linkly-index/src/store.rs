@@ -376,14 +376,7 @@ impl Store {
 
     /// Ids of every stored document, in order.
     pub(crate) fn ids(&self) -> Result<Vec<u64>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare("SELECT id FROM docs ORDER BY id")?;
-        let rows = stmt.query_map([], |r| r.get::<_, i64>(0))?;
-        let mut out = Vec::new();
-        for r in rows {
-            out.push(r? as u64);
-        }
-        Ok(out)
+        select_ids(&self.conn(), "SELECT id FROM docs ORDER BY id")
     }
 
     /// Makes every id handed out from now on at least `floor` (ids are never recycled, even
@@ -802,14 +795,7 @@ impl Store {
 
     /// Ids of rows still marked dirty.
     pub(crate) fn dirty_ids(&self) -> Result<HashSet<u64>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare("SELECT id FROM docs WHERE dirty = 1")?;
-        let rows = stmt.query_map([], |r| r.get::<_, i64>(0))?;
-        let mut out = HashSet::new();
-        for row in rows {
-            out.insert(row? as u64);
-        }
-        Ok(out)
+        select_ids(&self.conn(), "SELECT id FROM docs WHERE dirty = 1")
     }
 }
 
@@ -851,6 +837,15 @@ fn read_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<DocRecord>> {
         })
     };
     Ok(build())
+}
+
+/// The ids (first column) of the rows `sql` selects, in its order, collected into `C`.
+pub(crate) fn select_ids<C: FromIterator<u64>>(conn: &Connection, sql: &str) -> Result<C> {
+    let mut stmt = conn.prepare(sql)?;
+    let ids = stmt.query_map([], |r| r.get::<_, i64>(0))?;
+    Ok(ids
+        .map(|id| id.map(|id| id as u64))
+        .collect::<rusqlite::Result<C>>()?)
 }
 
 #[cfg(test)]

@@ -29,7 +29,12 @@ fn word_analyzer() -> TextAnalyzer {
 /// The filters applied to each raw token, one token at a time: long tokens dropped,
 /// lower-casing, ASCII folding, then (for the index analyzer) stemming.
 pub(crate) fn token_filters(stem: bool) -> TextAnalyzer {
-    let base = TextAnalyzer::builder(RawTokenizer::default())
+    filtered(RawTokenizer::default(), stem)
+}
+
+/// `tokenizer`'s tokens through the filters of [`token_filters`].
+fn filtered<T: Tokenizer>(tokenizer: T, stem: bool) -> TextAnalyzer {
+    let base = TextAnalyzer::builder(tokenizer)
         .filter(RemoveLongFilter::limit(64))
         .filter(LowerCaser)
         .filter(AsciiFoldingFilter);
@@ -485,15 +490,7 @@ mod tests {
     }
 
     fn reference_analyzer(stem: bool) -> TextAnalyzer {
-        let base = TextAnalyzer::builder(Reference)
-            .filter(RemoveLongFilter::limit(64))
-            .filter(LowerCaser)
-            .filter(AsciiFoldingFilter);
-        if stem {
-            base.filter(Stemmer::new(Language::English)).build()
-        } else {
-            base.build()
-        }
+        filtered(Reference, stem)
     }
 
     fn all_tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(String, usize, usize, usize)> {

@@ -52,13 +52,7 @@ fn fixture() -> &'static Fixture {
         }
         let index = Index::open(&tmp.path().join("index")).unwrap();
         index
-            .sync(
-                &SyncOptions {
-                    roots: vec![root],
-                    ..SyncOptions::default()
-                },
-                &mut |_| {},
-            )
+            .sync(&SyncOptions::of_roots(vec![root]), &mut |_| {})
             .unwrap();
         index.attach_model(&e5_model()).unwrap();
         index.embed_pending(&mut |_| {}).unwrap();

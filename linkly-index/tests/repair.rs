@@ -24,10 +24,7 @@ fn fixture(n: usize) -> Fixture {
         )
         .unwrap();
     }
-    let opts = SyncOptions {
-        roots: vec![docs.clone()],
-        ..SyncOptions::default()
-    };
+    let opts = SyncOptions::of_roots(vec![docs.clone()]);
     Fixture {
         dir: tmp.path().join("index"),
         _tmp: tmp,

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use linkly_index::vector::ModelChoice;
 use linkly_index::{
-    Arms, DocFilter, HybridOptions, Index, ModelStatus, PathGlob, SearchMode, SyncOptions,
+    Arms, DocFilter, HybridOptions, HybridOutcome, Index, ModelStatus, PathGlob, SearchMode,
+    SyncOptions,
 };
 use linkly_models::test_inputs::TestInput;
 
@@ -52,13 +53,20 @@ struct Fixture {
     index: Index,
 }
 
+impl Fixture {
+    /// Hybrid search with no filter and the default options: the best `limit` documents.
+    fn search(&self, query: &str, limit: usize) -> HybridOutcome {
+        let (filter, opts) = (DocFilter::default(), HybridOptions::default());
+        self.index
+            .hybrid_search(query, limit, &filter, &opts)
+            .unwrap()
+    }
+}
+
 fn sync(index: &Index, root: &Path) {
     index
         .sync(
-            &SyncOptions {
-                roots: vec![root.to_path_buf()],
-                ..SyncOptions::default()
-            },
+            &SyncOptions::of_roots(vec![root.to_path_buf()]),
             &mut |_| {},
         )
         .unwrap();
@@ -138,10 +146,7 @@ fn a_paraphrase_with_no_shared_word_finds_its_document() {
         )
         .unwrap();
     assert!(keyword.hits.is_empty());
-    let out = f
-        .index
-        .hybrid_search(query, 3, &DocFilter::default(), &HybridOptions::default())
-        .unwrap();
+    let out = f.search(query, 3);
     assert_eq!(out.mode, SearchMode::Hybrid);
     let found = paths(&f.index, &out.hits);
     assert!(found.contains(&"tyre.md".to_string()), "{found:?}");
@@ -153,15 +158,7 @@ fn a_paraphrase_with_no_shared_word_finds_its_document() {
     assert!(hit.vector.unwrap().end_line <= 3);
 
     // Another: the cat document for a query about a feline napping.
-    let out = f
-        .index
-        .hybrid_search(
-            "kitten napping",
-            3,
-            &DocFilter::default(),
-            &HybridOptions::default(),
-        )
-        .unwrap();
+    let out = f.search("kitten napping", 3);
     assert_eq!(paths(&f.index, &out.hits)[0], "cat.md");
 }
 
@@ -172,15 +169,7 @@ fn without_a_model_search_is_keyword_only() {
     // An empty data directory has no model: the status says so and nothing waits.
     let status = f.index.attach_selected_model(tmp.path());
     assert!(matches!(status, ModelStatus::Missing { .. }), "{status:?}");
-    let out = f
-        .index
-        .hybrid_search(
-            "cat windowsill",
-            5,
-            &DocFilter::default(),
-            &HybridOptions::default(),
-        )
-        .unwrap();
+    let out = f.search("cat windowsill", 5);
     assert_eq!(out.mode, SearchMode::Keyword);
     assert_eq!(paths(&f.index, &out.hits), ["cat.md"]);
     assert!(out.hits[0].vector.is_none() && out.hits[0].lexical.is_some());
@@ -197,10 +186,7 @@ fn without_a_model_search_is_keyword_only() {
     };
     assert!(f.index.attach_model(&choice).is_err());
     assert!(matches!(f.index.model_status(), ModelStatus::Broken { .. }));
-    let out = f
-        .index
-        .hybrid_search("cat", 5, &DocFilter::default(), &HybridOptions::default())
-        .unwrap();
+    let out = f.search("cat", 5);
     assert_eq!(out.mode, SearchMode::Keyword);
 }
 

@@ -43,6 +43,14 @@ fn fixture() -> Fixture {
     }
 }
 
+impl Fixture {
+    /// A full sync now finds nothing left to do: `sync_paths` did what it would have done.
+    fn assert_full_sync_agrees(&self) {
+        let r = self.index.sync(&self.opts, &mut |_| {}).unwrap();
+        assert_eq!((r.added, r.updated, r.removed), (0, 0, 0), "{r:?}");
+    }
+}
+
 fn indexed(index: &Index) -> Vec<String> {
     let mut v: Vec<String> = index
         .all_docs()
@@ -92,8 +100,7 @@ fn a_new_changed_or_deleted_file_is_synced_alone() {
     assert!(f.index.doc_by_path(&key(&new)).unwrap().is_none());
 
     // Nothing else was touched, and a full sync agrees.
-    let r = f.index.sync(&f.opts, &mut |_| {}).unwrap();
-    assert_eq!((r.added, r.updated, r.removed), (0, 0, 0), "{r:?}");
+    f.assert_full_sync_agrees();
 }
 
 #[test]
@@ -111,8 +118,7 @@ fn folders_renamed_away_and_in_move_their_files() {
         "{all:?}"
     );
     assert!(!all.iter().any(|p| p.contains("/sub/")), "{all:?}");
-    let r = f.index.sync(&f.opts, &mut |_| {}).unwrap();
-    assert_eq!((r.added, r.updated, r.removed), (0, 0, 0), "{r:?}");
+    f.assert_full_sync_agrees();
 }
 
 #[test]

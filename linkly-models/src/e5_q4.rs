@@ -847,27 +847,17 @@ pub(crate) mod tests {
         let tmp = tempfile::tempdir().unwrap();
         q4.write_folder(tmp.path(), "intfloat/multilingual-e5-small", "tiny")
             .unwrap();
-        let e = Embedder::load_with(
-            tmp.path(),
-            "intfloat/multilingual-e5-small",
-            Engine::FastF32,
-        )
-        .unwrap();
-        let v = e
-            .embed(&["le chat dort", "猫が寝る"], TextKind::Passage)
-            .unwrap();
+        // The folder's model on `engine`: two passages' vectors.
+        let embed = |engine| {
+            let e = Embedder::load_with(tmp.path(), "intfloat/multilingual-e5-small", engine);
+            let passages = ["le chat dort", "猫が寝る"];
+            e.unwrap().embed(&passages, TextKind::Passage).unwrap()
+        };
+        let v = embed(Engine::FastF32);
         assert_eq!(v.len(), 2);
         assert_eq!(v[0].len(), 32);
         // candle-transformers' BERT reads the same folder and computes the same vectors.
-        let r = Embedder::load_with(
-            tmp.path(),
-            "intfloat/multilingual-e5-small",
-            Engine::Reference,
-        )
-        .unwrap();
-        let w = r
-            .embed(&["le chat dort", "猫が寝る"], TextKind::Passage)
-            .unwrap();
+        let w = embed(Engine::Reference);
         for (a, b) in v.iter().zip(&w) {
             let cos: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
             assert!(cos > 0.9999, "fast vs candle-transformers: {cos}");

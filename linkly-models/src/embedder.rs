@@ -1026,9 +1026,7 @@ pub(crate) mod tests {
     #[test]
     fn prepared_linear_layers_are_read_back_and_a_bad_file_is_made_again() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("model");
-        fs_err::create_dir_all(&dir).unwrap();
-        copy_dir(&test_model(), &dir);
+        let dir = model_copy(tmp.path());
         let texts = precision_texts();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let mut tried = 0;
@@ -1103,9 +1101,7 @@ pub(crate) mod tests {
     #[test]
     fn the_default_engine_calibrates_once_per_cpu() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("model");
-        fs_err::create_dir_all(&dir).unwrap();
-        copy_dir(&test_model(), &dir);
+        let dir = model_copy(tmp.path());
         let file = calibration::file(&dir);
         assert!(!file.exists());
         let first = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Fast).unwrap();
@@ -1195,6 +1191,15 @@ pub(crate) mod tests {
         }
         assert_eq!(c.chosen, "f32");
         assert_eq!(model.precision(), Some(Precision::F32));
+    }
+
+    /// A copy of the test model in `tmp/model`, without what an earlier load kept beside it
+    /// (`.linkly`), for the tests that write there.
+    fn model_copy(tmp: &Path) -> PathBuf {
+        let dir = tmp.join("model");
+        fs_err::create_dir_all(&dir).unwrap();
+        copy_dir(&test_model(), &dir);
+        dir
     }
 
     fn copy_dir(from: &Path, to: &Path) {

@@ -44,14 +44,7 @@ pub(crate) struct Int16Linear {
     simd: V3,
 }
 
-impl std::fmt::Debug for Int16Linear {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Int16Linear")
-            .field("k", &self.k)
-            .field("n", &self.n)
-            .finish_non_exhaustive()
-    }
-}
+crate::linear::linear_shape!(Int16Linear);
 
 /// Whether this CPU runs the kernels (AVX2 and FMA).
 pub(crate) fn supported() -> bool {
@@ -144,16 +137,6 @@ impl Int16Linear {
             a_max: bounds(k).1 as f32,
             simd,
         }))
-    }
-
-    /// The input width.
-    pub(crate) fn inputs(&self) -> usize {
-        self.k
-    }
-
-    /// The output width.
-    pub(crate) fn outputs(&self) -> usize {
-        self.n
     }
 
     /// `x · w` for `x` of `rows` rows of `k` values: `[rows, n]`, spread over rayon (by rows
@@ -535,44 +518,21 @@ impl Tile<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_matrices::{assert_rows_near_exact, case};
+    use crate::test_matrices::Agreement;
 
-    #[test]
-    fn kernels_match_the_scalar_reference_and_the_f32_product() {
-        if !supported() {
-            assert!(Int16Linear::new(&[1.0; 16], 4, 4).is_none());
-            return;
-        }
-        // Whole and partial panels, odd k, every row tail of the 3-row kernel, the row and the
-        // panel split, zero rows, the widest inputs of the models (1,536, 3,072).
-        for &(rows, k, n) in &[
-            (1, 384, 384),
-            (13, 384, 1152),
-            (100, 1536, 384),
-            (7, 37, 70),
-            (4, 2, 24),
-            (3, 5, 1),
-            (2, 3072, 30),
-            (70, 9, 50),
-        ] {
-            let (x, w) = case(rows, k, n);
-            let q = Int16Linear::new(&w, k, n).unwrap();
-            assert_eq!((q.inputs(), q.outputs()), (k, n));
-            let fast = q.forward(&x, rows);
-            let reference = q.forward_reference(&x, rows);
-            assert_eq!(fast.len(), rows * n);
-            for (i, (a, b)) in fast.iter().zip(&reference).enumerate() {
-                assert!(
-                    (a - b).abs() <= 1e-5 * b.abs().max(1.0),
-                    "{rows}×{k}×{n}: value {i}: kernel {a}, reference {b}"
-                );
-            }
-            // Against the exact product: each row within six quantisation steps of its norm
-            // (0.25 % at k = 384, 0.7 % at k = 3,072, where the bounds are 836; int8: 3 %).
-            let (wb, ab) = bounds(k);
-            assert_rows_near_exact(&x, &w, &fast, [rows, k, n], 6.0 / wb.min(ab) as f32);
-        }
-    }
+    // Against the exact product: each row within six quantisation steps of its norm (0.25 %
+    // at k = 384, 0.7 % at k = 3,072, where the bounds are 836; int8: 3 %). Every row tail
+    // of the 3-row kernel, the row and the panel split, the widest input of the models.
+    crate::test_matrices::kernel_tests!(
+        Int16Linear,
+        reference: |q, x, rows, _| q.forward_reference(x, rows),
+        agreement: Agreement::Value,
+        exact: |k| {
+            let (w, a) = bounds(k);
+            6.0 / w.min(a) as f32
+        },
+        more_shapes: [[4, 2, 24], [2, 3072, 30], [70, 9, 50]],
+    );
 
     #[test]
     fn no_sum_can_overflow() {
@@ -591,11 +551,5 @@ mod tests {
                 &out[..3]
             );
         }
-    }
-
-    #[test]
-    fn empty_shapes_are_refused() {
-        assert!(Int16Linear::new(&[], 0, 4).is_none());
-        assert!(Int16Linear::new(&[1.0; 3], 2, 2).is_none());
     }
 }

@@ -23,6 +23,7 @@ mod int16;
 #[doc(hidden)]
 pub mod kernel_timing;
 mod kernels;
+mod linear;
 mod model;
 mod model_import;
 pub mod prepared;

@@ -13,7 +13,7 @@
 use std::time::Instant;
 
 use anyhow::bail;
-use linkly_index::vector::ScanBench;
+use linkly_index::vector::{ScanBench, random_vectors};
 use linkly_models::kernel_timing::{self, Kernel};
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
@@ -68,19 +68,7 @@ fn analysis(args: &[String]) -> anyhow::Result<String> {
 
 fn scan() -> String {
     let (dim, n) = (384, 10_971);
-    let mut x: u64 = 1;
-    let vectors: Vec<Vec<f32>> = (0..n)
-        .map(|_| {
-            (0..dim)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x % 2000) as f32 / 1000.0 - 1.0
-                })
-                .collect()
-        })
-        .collect();
+    let vectors = random_vectors(n, dim, 1);
     let query = vectors[7].clone();
     let mut scan = ScanBench::new(vectors);
     let mut report = format!(

@@ -207,14 +207,16 @@ fn failure(format: OutputFormat, err: &ToolError) -> ToolOutput {
     if !err.code.is_internal() {
         tracing::debug!(code = %err.code, message = %err.message, "gateway tool call refused");
     }
-    ToolOutput {
-        text: match format {
-            OutputFormat::Json => err.to_json().to_string(),
-            OutputFormat::Markdown => err.to_string(),
-        },
-        is_error: true,
-        matched: None,
-    }
+    error_output(format, err)
+}
+
+/// `err` as a failed answer in `format`: `[CODE] message`, or the JSON error object. Every
+/// gateway tool answers its errors so.
+pub(crate) fn error_output(format: OutputFormat, err: &ToolError) -> ToolOutput {
+    ToolOutput::failure(match format {
+        OutputFormat::Json => err.to_json().to_string(),
+        OutputFormat::Markdown => err.to_string(),
+    })
 }
 
 /// A store failure as a tool error, keeping its code.

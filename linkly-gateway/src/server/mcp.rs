@@ -208,14 +208,7 @@ impl Shared {
             if err.code.is_internal() {
                 tracing::error!(tool = name, error = %err.message, "gateway tool failed");
             }
-            ToolOutput {
-                text: match format {
-                    OutputFormat::Json => err.to_json().to_string(),
-                    OutputFormat::Markdown => err.to_string(),
-                },
-                is_error: true,
-                matched: None,
-            }
+            catalog::error_output(format, &err)
         }))
     }
 

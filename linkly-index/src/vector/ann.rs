@@ -746,19 +746,7 @@ mod tests {
     }
 
     fn random_vectors(n: usize, dim: usize) -> Vec<Vec<f32>> {
-        let mut x: u64 = 12345;
-        (0..n)
-            .map(|_| {
-                (0..dim)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        (x % 2000) as f32 / 1000.0 - 1.0
-                    })
-                    .collect()
-            })
-            .collect()
+        crate::vector::random_vectors(n, dim, 12345)
     }
 
     /// A snapshot reads back as the collection it was taken of: the same slots, vectors and

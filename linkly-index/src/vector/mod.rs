@@ -17,7 +17,7 @@ mod scan_bench;
 mod store;
 
 #[doc(hidden)]
-pub use scan_bench::ScanBench;
+pub use scan_bench::{ScanBench, random_vectors};
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -290,6 +290,16 @@ impl VectorSide {
         *self.status.lock().unwrap_or_else(|e| e.into_inner()) = s;
     }
 
+    /// `embedder` is the model `name`, loaded: search may use it, and the status says ready.
+    fn set_ready(&self, name: String, embedder: Arc<TextEmbedder>) {
+        let dim = embedder.dim();
+        *self.model.write().unwrap_or_else(|e| e.into_inner()) = Some(Loaded {
+            name: name.clone(),
+            embedder,
+        });
+        self.set_status(ModelStatus::Ready { name, dim });
+    }
+
     /// The embedder, when loaded and its vectors are the ones in memory; never waits.
     /// The loaded model, when it is ready and the loaded vectors are its own.
     pub(crate) fn usable_embedder(&self) -> Option<Arc<TextEmbedder>> {
@@ -476,16 +486,7 @@ impl Index {
             .set_status(ModelStatus::Loading { name: name.clone() });
         match TextEmbedder::load(choice) {
             Ok(embedder) => {
-                let dim = embedder.dim();
-                *self
-                    .vectors
-                    .model
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner()) = Some(Loaded {
-                    name: name.clone(),
-                    embedder: Arc::new(embedder),
-                });
-                self.vectors.set_status(ModelStatus::Ready { name, dim });
+                self.vectors.set_ready(name, Arc::new(embedder));
                 Ok(())
             }
             Err(e) => {
@@ -707,12 +708,8 @@ impl Index {
             .into());
         }
         let _gate = self.embed_gate.lock().unwrap_or_else(|e| e.into_inner());
-        self.lexical.acquire_writer()?;
-        let result = self.put_vectors_locked(model, dim, docs);
-        let released = self.lexical.release_writer();
-        let n = result?;
-        released?;
-        Ok(n)
+        self.lexical
+            .holding_writer(|| self.put_vectors_locked(model, dim, docs))
     }
 
     fn put_vectors_locked(
@@ -775,19 +772,7 @@ impl Index {
             .deferred
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = None;
-        let dim = embedder.dim();
-        *self
-            .vectors
-            .model
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = Some(Loaded {
-            name: name.to_string(),
-            embedder,
-        });
-        self.vectors.set_status(ModelStatus::Ready {
-            name: name.to_string(),
-            dim,
-        });
+        self.vectors.set_ready(name.to_string(), embedder);
     }
 
     /// Embeds the documents that have no vectors at their current content, in batches, each
@@ -809,12 +794,8 @@ impl Index {
             .into());
         };
         let _gate = self.embed_gate.lock().unwrap_or_else(|e| e.into_inner());
-        self.lexical.acquire_writer()?;
-        let result = self.embed_locked(&name, &embedder, progress);
-        let released = self.lexical.release_writer();
-        let report = result?;
-        released?;
-        Ok(report)
+        self.lexical
+            .holding_writer(|| self.embed_locked(&name, &embedder, progress))
     }
 
     fn embed_locked(
@@ -941,18 +922,21 @@ mod tests {
         ann(index, |s| s.ann.is_mapped())
     }
 
+    /// `tmp/docs`, holding one note about a cat.
+    fn cat_folder(tmp: &Path) -> PathBuf {
+        let root = tmp.join("docs");
+        fs_err::create_dir_all(&root).unwrap();
+        fs_err::write(root.join("cat.md"), "The cat sleeps on the windowsill.\n").unwrap();
+        root
+    }
+
     #[test]
     fn a_search_without_a_model_leaves_the_stored_vectors_unread() {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("docs");
-        fs_err::create_dir_all(&root).unwrap();
-        fs_err::write(root.join("cat.md"), "The cat sleeps on the windowsill.\n").unwrap();
+        let root = cat_folder(tmp.path());
         let sync = |index: &Index| {
             let roots = vec![root.clone()];
-            let opts = SyncOptions {
-                roots,
-                ..SyncOptions::default()
-            };
+            let opts = SyncOptions::of_roots(roots);
             index.sync(&opts, &mut |_| {}).unwrap();
         };
         let model = ModelChoice {
@@ -990,9 +974,7 @@ mod tests {
     #[test]
     fn a_snapshot_of_the_vectors_serves_cold_loads_until_they_change() {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("docs");
-        fs_err::create_dir_all(&root).unwrap();
-        fs_err::write(root.join("cat.md"), "The cat sleeps on the windowsill.\n").unwrap();
+        let root = cat_folder(tmp.path());
         fs_err::write(root.join("tea.md"), "Green tea is brewed at 80 degrees.\n").unwrap();
         let model = ModelChoice {
             name: "sentence-transformers/all-MiniLM-L6-v2".into(),
@@ -1008,10 +990,7 @@ mod tests {
             index
         };
         let update = |index: &Index| {
-            let opts = SyncOptions {
-                roots: vec![root.clone()],
-                ..SyncOptions::default()
-            };
+            let opts = SyncOptions::of_roots(vec![root.clone()]);
             index.sync(&opts, &mut |_| {}).unwrap();
             index.embed_pending(&mut |_| {}).unwrap();
         };

@@ -1,4 +1,5 @@
-//! The scan on its own, reachable from outside the crate for `cargo xtask bench scan`.
+//! The scan on its own, reachable from outside the crate for `cargo xtask bench scan`, and the
+//! made-up vectors it and the index's own tests search.
 
 use crate::vector::ann::Ann;
 use crate::vector::store::StoredChunk;
@@ -37,4 +38,23 @@ impl ScanBench {
     pub fn search(&self, query: &[f32], k: usize) -> usize {
         self.0.search(query, k, None).len()
     }
+}
+
+/// `n` made-up vectors of `dim` values in [-1, 1), the same for the same `seed` (xorshift):
+/// what the scan's bench and tests search. Not API.
+#[doc(hidden)]
+pub fn random_vectors(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            (0..dim)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x % 2000) as f32 / 1000.0 - 1.0
+                })
+                .collect()
+        })
+        .collect()
 }

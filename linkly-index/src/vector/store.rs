@@ -324,14 +324,7 @@ impl VectorStore {
 
     /// Every chunk id.
     pub(crate) fn chunk_ids(&self) -> Result<Vec<u64>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare("SELECT id FROM chunks")?;
-        let rows = stmt.query_map([], |r| r.get::<_, i64>(0))?;
-        let mut out = Vec::new();
-        for row in rows {
-            out.push(row? as u64);
-        }
-        Ok(out)
+        crate::store::select_ids(&self.conn(), "SELECT id FROM chunks")
     }
 
     /// The key of a snapshot of the stored chunks as they are now, for `owner`

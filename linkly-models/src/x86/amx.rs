@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
+use crate::linear::pack_panels;
 use crate::prepared::{Array, Reader, Writer, check};
 
 thread_local! {
@@ -48,14 +49,7 @@ pub(crate) struct AmxLinear {
     packed: Array<u16>,
 }
 
-impl std::fmt::Debug for AmxLinear {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AmxLinear")
-            .field("k", &self.k)
-            .field("n", &self.n)
-            .finish_non_exhaustive()
-    }
-}
+crate::linear::linear_shape!(AmxLinear);
 
 /// `x` rounded to the nearest bf16, ties to even (inputs here are finite).
 fn bf16(x: f32) -> u16 {
@@ -119,17 +113,7 @@ impl AmxLinear {
                 }
             }
         };
-        // A layer's weights (at load) on all cores; attention's small matrices on this thread.
-        let blocks = packed.chunks_mut(ktiles * TILE_BYTES);
-        if k * n >= 1 << 16 {
-            blocks
-                .collect::<Vec<_>>()
-                .into_par_iter()
-                .enumerate()
-                .for_each(|(b, dst)| pack(b, dst));
-        } else {
-            blocks.enumerate().for_each(|(b, dst)| pack(b, dst));
-        }
+        pack_panels(&mut packed, ktiles * TILE_BYTES, k * n, pack);
         Some(AmxLinear {
             k,
             n,
@@ -168,16 +152,6 @@ impl AmxLinear {
             np,
             packed,
         }))
-    }
-
-    /// The input width.
-    pub(crate) fn inputs(&self) -> usize {
-        self.k
-    }
-
-    /// The output width.
-    pub(crate) fn outputs(&self) -> usize {
-        self.n
     }
 
     /// The output width rounded up to whole blocks of 32: the width of
@@ -545,47 +519,17 @@ mod tiles {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_matrices::{assert_rows_near_exact, case, values};
+    use crate::test_matrices::{Agreement, values};
 
-    #[test]
-    fn kernels_match_the_scalar_reference_and_the_f32_product() {
-        if !supported() {
-            assert!(AmxLinear::new(&[1.0; 16], 4, 4).is_none());
-            return;
-        }
-        for &(rows, k, n) in &[
-            (1, 384, 384),
-            (13, 384, 1152),
-            (100, 1536, 384),
-            (7, 37, 70),
-            (33, 4, 16),
-            (3, 5, 1),
-            (64, 64, 64),
-        ] {
-            let (x, w) = case(rows, k, n);
-            let q = AmxLinear::new(&w, k, n).unwrap();
-            assert_eq!((q.inputs(), q.outputs()), (k, n));
-            let fast = q.forward(&x, rows);
-            let reference = q.forward_reference(&x, rows, &w);
-            assert_eq!(fast.len(), rows * n);
-            for (r, (got, want)) in fast
-                .chunks_exact(n)
-                .zip(reference.chunks_exact(n))
-                .enumerate()
-            {
-                let norm = want.iter().map(|v| v * v).sum::<f32>().sqrt();
-                for (c, (a, b)) in got.iter().zip(want).enumerate() {
-                    // The same products summed in another order (f32 against f64).
-                    assert!(
-                        (a - b).abs() <= 1e-5 * norm.max(1.0),
-                        "{rows}×{k}×{n}: [{r}][{c}]: kernel {a}, reference {b}"
-                    );
-                }
-            }
-            // bf16 keeps 8 significant bits: about 0.4 % per input.
-            assert_rows_near_exact(&x, &w, &fast, [rows, k, n], 0.01);
-        }
-    }
+    // The same products as the reference summed in another order (f32 against f64); bf16
+    // keeps 8 significant bits: about 0.4 % per input. More than one block of 32 rows.
+    crate::test_matrices::kernel_tests!(
+        AmxLinear,
+        reference: |q, x, rows, w| q.forward_reference(x, rows, w),
+        agreement: Agreement::RowNorm,
+        exact: |_| 0.01,
+        more_shapes: [[33, 4, 16], [64, 64, 64]],
+    );
 
     /// The weights packed from their transpose multiply the same, and the padded rows hold
     /// the same values, then zeros.
@@ -645,11 +589,5 @@ mod tests {
             });
             assert_eq!(got, want, "{rows}×{k}×{n}");
         }
-    }
-
-    #[test]
-    fn empty_shapes_are_refused() {
-        assert!(AmxLinear::new(&[], 0, 4).is_none());
-        assert!(AmxLinear::new(&[1.0; 3], 2, 2).is_none());
     }
 }

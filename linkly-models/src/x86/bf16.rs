@@ -19,6 +19,7 @@
 
 use rayon::prelude::*;
 
+use crate::linear::{pack_panels, rows_per_task};
 use crate::prepared::{Array, Reader, Writer, check};
 
 /// Columns per panel: four AVX-512 registers of 16 f32 sums.
@@ -37,14 +38,7 @@ pub(crate) struct Bf16Linear {
     packed: Array<u16>,
 }
 
-impl std::fmt::Debug for Bf16Linear {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Bf16Linear")
-            .field("k", &self.k)
-            .field("n", &self.n)
-            .finish_non_exhaustive()
-    }
-}
+crate::linear::linear_shape!(Bf16Linear);
 
 /// Whether this CPU has the instructions the kernel needs.
 pub(crate) fn supported() -> bool {
@@ -94,16 +88,7 @@ impl Bf16Linear {
                 }
             }
         };
-        let chunks = packed.chunks_mut(pairs * PANEL * 2);
-        if k * n >= 1 << 16 {
-            chunks
-                .collect::<Vec<_>>()
-                .into_par_iter()
-                .enumerate()
-                .for_each(|(p, dst)| pack(p, dst));
-        } else {
-            chunks.enumerate().for_each(|(p, dst)| pack(p, dst));
-        }
+        pack_panels(&mut packed, pairs * PANEL * 2, k * n, pack);
         Some(Bf16Linear {
             k,
             n,
@@ -136,16 +121,6 @@ impl Bf16Linear {
         Ok(Some(Bf16Linear { k, n, kp, packed }))
     }
 
-    /// The input width.
-    pub(crate) fn inputs(&self) -> usize {
-        self.k
-    }
-
-    /// The output width.
-    pub(crate) fn outputs(&self) -> usize {
-        self.n
-    }
-
     /// `x · w` for `x` of `rows` rows of `k` values: `[rows, n]`, rows spread over rayon.
     pub(crate) fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
         assert_eq!(x.len(), rows * self.k, "x must hold rows × k values");
@@ -163,11 +138,7 @@ impl Bf16Linear {
                 }
             });
         let mut out = vec![0.0f32; rows * n];
-        // Blocks of whole kernel calls, several per thread.
-        let per = (rows / (rayon::current_num_threads() * 4))
-            .div_ceil(MR)
-            .max(1)
-            * MR;
+        let per = rows_per_task(rows, MR);
         out.par_chunks_mut(n * per)
             .zip(xb.par_chunks(kp * per))
             .for_each(|(out, xb)| self.block(xb, out));
@@ -190,14 +161,7 @@ impl Bf16Linear {
                 // SAFETY: built only where `supported()` holds; `tile` asserts the lengths its
                 // pointer arithmetic relies on.
                 unsafe {
-                    match m {
-                        6 => avx512::tile::<6>(a, kp, w, o, n, col, cols),
-                        5 => avx512::tile::<5>(a, kp, w, o, n, col, cols),
-                        4 => avx512::tile::<4>(a, kp, w, o, n, col, cols),
-                        3 => avx512::tile::<3>(a, kp, w, o, n, col, cols),
-                        2 => avx512::tile::<2>(a, kp, w, o, n, col, cols),
-                        _ => avx512::tile::<1>(a, kp, w, o, n, col, cols),
-                    }
+                    super::call_with_rows!(m, avx512::tile, (a, kp, w, o, n, col, cols));
                 }
                 r += m;
             }
@@ -231,10 +195,7 @@ impl Bf16Linear {
 mod avx512 {
     use std::arch::x86_64::*;
 
-    /// The mask of the first `n` of 16 lanes (all 16 from 16 on).
-    fn first_lanes(n: usize) -> __mmask16 {
-        if n >= 16 { 0xffff } else { (1u16 << n) - 1 }
-    }
+    use super::super::first_lanes;
 
     /// `M` rows × one panel of up to 64 columns: `out[r][col..col + cols]`.
     ///
@@ -319,7 +280,7 @@ mod avx512 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_matrices::{assert_rows_near_exact, case};
+    use crate::test_matrices::Agreement;
 
     #[test]
     fn rounding_is_to_nearest_even() {
@@ -331,47 +292,14 @@ mod tests {
         assert!(f32_of(bf16(f32::NAN)).is_nan());
     }
 
-    #[test]
-    fn kernel_matches_the_scalar_reference_and_the_f32_product() {
-        if !supported() {
-            // Nothing to test: no `Bf16Linear` can exist on this CPU.
-            assert!(Bf16Linear::new(&[1.0; 16], 4, 4).is_none());
-            return;
-        }
-        // Whole and partial panels, odd k, row counts that leave every tail of the 6-row
-        // kernel.
-        for &(rows, k, n) in &[
-            (1, 384, 384),
-            (13, 384, 1152),
-            (100, 1536, 384),
-            (7, 37, 70),
-            (6, 2, 16),
-            (3, 5, 1),
-        ] {
-            let (x, w) = case(rows, k, n);
-            let q = Bf16Linear::new(&w, k, n).unwrap();
-            assert_eq!((q.inputs(), q.outputs()), (k, n));
-            let fast = q.forward(&x, rows);
-            let reference = q.forward_reference(&x, rows);
-            assert_eq!(fast.len(), rows * n);
-            let scale = x.iter().map(|v| v.abs()).fold(0.0f32, f32::max)
-                * w.iter().map(|v| v.abs()).fold(0.0f32, f32::max);
-            for (i, (a, b)) in fast.iter().zip(&reference).enumerate() {
-                // The same exact products of bf16 values, summed in another order.
-                assert!(
-                    (a - b).abs() <= 1e-5 * scale * k as f32,
-                    "{rows}×{k}×{n}: value {i}: kernel {a}, reference {b}"
-                );
-            }
-            // Against the exact f32 product: each row within the rounding of 8-bit
-            // significands (about 0.4 % of its norm); a zero row exactly zero.
-            assert_rows_near_exact(&x, &w, &fast, [rows, k, n], 0.01);
-        }
-    }
-
-    #[test]
-    fn empty_shapes_are_refused() {
-        assert!(Bf16Linear::new(&[], 0, 4).is_none());
-        assert!(Bf16Linear::new(&[1.0; 3], 2, 2).is_none());
-    }
+    // The same exact products of bf16 values as the reference, summed in another order; each
+    // row within the rounding of 8-bit significands of the exact product (about 0.4 % of its
+    // norm). An odd k and a 6-row call of one pair.
+    crate::test_matrices::kernel_tests!(
+        Bf16Linear,
+        reference: |q, x, rows, _| q.forward_reference(x, rows),
+        agreement: Agreement::Products,
+        exact: |_| 0.01,
+        more_shapes: [[6, 2, 16]],
+    );
 }

@@ -18,6 +18,7 @@
 
 use rayon::prelude::*;
 
+use crate::linear::rows_per_task;
 use crate::prepared::{Array, Reader, Writer, check};
 
 /// Columns per panel: four AVX-512 registers of 16 `i32` sums.
@@ -40,14 +41,7 @@ pub(crate) struct QuantLinear {
     shift: Array<i32>,
 }
 
-impl std::fmt::Debug for QuantLinear {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QuantLinear")
-            .field("k", &self.k)
-            .field("n", &self.n)
-            .finish_non_exhaustive()
-    }
-}
+crate::linear::linear_shape!(QuantLinear);
 
 /// Whether this CPU has the instructions the kernels need.
 pub(crate) fn supported() -> bool {
@@ -151,16 +145,6 @@ impl QuantLinear {
         }))
     }
 
-    /// The input width.
-    pub(crate) fn inputs(&self) -> usize {
-        self.k
-    }
-
-    /// The output width.
-    pub(crate) fn outputs(&self) -> usize {
-        self.n
-    }
-
     /// `x · w` for `x` of `rows` rows of `k` values: `[rows, n]`, rows spread over rayon.
     pub(crate) fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
         assert_eq!(x.len(), rows * self.k, "x must hold rows × k values");
@@ -180,11 +164,7 @@ impl QuantLinear {
                 }
             });
         let mut out = vec![0.0f32; rows * n];
-        // Blocks of whole kernel calls, several per thread.
-        let per = (rows / (rayon::current_num_threads() * 4))
-            .div_ceil(MR)
-            .max(1)
-            * MR;
+        let per = rows_per_task(rows, MR);
         out.par_chunks_mut(n * per)
             .zip(xq.par_chunks(kp * per))
             .zip(xs.par_chunks(per))
@@ -211,14 +191,11 @@ impl QuantLinear {
                 // SAFETY: built only where `supported()` holds; `tile` asserts the lengths
                 // its pointer arithmetic relies on.
                 unsafe {
-                    match m {
-                        6 => avx512::tile::<6>(a, kp, s, w, scale, shift, o, n, col, cols),
-                        5 => avx512::tile::<5>(a, kp, s, w, scale, shift, o, n, col, cols),
-                        4 => avx512::tile::<4>(a, kp, s, w, scale, shift, o, n, col, cols),
-                        3 => avx512::tile::<3>(a, kp, s, w, scale, shift, o, n, col, cols),
-                        2 => avx512::tile::<2>(a, kp, s, w, scale, shift, o, n, col, cols),
-                        _ => avx512::tile::<1>(a, kp, s, w, scale, shift, o, n, col, cols),
-                    }
+                    super::call_with_rows!(
+                        m,
+                        avx512::tile,
+                        (a, kp, s, w, scale, shift, o, n, col, cols)
+                    );
                 }
                 r += m;
             }
@@ -265,10 +242,7 @@ impl QuantLinear {
 mod avx512 {
     use std::arch::x86_64::*;
 
-    /// The mask of the first `n` of 16 lanes (all 16 from 16 on).
-    fn first_lanes(n: usize) -> __mmask16 {
-        if n >= 16 { 0xffff } else { (1u16 << n) - 1 }
-    }
+    use super::super::first_lanes;
 
     /// Quantizes one row: `q[i] = round(x[i] · 127 / max|x|) + 128`, `q[k..] = 128` (zero);
     /// returns the row's scale, `max|x| / 127` (0 for a row of zeros).
@@ -408,47 +382,16 @@ mod avx512 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_matrices::{assert_rows_near_exact, case};
+    use crate::test_matrices::Agreement;
 
-    #[test]
-    fn kernels_match_the_scalar_reference_and_the_f32_product() {
-        if !supported() {
-            // Nothing to test: no `QuantLinear` can exist on this CPU.
-            assert!(QuantLinear::new(&[1.0; 16], 4, 4).is_none());
-            return;
-        }
-        // Shapes that exercise every path: whole and partial panels, k not a multiple of 4
-        // or 16, row counts that leave every tail of the 6-row kernel, zero rows.
-        for &(rows, k, n) in &[
-            (1, 384, 384),
-            (13, 384, 1152),
-            (100, 1536, 384),
-            (7, 37, 70),
-            (6, 4, 16),
-            (3, 5, 1),
-        ] {
-            let (x, w) = case(rows, k, n);
-            let q = QuantLinear::new(&w, k, n).unwrap();
-            assert_eq!((q.inputs(), q.outputs()), (k, n));
-            let fast = q.forward(&x, rows);
-            let reference = q.forward_reference(&x, rows);
-            assert_eq!(fast.len(), rows * n);
-            for (i, (a, b)) in fast.iter().zip(&reference).enumerate() {
-                // The same integer sums, scaled in another order: equal to float rounding.
-                assert!(
-                    (a - b).abs() <= 1e-5 * b.abs().max(1.0),
-                    "{rows}×{k}×{n}: value {i}: kernel {a}, reference {b}"
-                );
-            }
-            // Against the exact f32 product: each row within the error of 8-bit quantization
-            // (about 3 % of its norm with these outliers); a zero row exactly zero.
-            assert_rows_near_exact(&x, &w, &fast, [rows, k, n], 0.06);
-        }
-    }
-
-    #[test]
-    fn empty_shapes_are_refused() {
-        assert!(QuantLinear::new(&[], 0, 4).is_none());
-        assert!(QuantLinear::new(&[1.0; 3], 2, 2).is_none());
-    }
+    // The same integer sums as the reference, scaled in another order: equal to float
+    // rounding; each row within the error of 8-bit quantization of the exact product (about
+    // 3 % of its norm with these outliers). Every tail of the 6-row kernel, one group of four.
+    crate::test_matrices::kernel_tests!(
+        QuantLinear,
+        reference: |q, x, rows, _| q.forward_reference(x, rows),
+        agreement: Agreement::Value,
+        exact: |_| 0.06,
+        more_shapes: [[6, 4, 16]],
+    );
 }

@@ -22,6 +22,30 @@
 
 #![allow(unsafe_code)]
 
+/// The mask of the first `n` of 16 lanes (all 16 from 16 on): the live part of a panel's
+/// register, or of a row's last 16 values, in the AVX-512 kernels ([`bf16`], [`int8`]).
+#[cfg(target_arch = "x86_64")]
+fn first_lanes(n: usize) -> std::arch::x86_64::__mmask16 {
+    if n >= 16 { 0xffff } else { (1u16 << n) - 1 }
+}
+
+/// `tile::<M>(args)` for the `M = $rows` rows of a kernel call (1 to 6), the row count the
+/// AVX-512 kernels ([`bf16`], [`int8`]) are compiled for; the caller's `unsafe` block says why
+/// the call is sound.
+macro_rules! call_with_rows {
+    ($rows:expr, $($tile:ident)::+, ($($arg:expr),* $(,)?)) => {
+        match $rows {
+            6 => $($tile)::+::<6>($($arg),*),
+            5 => $($tile)::+::<5>($($arg),*),
+            4 => $($tile)::+::<4>($($arg),*),
+            3 => $($tile)::+::<3>($($arg),*),
+            2 => $($tile)::+::<2>($($arg),*),
+            _ => $($tile)::+::<1>($($arg),*),
+        }
+    };
+}
+use call_with_rows;
+
 pub(crate) mod amx;
 pub(crate) mod bf16;
 pub(crate) mod int8;

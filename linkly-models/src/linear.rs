@@ -1,0 +1,64 @@
+//! What the linear-layer kernel types share ([`crate::int8::QuantLinear`],
+//! [`crate::int16::Int16Linear`], [`crate::amx::AmxLinear`], [`crate::bf16::Bf16Linear`]):
+//! their shape accessors and `Debug`, the packing of their weights panel by panel, and the
+//! rows each rayon task computes.
+
+use rayon::prelude::*;
+
+/// `inputs`, `outputs` and a `Debug` that shows the shape, for a kernel type whose fields `k`
+/// and `n` are its input and output widths.
+macro_rules! linear_shape {
+    ($kernel:ident) => {
+        impl $kernel {
+            /// The input width.
+            pub(crate) fn inputs(&self) -> usize {
+                self.k
+            }
+
+            /// The output width.
+            pub(crate) fn outputs(&self) -> usize {
+                self.n
+            }
+        }
+
+        impl std::fmt::Debug for $kernel {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($kernel))
+                    .field("k", &self.k)
+                    .field("n", &self.n)
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+pub(crate) use linear_shape;
+
+/// Fills `packed`, `per_panel` values a panel, with `pack(panel, its values)`: on all cores
+/// for a layer's weights (`weights`, their count, at least 2^16: at load), on this thread for
+/// smaller matrices (attention's, packed at each call).
+pub(crate) fn pack_panels<T: Send>(
+    packed: &mut [T],
+    per_panel: usize,
+    weights: usize,
+    pack: impl Fn(usize, &mut [T]) + Sync,
+) {
+    let panels = packed.chunks_mut(per_panel);
+    if weights >= 1 << 16 {
+        panels
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(p, dst)| pack(p, dst));
+    } else {
+        panels.enumerate().for_each(|(p, dst)| pack(p, dst));
+    }
+}
+
+/// The rows of one rayon task: whole kernel calls of `call_rows` rows, several tasks per
+/// thread (so a thread that finishes early takes another's).
+pub(crate) fn rows_per_task(rows: usize, call_rows: usize) -> usize {
+    (rows / (rayon::current_num_threads() * 4))
+        .div_ceil(call_rows)
+        .max(1)
+        * call_rows
+}
