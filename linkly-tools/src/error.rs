@@ -177,21 +177,27 @@ pub(crate) fn check_choice<'a>(name: &str, value: &'a str, allowed: &[&str]) -> 
     if allowed.contains(&value) {
         Ok(value)
     } else {
-        let mut err = ToolError::invalid(format!(
-            "{name} must be one of {} (got {value:?})",
-            allowed
-                .iter()
-                .map(|a| format!("\"{a}\""))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        err.details = Some(json!({
-            "parameter": name,
-            "allowed": allowed,
-            "received": value,
-        }));
-        Err(err)
+        Err(choice_error(name, value, allowed))
     }
+}
+
+/// The refusal of a value outside a parameter's fixed set: it names the parameter, the
+/// allowed values and what was received (in the message and in `details`).
+pub fn choice_error(name: &str, value: &str, allowed: &[&str]) -> ToolError {
+    let mut err = ToolError::invalid(format!(
+        "{name} must be one of {} (got {value:?})",
+        allowed
+            .iter()
+            .map(|a| format!("\"{a}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    err.details = Some(json!({
+        "parameter": name,
+        "allowed": allowed,
+        "received": value,
+    }));
+    err
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ mod tools;
 mod upkeep;
 
 pub use crate::engine::{Linkly, ToolOutput, UnknownTool};
-pub use crate::error::{Result, ToolError};
+pub use crate::error::{Result, ToolError, choice_error};
 pub use crate::notes::person::{NoteDeleted, NoteView, TrashedNote};
 pub use crate::notes::sync_options;
 pub use crate::overview::{Overview, SKIPPED_PER_CODE, SkippedFile};

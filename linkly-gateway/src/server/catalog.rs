@@ -339,22 +339,10 @@ fn choice_arg(
         return Ok(None);
     };
     let wanted = value.trim().to_ascii_lowercase();
-    allowed
-        .iter()
-        .find(|a| **a == wanted)
-        .copied()
-        .map(Some)
-        .ok_or_else(|| {
-            ToolError::invalid(format!(
-                "{name} must be one of {} (got {value:?})",
-                allowed
-                    .iter()
-                    .map(|a| format!("\"{a}\""))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-            .with_details(json!({"parameter": name, "allowed": allowed, "received": value}))
-        })
+    match allowed.iter().find(|a| **a == wanted) {
+        Some(a) => Ok(Some(*a)),
+        None => Err(linkly_tools::choice_error(name, &value, allowed)),
+    }
 }
 
 fn format_arg(map: &Map<String, Value>) -> Result<OutputFormat, ToolError> {
