@@ -125,6 +125,19 @@ pub(crate) fn open(data: &DataDir) -> anyhow::Result<Backend> {
 /// The async runtime the MCP servers and clients of this process run on.
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
+        .max_blocking_threads(blocking_threads())
         .enable_all()
         .build()?)
+}
+
+/// The most threads that run tool calls at once (tokio's blocking pool; 512 by default).
+/// Each thread that ran a call keeps pages in its own allocator heap: under 16 clients the
+/// server grew to 47 such threads and its anonymous memory with them (`cargo xtask bench
+/// soak`, docs/benchmarks.md). Calls beyond the bound wait for a thread; four per core keeps
+/// the cores busy while some calls wait on the disk.
+fn blocking_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, std::num::NonZeroUsize::get)
+        .saturating_mul(4)
+        .max(8)
 }

@@ -19,6 +19,7 @@
 // A command-line program prints to stdout and stderr by design.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod allocator;
 mod args;
 mod backend;
 mod call;
@@ -42,18 +43,13 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// mimalloc, not glibc's malloc: glibc kept in its per-thread arenas what a sync's threads and
-/// the server's blocking threads had freed (a server at 212 MB after the first full index of
-/// 100,000 files, 335 MB under 16 clients); mimalloc hands freed pages back to the system (64 MB
-/// and about 210 MB). Measured by `cargo xtask bench soak`: docs/benchmarks.md, "Memory after a
-/// sync". It serves Rust allocations only; SQLite's own still go through the C library's malloc.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     // `linkly __extract-worker`: extract one risky file for the parent and exit.
     linkly_tools::extraction_worker_hook();
     let cli = args::Cli::parse();
+    if matches!(cli.command, args::Command::Serve(_)) {
+        allocator::settle_for_a_server();
+    }
     init_tracing();
     match commands::run(cli) {
         Ok(code) => code,

@@ -243,3 +243,24 @@ fn lan_mode_requires_the_token_from_other_hosts() {
     ]);
     assert_eq!(v["total"], 2);
 }
+
+/// A server runs with the allocators' settings for a long run (`src/allocator.rs`): it
+/// started again with them, as the same process; a setting already given is kept.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_server_runs_with_the_allocators_settings_for_a_long_run() {
+    let env = Env::sample();
+    let (server, _port) = start(&env, &[]);
+    let environ = fs_err::read(format!("/proc/{}/environ", server.0.id())).unwrap();
+    let vars: Vec<String> = environ
+        .split(|b| *b == 0)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect();
+    for (name, default) in [("MIMALLOC_PURGE_DELAY", "0"), ("MALLOC_ARENA_MAX", "2")] {
+        let want = format!(
+            "{name}={}",
+            std::env::var(name).unwrap_or_else(|_| default.to_string())
+        );
+        assert!(vars.contains(&want), "{want} not among {vars:?}");
+    }
+}
