@@ -88,6 +88,27 @@ struct DocSource {
     /// Why search is keyword-only here, when the caller knows better than the model's status
     /// (a gateway: the library was published without vectors, or with another model's).
     keyword_notice: Option<String>,
+    /// How far the ingestion of documents extracted elsewhere is behind (a gateway's library
+    /// right after a publish): search answers say that they cover what is indexed so far.
+    behind: Option<Arc<Behind>>,
+}
+
+/// How many changes an ingested index has still to apply, shared between whoever applies
+/// them (a gateway's catch-up of a published library) and the [`Linkly`] that answers
+/// meanwhile ([`Linkly::with_behind`]). Zero: caught up.
+#[derive(Debug, Default)]
+pub struct Behind(std::sync::atomic::AtomicU64);
+
+impl Behind {
+    /// Sets how many changes are still to apply.
+    pub fn set(&self, changes: u64) {
+        self.0.store(changes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many changes are still to apply.
+    pub fn get(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 impl Linkly {
@@ -114,6 +135,7 @@ impl Linkly {
                 prefix: linkly_core::DocId::PREFIX.to_string(),
                 files: true,
                 keyword_notice: None,
+                behind: None,
             },
         }
     }
@@ -134,6 +156,26 @@ impl Linkly {
     pub fn with_keyword_notice(mut self, notice: Option<String>) -> Linkly {
         self.docs.keyword_notice = notice;
         self
+    }
+
+    /// Search answers say that they cover only what is indexed so far while `behind` counts
+    /// changes still to apply (documents ingested from elsewhere: a gateway's library that
+    /// is still catching up with a publish).
+    pub fn with_behind(mut self, behind: Arc<Behind>) -> Linkly {
+        self.docs.behind = Some(behind);
+        self
+    }
+
+    /// The notice a search answer gives while the index is behind (see [`Linkly::with_behind`]).
+    pub(crate) fn behind_notice(&self) -> Option<String> {
+        let n = self.docs.behind.as_ref()?.get();
+        (n > 0).then(|| {
+            format!(
+                "This library is still being indexed after a publish ({} changes to apply): \
+                 this answer covers what is indexed so far; search again in a moment for all of it.",
+                linkly_core::stdx::thousands(n)
+            )
+        })
     }
 
     /// The notice set by [`Linkly::with_keyword_notice`].

@@ -45,7 +45,7 @@ mod snippet;
 mod tools;
 mod upkeep;
 
-pub use crate::engine::{Linkly, ToolOutput, UnknownTool};
+pub use crate::engine::{Behind, Linkly, ToolOutput, UnknownTool};
 pub use crate::error::{Result, ToolError, choice_error};
 pub use crate::notes::person::{NoteDeleted, NoteView, TrashedNote};
 pub use crate::notes::sync_options;

@@ -78,6 +78,39 @@ fn search_returns_every_contract_field() {
     assert!(v["_meta"]["now"].as_str().unwrap().ends_with('Z'));
 }
 
+/// An index still ingesting (a gateway's library after a publish) says so in every search
+/// answer until it has caught up.
+#[test]
+fn a_search_while_the_index_is_behind_says_it_covers_what_is_indexed_so_far() {
+    let f = sample();
+    let behind = std::sync::Arc::new(linkly_tools::Behind::default());
+    let dir = linkly_core::DataDir::new(f._tmp.path().join("data"));
+    let linkly =
+        Linkly::new(f.linkly.index().clone(), dir, Config::default()).with_behind(behind.clone());
+    let notices = |l: &Linkly| {
+        json_call(l, "search", json!({"query": "budget"}))["notices"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|n| n.as_str().map(str::to_string))
+            .filter(|n| n.contains("still being indexed"))
+            .collect::<Vec<_>>()
+    };
+    assert!(notices(&linkly).is_empty());
+    behind.set(1_500);
+    let said = notices(&linkly);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains("1,500 changes"), "{said:?}");
+    assert!(
+        call(&linkly, "search", json!({"query": "budget"}))
+            .0
+            .contains("still being indexed")
+    );
+    behind.set(0);
+    assert!(notices(&linkly).is_empty());
+}
+
 #[test]
 fn search_markdown_shape_and_no_results() {
     let f = sample();

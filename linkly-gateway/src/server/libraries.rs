@@ -23,7 +23,7 @@ use linkly_core::{Config, DataDir, DocId, DocType, OutlineNode};
 use linkly_extract::Extracted;
 use linkly_index::vector::{ModelChoice, ModelManager, TextEmbedder, canonical_name};
 use linkly_index::{ChunkVector, DocChunkVectors, Index, IngestDoc};
-use linkly_tools::Linkly;
+use linkly_tools::{Behind, Linkly};
 
 use crate::model::{LibraryInfo, LibraryKey, PublishedDoc, PublishedVectors};
 use crate::server::db::Db;
@@ -62,6 +62,9 @@ struct LibraryIndex {
     current: Mutex<Arc<Linkly>>,
     /// A background catch-up started by a call runs.
     background: AtomicBool,
+    /// How many changes the catch-up under way has still to apply: search answers given
+    /// meanwhile say that they cover what is indexed so far.
+    behind: Arc<Behind>,
 }
 
 #[derive(Debug)]
@@ -359,11 +362,13 @@ impl LibraryIndex {
             .map(|s| s.lines().map(str::to_string).collect())
             .unwrap_or_default();
         let index = Arc::new(Index::open(&dir.join("index"))?);
-        let linkly = make_linkly(&index, &dir, &key, &roots, None);
+        let behind = Arc::new(Behind::default());
+        let linkly = make_linkly(&index, &dir, &key, &roots, &behind, None);
         Ok(LibraryIndex {
             dir,
             key,
             index,
+            behind,
             current: Mutex::new(linkly.clone()),
             background: AtomicBool::new(false),
             state: Mutex::new(Applied {
@@ -400,6 +405,8 @@ impl LibraryIndex {
         }
         let before = state.roots.len();
         let mut applied = false;
+        let to_go = |seq: i64| u64::try_from(info.content_seq - seq).unwrap_or(0);
+        self.behind.set(to_go(state.seq));
         while state.seq < info.content_seq {
             let changes = db.changes_since(info.id, state.seq, PAGE)?;
             let mut docs = Vec::with_capacity(changes.upserted.len());
@@ -428,8 +435,11 @@ impl LibraryIndex {
             tracing::debug!(library = %self.key, upserted = n, removed = r, seq = changes.last_seq, "caught up");
             let moved = changes.last_seq > state.seq;
             state.seq = changes.last_seq;
+            self.behind.set(to_go(state.seq));
             write_applied(&self.dir, state.library_id, state.seq)?;
             if !changes.has_more || !moved {
+                // Nothing more to apply, whatever the sequence numbers say.
+                self.behind.set(0);
                 break;
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -442,6 +452,7 @@ impl LibraryIndex {
                     &self.dir,
                     &self.key,
                     &state.roots,
+                    &self.behind,
                     state.notice.clone(),
                 );
             }
@@ -464,6 +475,7 @@ impl LibraryIndex {
                 &self.dir,
                 &self.key,
                 &state.roots,
+                &self.behind,
                 state.notice.clone(),
             );
         }
@@ -508,6 +520,7 @@ fn make_linkly(
     dir: &Path,
     key: &LibraryKey,
     roots: &BTreeSet<String>,
+    behind: &Arc<Behind>,
     keyword_notice: Option<String>,
 ) -> Arc<Linkly> {
     let config = Config {
@@ -520,7 +533,8 @@ fn make_linkly(
     Arc::new(
         Linkly::new(index.clone(), DataDir::new(dir.to_path_buf()), config)
             .with_doc_prefix(key.doc_prefix())
-            .with_keyword_notice(keyword_notice),
+            .with_keyword_notice(keyword_notice)
+            .with_behind(behind.clone()),
     )
 }
 

@@ -325,6 +325,7 @@ impl Linkly {
             });
         }
         notices.extend(self.staleness_note());
+        notices.extend(self.behind_notice());
         let filters = active_filters(&p, scope);
         let (unfiltered_total, hint) = if results.is_empty() {
             let unfiltered = if filters.is_empty() {
