@@ -47,8 +47,8 @@ fn main() -> ExitCode {
     // `linkly __extract-worker`: extract one risky file for the parent and exit.
     linkly_tools::extraction_worker_hook();
     let cli = args::Cli::parse();
-    if matches!(cli.command, args::Command::Serve(_)) {
-        allocator::settle_for_a_server();
+    if allocator::long_run(&cli.command) {
+        allocator::settle_for_a_long_run();
     }
     init_tracing();
     match commands::run(cli) {
