@@ -14,24 +14,20 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// pages back at once instead of after a second (its `purge_delay`), and glibc's malloc, which
 /// SQLite's allocations go through, keeps two arenas instead of eight per core. Under the
 /// soak's 16 clients they bring the server's resident memory from 155-178 MB to the figures
-/// in docs/benchmarks.md ("Memory after a sync"), and the peak of `linkly index` over 17,649
-/// files from 144 to 117 MB. A variable already set is left as it is.
+/// in docs/benchmarks.md ("Memory after a sync"). A variable already set is left as it is.
 #[cfg(unix)]
 const SERVER_SETTINGS: [(&str, &str); 2] =
     [("MIMALLOC_PURGE_DELAY", "0"), ("MALLOC_ARENA_MAX", "2")];
 
-/// Whether a command runs long (a server, the stdio MCP server or its bridge, the gateway) or
-/// indexes (`index`, `open`): those start again with [`SERVER_SETTINGS`]. A short call (a
-/// search, a read) does not pay for the second start.
+/// Whether a command runs long: a server, the stdio MCP server or its bridge, the gateway,
+/// the window. Those start again with [`SERVER_SETTINGS`]. A short call (a search, a read)
+/// does not pay for a second start, and `linkly index` keeps mimalloc's purge delay: purging
+/// at once cost the encoder four times the system time (docs/benchmarks.md).
 pub(crate) fn long_run(command: &crate::args::Command) -> bool {
     use crate::args::Command;
     matches!(
         command,
-        Command::Serve(_)
-            | Command::Index(_)
-            | Command::Mcp(_)
-            | Command::Gateway(_)
-            | Command::Open(_)
+        Command::Serve(_) | Command::Mcp(_) | Command::Gateway(_) | Command::Open(_)
     )
 }
 
