@@ -4,7 +4,7 @@
 //! and half-width kana, and a Japanese page by keywords that are words → save a note, read it,
 //! edit it from what `read` returned → find it by its tag. Every step once, without retries.
 
-mod common;
+use crate::common;
 
 use common::{Env, corpus_dir};
 

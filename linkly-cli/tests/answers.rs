@@ -2,7 +2,7 @@
 //! SDK, `interop/client.py`): a search snippet's line range read back exactly, an empty search
 //! that names its filter, a reversed date window refused with both parameters named.
 
-mod common;
+use crate::common;
 
 use common::{Env, corpus_dir};
 use serde_json::{Value, json};

@@ -1,6 +1,6 @@
 //! The `linkly` binary as a user drives it: JSON fields, line numbers, grep paging, exit codes.
 
-mod common;
+use crate::common;
 
 use common::{Env, GUIDE};
 

@@ -1,6 +1,6 @@
 //! A `linkly index` killed midway leaves an index that reopens and catches up.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

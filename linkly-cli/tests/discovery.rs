@@ -1,7 +1,7 @@
 //! The discovery commands over the real binary: `library add|list|edit|remove`,
 //! `list-libraries`, `explore`, `find-paths` and `list`, with their flags and exit codes.
 
-mod common;
+use crate::common;
 
 use common::Env;
 

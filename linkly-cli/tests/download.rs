@@ -3,7 +3,7 @@
 //! midway is resumed in the same run, a file whose SHA-256 differs from the hub's is refused;
 //! and `linkly doctor` reports the model (missing, interrupted, broken).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};

@@ -2,7 +2,7 @@
 //! honours, for a bookmarked PDF (extracted in the isolated worker), a DOCX with heading
 //! styles, an EPUB with a nested TOC and an XLSX workbook; and the same through MCP.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use serde_json::json;

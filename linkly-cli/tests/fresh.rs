@@ -4,7 +4,7 @@
 //! file read at once shows its new text; a saved note found by its tag in the next call; a
 //! killed server replaced on the next call with the index whole.
 
-mod common;
+use crate::common;
 
 use common::Env;
 

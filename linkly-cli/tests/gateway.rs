@@ -4,7 +4,7 @@
 //! stdio, and two gateway processes sharing one PostgreSQL catalogue (when
 //! `LINKLY_TEST_POSTGRES` names a database).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -3,7 +3,7 @@
 //! server, and `linkly status` says which process serves, since when, started by whom and with
 //! which options. All through the real binary.
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};

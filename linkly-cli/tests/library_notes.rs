@@ -3,7 +3,7 @@
 //! `list` (the notes folder is one of its paths) and `explore`; and `read` of a note shows its
 //! body with the front matter as metadata.
 
-mod common;
+use crate::common;
 
 use common::Env;
 

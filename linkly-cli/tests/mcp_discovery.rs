@@ -2,7 +2,7 @@
 //! library) through the real `linkly mcp` binary and an independent MCP client (the official
 //! Python SDK, `interop/client.py`).
 
-mod common;
+use crate::common;
 
 use common::Env;
 use serde_json::{Value, json};

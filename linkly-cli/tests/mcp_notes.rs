@@ -5,7 +5,7 @@
 //! phases; between them the test reads the note file, computes its version (SHA-256 of the
 //! bytes) and plays a person editing the note in a text editor.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

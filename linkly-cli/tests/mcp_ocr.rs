@@ -1,7 +1,7 @@
 //! OCR through the official MCP Python SDK client over stdio: `search` finds words that exist
 //! only inside images, `grep` and `read` show them.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use serde_json::json;

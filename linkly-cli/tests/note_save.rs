@@ -1,7 +1,7 @@
 //! `linkly note-save` over the real binary: the anchor's local checks, stdin, and the
 //! compare-and-swap contract under concurrent writers in threads and in separate processes.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! `image_text` mode of `read`; an image indexed while OCR is unavailable is read at the next
 //! index once it is available.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

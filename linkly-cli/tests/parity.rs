@@ -3,7 +3,7 @@
 //! arguments returns the same JSON, `_meta.now` and the CLI's `status` aside. The CLI builds
 //! the tool's own params type, so a flag that maps to the wrong parameter shows here.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use linkly_mcp::RemoteClient;

@@ -2,7 +2,7 @@
 //! --fix` and `index --rebuild` rebuild it from the store, and a server started on it repairs
 //! it before it says `watching`.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! hybrid mode, through the CLI and through the MCP server driven by the Python SDK probe; with
 //! no model the same search answers in keyword mode.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

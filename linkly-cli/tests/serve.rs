@@ -1,7 +1,7 @@
 //! `linkly serve` for real: live watching observed through an MCP client, catch-up after a
 //! restart, the single-writer lock, LAN tokens, and CLI client mode.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

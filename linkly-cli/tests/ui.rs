@@ -10,8 +10,8 @@
 //! Without Chromium the test fails when `CI` or `LINKLY_REQUIRE_BROWSER` is set (`.ci/run`
 //! installs both and sets the latter), and is skipped with a printed reason otherwise.
 
-mod browser;
-mod common;
+use crate::browser;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -5,7 +5,7 @@
 use linkly_core::{OutlineNode, SkipReason, is_cjk};
 use linkly_extract::{Extracted, extract_path};
 
-mod common;
+use crate::common;
 use common::{Results, check_ranges, corpus_dir, extract_folders, lines, ok};
 
 const FOLDERS: [&str; 5] = ["md", "txt", "html", "csv", "edge"];

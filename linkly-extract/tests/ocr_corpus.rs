@@ -8,7 +8,7 @@ use linkly_core::{DocType, SkipReason};
 use linkly_extract::ocr::{self, OcrOptions};
 use linkly_extract::{ExtractOptions, Extracted, extract_loaded_with, extract_path};
 
-mod common;
+use crate::common;
 use common::corpus_dir;
 
 fn image(name: &str) -> Extracted {

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use linkly_core::{OutlineNode, SkipReason};
 use linkly_extract::extract_path;
 
-mod common;
+use crate::common;
 use common::{Results, check_ranges, corpus_dir, extract_folders, lines, ok};
 
 const FOLDERS: [&str; 4] = ["docx", "pptx", "xlsx", "epub"];

@@ -14,7 +14,7 @@ use std::time::Duration;
 use linkly_core::{OutlineNode, SkipReason};
 use linkly_extract::{Extracted, Sandbox, extract_isolated, extract_path, run_worker};
 
-mod common;
+use crate::common;
 use common::{Results, check_ranges, corpus_dir, extract_folders, ok};
 
 const FOLDERS: [&str; 4] = ["pdf", "rtf", "doc", "edge"];
@@ -28,6 +28,12 @@ fn worker_entry() {
     }
 }
 
+/// `worker_entry`'s name in this test binary (`pdf_rtf_doc_corpus::worker_entry`).
+fn worker_test_name() -> String {
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    format!("{module}::worker_entry")
+}
+
 /// This test binary as an extraction worker.
 fn worker_sandbox() -> Sandbox {
     let exe = std::env::current_exe().expect("current_exe");
@@ -36,7 +42,7 @@ fn worker_sandbox() -> Sandbox {
         vec![
             format!("{WORKER_ENV}=1"),
             exe.display().to_string(),
-            "worker_entry".into(),
+            worker_test_name(),
             "--exact".into(),
             "--nocapture".into(),
             "--test-threads=1".into(),

@@ -2,7 +2,7 @@
 //! (the parameter and its allowed range or values) in a real session, and an unknown tool is
 //! the server's JSON-RPC `-32602`, seen by the client as a typed rejection.
 
-mod common;
+use crate::common;
 
 use std::net::{IpAddr, Ipv4Addr};
 

@@ -1,7 +1,7 @@
 //! What an MCP client is told at `initialize` and in `tools/list`: the seeds' decision guidance
 //! (issue 15, point 7), read from a real stdio session as a client receives it.
 
-mod common;
+use crate::common;
 
 use common::Session;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! Hostile clients against a real server on loopback: abandoned sessions, slow connections,
 //! malformed JSON-RPC over HTTP and stdio, foreign `Host` headers, LAN token rules.
 
-mod common;
+use crate::common;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! that any change to it shows in review (issue 14, point 2). Also: arguments as models send
 //! them (`"limit": "5"`) over MCP.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -59,8 +59,8 @@ async fn tools_list_matches_the_snapshot() {
     if let Some(diff) = first_difference("", &expected, &list) {
         panic!(
             "tools/list differs from {} ({diff}).\nWhat agents see changed: if that is meant, \
-             rewrite the snapshot with `UPDATE_SNAPSHOTS=1 cargo test --workspace --test \
-             tools_list` and review its diff (and `cargo xtask tokens`).",
+             rewrite the snapshot with `UPDATE_SNAPSHOTS=1 cargo test -p linkly-mcp --test it \
+             tools_list::` and review its diff (and `cargo xtask tokens`).",
             path.display()
         );
     }

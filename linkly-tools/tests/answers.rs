@@ -8,7 +8,7 @@ use linkly_core::Config;
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{call, err_call, json_call};
 
 fn open(home: &Path, roots: &[PathBuf]) -> Linkly {

@@ -11,7 +11,7 @@ use linkly_core::Config;
 use linkly_tools::{Linkly, PathGlob};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{call, err_call, json_call};
 
 struct Fixture {

@@ -1,7 +1,7 @@
 //! Errors keep their meaning through the library: `INVALID_ARGUMENT` carries its details, a
 //! held index writer reaches the caller as `INDEX_BUSY` with advice, not `INTERNAL`.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The keep-fresh engine and the tools that keep their own answers fresh, in-process: what an
 //! embedding program gets without the CLI.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -10,7 +10,7 @@ use linkly_index::{Index, IngestDoc};
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
 fn hosted() -> (tempfile::TempDir, Linkly) {
     let tmp = tempfile::tempdir().unwrap();

@@ -1,7 +1,7 @@
 //! Hostile names and sizes at the tools: file names that would forge Markdown, names that are
 //! not UTF-8, huge offsets, huge lines in JSON, huge note bodies in the answer.
 
-mod common;
+use crate::common;
 
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;

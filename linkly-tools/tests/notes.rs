@@ -10,7 +10,7 @@ use linkly_tools::{Linkly, NoteSaveParams};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-mod common;
+use crate::common;
 
 struct Fixture {
     _tmp: tempfile::TempDir,

@@ -2,7 +2,7 @@
 //! schema states is checked against the tool itself, so the two cannot drift apart (issue 14,
 //! point 2). Also: integers sent as numeric strings are accepted.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

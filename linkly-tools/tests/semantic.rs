@@ -9,7 +9,7 @@ use linkly_models::test_inputs::TestInput;
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
 fn test_model() -> ModelChoice {
     ModelChoice {

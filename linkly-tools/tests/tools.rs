@@ -6,7 +6,7 @@ use linkly_core::Config;
 use linkly_tools::{Linkly, TOOLS};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{call, err_call, json_call};
 
 struct Fixture {

@@ -20,6 +20,9 @@
 //!   order of [`LAYERS`], top layer first.
 //! - **The gateway's client never uses its server:** no file under [`GATEWAY_CLIENT`] names
 //!   `crate::server` (by path or in a `use crate::{…}` group).
+//! - **One test binary per crate runs every test file:** a package whose integration tests are
+//!   one binary, `tests/it.rs` (it sets `autotests = false`), declares every other
+//!   `tests/*.rs` there as a module, so a file added beside it cannot be left out of the run.
 //!
 //! The checks read source text; comments and string literals are blanked first, so a
 //! doc comment may mention `println!` or `rusqlite::`.
@@ -181,6 +184,22 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
                 problems.extend(check_unsafe_allowed(&rel(&root, &file), &text));
             }
         }
+        let it = dir.join("tests").join("it.rs");
+        if it.is_file() {
+            let mut siblings = Vec::new();
+            for entry in fs_err::read_dir(dir.join("tests"))? {
+                let path = entry?.path();
+                if path.extension().is_some_and(|e| e == "rs")
+                    && let Some(stem) = path.file_stem().and_then(|s| s.to_str())
+                    && stem != "it"
+                {
+                    siblings.push(stem.to_string());
+                }
+            }
+            siblings.sort();
+            let text = fs_err::read_to_string(&it)?;
+            problems.extend(check_test_binary(&rel(&root, &it), &text, &siblings));
+        }
     }
     let architecture = root.join("docs/ARCHITECTURE.md");
     problems.extend(check_architecture_page(
@@ -191,7 +210,8 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
         println!(
             "tidy: ok ({} crates, {} library sources; layers, no printing, no storage or model \
              types in linkly-index's and linkly-models' public items, lib.rs openings, unsafe \
-             only in {UNSAFE_MODULE}, docs/ARCHITECTURE.md's lines and diagram, the gateway's client apart from its server)",
+             only in {UNSAFE_MODULE}, docs/ARCHITECTURE.md's lines and diagram, the gateway's client apart from its server, \
+             every test file in its crate's test binary)",
             graph.len(),
             files
         );
@@ -294,6 +314,31 @@ fn is_binary_source(src: &Path, file: &Path) -> bool {
 
 /// Layer violations: an edge from a Linkly crate to one at its layer or above, a Linkly crate
 /// missing from [`LAYERS`], a dependency on `xtask`.
+/// The files of `tests/` (their stems, `siblings`) that the crate's one test binary, `it`
+/// (the text of `tests/it.rs`), does not declare as modules: with `autotests = false`, cargo
+/// would never build them.
+pub(crate) fn check_test_binary(file: &str, it: &str, siblings: &[String]) -> Vec<String> {
+    let code = blank_comments_and_strings(it);
+    let declared: BTreeSet<&str> = code
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let l = l.strip_prefix("pub ").unwrap_or(l);
+            l.strip_prefix("mod ")?.strip_suffix(';').map(str::trim)
+        })
+        .collect();
+    siblings
+        .iter()
+        .filter(|s| !declared.contains(s.as_str()))
+        .map(|s| {
+            format!(
+                "{file}: tests/{s}.rs is not a module of the test binary (add `mod {s};`): \
+                 cargo would never build or run it"
+            )
+        })
+        .collect()
+}
+
 pub(crate) fn check_layers(graph: &[(String, Vec<String>)]) -> Vec<String> {
     let layer = |n: &str| LAYERS.iter().position(|l| *l == n);
     let mut out = Vec::new();
@@ -771,6 +816,17 @@ mod tests {
             .iter()
             .map(|(n, d)| (n.to_string(), d.iter().map(|s| s.to_string()).collect()))
             .collect()
+    }
+
+    #[test]
+    fn every_test_file_is_a_module_of_the_test_binary() {
+        let it = "//! mod omitted;\nmod common;\nmod a;\n// mod b;\nmod c ;\n";
+        let siblings = ["a", "b", "c", "omitted"].map(String::from);
+        let problems = check_test_binary("x/tests/it.rs", it, &siblings);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("tests/b.rs"), "{problems:?}");
+        assert!(problems[1].contains("tests/omitted.rs"), "{problems:?}");
+        assert!(check_test_binary("it.rs", "mod a;\nmod b;\n", &siblings[..2]).is_empty());
     }
 
     #[test]

@@ -1,0 +1,37 @@
+//! The `linkly` binary driven as people and agents drive it: every integration test of `linkly-cli`, in one test binary.
+//!
+//! One binary per crate links the crate's dependencies once instead of once per file (each
+//! link is 50 to 130 MB of unoptimised code): CI builds faster and needs a few gigabytes less
+//! disk. Each file below is a module; `cargo xtask tidy` checks that every `tests/*.rs` is
+//! listed here (the package sets `autotests = false`). Run one file's tests with
+//! `cargo test -p linkly-cli --test it <file>::`.
+
+mod browser;
+mod common;
+
+mod agent;
+mod answers;
+mod cli;
+mod clients;
+mod crash;
+mod discovery;
+mod dist;
+mod download;
+mod formats;
+mod fresh;
+mod gateway;
+mod handover;
+mod library_notes;
+mod mcp_discovery;
+mod mcp_notes;
+mod mcp_ocr;
+mod mcp_probe;
+mod model_import;
+mod note_save;
+mod ocr;
+mod parity;
+mod repair;
+mod semantic;
+mod serve;
+mod transcribe;
+mod ui;
