@@ -11,64 +11,14 @@ use linkly_gateway::model::{
 };
 use linkly_gateway::server::db::{Db, DbSpec};
 
-/// A fresh, empty database: a SQLite file in a temporary directory, or a new PostgreSQL
-/// database dropped afterwards.
-struct Fresh {
-    spec: DbSpec,
-    _dir: Option<tempfile::TempDir>,
-    pg: Option<(String, String)>,
-}
-
-impl Drop for Fresh {
-    fn drop(&mut self) {
-        if let Some((admin_url, name)) = &self.pg
-            && let Ok(mut c) = postgres::Client::connect(admin_url, postgres::NoTls)
-        {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
-        }
-    }
-}
-
-/// The URL with another database name.
-fn with_database(url: &str, db: &str) -> String {
-    let (scheme, rest) = url.split_once("://").expect("a postgres:// URL");
-    let (host, tail) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i + 1..]),
-        None => (rest, ""),
-    };
-    let query = tail.find('?').map_or("", |i| &tail[i..]);
-    format!("{scheme}://{host}/{db}{query}")
-}
-
-fn sqlite() -> Fresh {
-    let dir = tempfile::tempdir().unwrap();
-    Fresh {
-        spec: DbSpec::Sqlite(dir.path().join("gateway.sqlite")),
-        _dir: Some(dir),
-        pg: None,
-    }
-}
-
-fn postgres() -> Option<Fresh> {
-    let Ok(url) = std::env::var("LINKLY_TEST_POSTGRES") else {
-        return None;
-    };
-    let name = format!("linkly_test_{}", uuid::Uuid::new_v4().simple());
-    let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("LINKLY_TEST_POSTGRES");
-    c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-    Some(Fresh {
-        spec: DbSpec::Postgres(with_database(&url, &name)),
-        _dir: None,
-        pg: Some((url, name)),
-    })
-}
+use crate::common::{postgres, sqlite};
 
 /// Runs a test body on every backend available (saying when PostgreSQL is skipped).
 #[allow(clippy::print_stderr)]
 fn each(body: impl Fn(&DbSpec)) {
     let lite = sqlite();
     body(&lite.spec);
-    match postgres() {
+    match postgres(None) {
         Some(pg) => body(&pg.spec),
         None => eprintln!("note: LINKLY_TEST_POSTGRES is unset: PostgreSQL not tested"),
     }

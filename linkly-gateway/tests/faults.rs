@@ -15,58 +15,7 @@ use linkly_gateway::{BoundGateway, GatewayOptions};
 use linkly_mcp::RemoteClient;
 use serde_json::{Value, json};
 
-/// A fresh, empty database: a SQLite file in a temporary directory, or a new PostgreSQL
-/// database dropped afterwards.
-struct Fresh {
-    spec: DbSpec,
-    dir: tempfile::TempDir,
-    pg: Option<(String, String)>,
-}
-
-impl Drop for Fresh {
-    fn drop(&mut self) {
-        if let Some((admin_url, name)) = &self.pg
-            && let Ok(mut c) = postgres::Client::connect(admin_url, postgres::NoTls)
-        {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
-        }
-    }
-}
-
-fn sqlite() -> Fresh {
-    let dir = tempfile::tempdir().unwrap();
-    Fresh {
-        spec: DbSpec::Sqlite(dir.path().join("gateway.sqlite")),
-        dir,
-        pg: None,
-    }
-}
-
-/// A new PostgreSQL database (`None`, saying so, without `LINKLY_TEST_POSTGRES`); `via`
-/// replaces the server's `host:port` in the gateway's URL (a proxy in front of it).
-#[allow(clippy::print_stderr)]
-fn postgres(via: Option<&str>) -> Option<Fresh> {
-    let Ok(url) = std::env::var("LINKLY_TEST_POSTGRES") else {
-        eprintln!("note: LINKLY_TEST_POSTGRES is unset: PostgreSQL not tested");
-        return None;
-    };
-    let name = format!("linkly_test_{}", uuid::Uuid::new_v4().simple());
-    let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("LINKLY_TEST_POSTGRES");
-    c.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-    let (scheme, rest) = url.split_once("://").expect("a postgres:// URL");
-    let (host, tail) = rest.split_once('/').unwrap_or((rest, ""));
-    let (user, host) = match host.rsplit_once('@') {
-        Some((user, host)) => (format!("{user}@"), host),
-        None => (String::new(), host),
-    };
-    let query = tail.find('?').map_or("", |i| &tail[i..]);
-    let host = via.unwrap_or(host);
-    Some(Fresh {
-        spec: DbSpec::Postgres(format!("{scheme}://{user}{host}/{name}{query}")),
-        dir: tempfile::tempdir().unwrap(),
-        pg: Some((url, name)),
-    })
-}
+use crate::common::{self, Fresh, postgres, sqlite};
 
 /// A gateway served on its own runtime until dropped.
 struct Gateway {
@@ -103,25 +52,8 @@ fn start(db: &Db, dir: &std::path::Path) -> Gateway {
 
 /// A blocking HTTP call: (status, JSON body).
 fn http(method: &str, url: &str, token: Option<&str>, body: Option<Value>) -> (u16, Value) {
-    let mut req = ureq::request(method, url).set("Content-Type", "application/json");
-    if let Some(t) = token {
-        req = req.set("Authorization", &format!("Bearer {t}"));
-    }
-    let res = match body {
-        Some(b) => req.send_string(&b.to_string()),
-        None => req.call(),
-    };
-    let resp = match res {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{method} {url}: {e}"),
-    };
-    let status = resp.status();
-    let text = resp.into_string().unwrap_or_default();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
+    let (status, _, _, json) = common::http(method, url, token, body.map(|b| b.to_string()));
+    (status, json)
 }
 
 fn doc(path: &str, text: &str) -> Value {
@@ -187,6 +119,25 @@ fn publish_all(base: &str, token: &str, slug: &str, docs: &[Value]) -> Value {
 }
 
 /// One tool call's text; a failed call is an error.
+/// An MCP client of alice's that has linked her library `guide`.
+fn linked(gw: &Gateway, alice: &str) -> RemoteClient {
+    let c = gw
+        .rt
+        .block_on(RemoteClient::connect(
+            &format!("{}/mcp", gw.base),
+            Some(alice),
+        ))
+        .expect("connect");
+    call(
+        gw,
+        &c,
+        "library_link",
+        json!({"library": "cloud://alice/guide"}),
+    )
+    .unwrap();
+    c
+}
+
 fn call(gw: &Gateway, c: &RemoteClient, tool: &str, args: Value) -> Result<String, String> {
     match gw.rt.block_on(c.call(tool, args)) {
         Ok(out) if !out.is_error => Ok(out.text),
@@ -250,17 +201,7 @@ fn a_cut_off_publish_changes_nothing(fresh: &Fresh) {
         (done["stored"].as_u64(), done["removed"].as_u64()),
         (Some(3), Some(0))
     );
-    let c = gw
-        .rt
-        .block_on(RemoteClient::connect(&format!("{base}/mcp"), Some(&alice)))
-        .expect("connect");
-    call(
-        &gw,
-        &c,
-        "library_link",
-        json!({"library": "cloud://alice/guide"}),
-    )
-    .unwrap();
+    let c = linked(&gw, &alice);
     let words = ["apples", "bananas", "avocados", "dates"];
     let before = seen(&gw, &c, &words);
     assert_eq!(before.1, [true, true, false, false], "{before:?}");
@@ -331,8 +272,10 @@ fn a_publish_cut_off_halfway_leaves_the_library_as_it_was_on_sqlite() {
 
 #[test]
 fn a_publish_cut_off_halfway_leaves_the_library_as_it_was_on_postgres() {
-    if let Some(fresh) = postgres(None) {
-        a_cut_off_publish_changes_nothing(&fresh);
+    match postgres(None) {
+        Some(fresh) => a_cut_off_publish_changes_nothing(&fresh),
+        #[allow(clippy::print_stderr)]
+        None => eprintln!("note: LINKLY_TEST_POSTGRES is unset: PostgreSQL not tested"),
     }
 }
 
@@ -480,17 +423,7 @@ fn searches_survive_a_postgres_restart() {
             doc("r/b.md", "bravo bananas"),
         ],
     );
-    let c = gw
-        .rt
-        .block_on(RemoteClient::connect(&format!("{base}/mcp"), Some(&alice)))
-        .expect("connect");
-    call(
-        &gw,
-        &c,
-        "library_link",
-        json!({"library": "cloud://alice/guide"}),
-    )
-    .unwrap();
+    let c = linked(&gw, &alice);
     let words = ["apples", "bananas"];
     let expected = (
         vec!["a.md".to_string(), "b.md".to_string()],

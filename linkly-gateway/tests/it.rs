@@ -6,6 +6,8 @@
 //! listed here (the package sets `autotests = false`). Run one file's tests with
 //! `cargo test -p linkly-gateway --test it <file>::`.
 
+mod common;
+
 mod catalog;
 mod db;
 mod faults;

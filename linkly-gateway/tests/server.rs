@@ -10,6 +10,8 @@ use linkly_gateway::{BoundGateway, GatewayOptions};
 use linkly_mcp::RemoteClient;
 use serde_json::{Value, json};
 
+use crate::common::http;
+
 struct Running {
     base: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -63,34 +65,6 @@ fn options(db: &Db, dir: &std::path::Path) -> GatewayOptions {
     o.max_body_bytes = 64 << 10;
     o.max_api_body_bytes = 64 << 10;
     o
-}
-
-/// A blocking HTTP call: (status, headers we care about, JSON body).
-fn http(
-    method: &str,
-    url: &str,
-    token: Option<&str>,
-    body: Option<String>,
-) -> (u16, Option<String>, Option<String>, Value) {
-    let mut req = ureq::request(method, url).set("Content-Type", "application/json");
-    if let Some(t) = token {
-        req = req.set("Authorization", &format!("Bearer {t}"));
-    }
-    let res = match body {
-        Some(b) => req.send_string(&b),
-        None => req.call(),
-    };
-    let resp = match res {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{method} {url}: {e}"),
-    };
-    let status = resp.status();
-    let www = resp.header("WWW-Authenticate").map(str::to_string);
-    let retry = resp.header("Retry-After").map(str::to_string);
-    let text = resp.into_string().unwrap_or_default();
-    let json = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    (status, www, retry, json)
 }
 
 async fn http_async(
