@@ -179,18 +179,25 @@ fn seen(gw: &Gateway, c: &RemoteClient, words: &[&str]) -> (Vec<String>, Vec<boo
     (paths, found)
 }
 
-fn a_cut_off_publish_changes_nothing(fresh: &Fresh) {
+/// `fresh` opened, and a gateway on it whose one user, alice (her token returned), owns the public library
+/// `guide`, still empty.
+fn alice_and_her_guide(fresh: &Fresh) -> (Db, Gateway, String) {
     let db = Db::open(&fresh.spec).unwrap();
     let (_, alice) = db.add_user("alice", Plan::Pro).unwrap();
     let gw = start(&db, fresh.dir.path());
-    let base = gw.base.clone();
     let (s, body) = http(
         "PUT",
-        &format!("{base}/api/v1/libraries/guide"),
+        &format!("{}/api/v1/libraries/guide", gw.base),
         Some(&alice),
         Some(json!({"title": "guide", "description": "", "category": "", "visibility": "public"})),
     );
     assert_eq!(s, 200, "{body}");
+    (db, gw, alice)
+}
+
+fn a_cut_off_publish_changes_nothing(fresh: &Fresh) {
+    let (db, gw, alice) = alice_and_her_guide(fresh);
+    let base = gw.base.clone();
     let old = [
         doc("r/a.md", "alpha apples"),
         doc("r/b.md", "bravo bananas"),
@@ -403,17 +410,8 @@ fn searches_survive_a_postgres_restart() {
     let target = target.split(['/', '?']).next().unwrap().to_string();
     let relay = Relay::start(target);
     let fresh = postgres(Some(&relay.addr)).unwrap();
-    let db = Db::open(&fresh.spec).unwrap();
-    let (_, alice) = db.add_user("alice", Plan::Pro).unwrap();
-    let gw = start(&db, fresh.dir.path());
+    let (_db, gw, alice) = alice_and_her_guide(&fresh);
     let base = gw.base.clone();
-    let (s, body) = http(
-        "PUT",
-        &format!("{base}/api/v1/libraries/guide"),
-        Some(&alice),
-        Some(json!({"title": "guide", "description": "", "category": ""})),
-    );
-    assert_eq!(s, 200, "{body}");
     publish_all(
         &base,
         &alice,
