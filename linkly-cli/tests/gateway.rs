@@ -962,9 +962,10 @@ fn a_library_published_with_vectors_is_searched_by_meaning_on_the_gateway() {
     );
 }
 
-/// A TCP relay to `port` that cuts the connection carrying a publish's commit (the client's
-/// request line names `/commit`): a `linkly publish` cut off after its last batch.
-fn relay_without_commits(port: u16) -> u16 {
+/// A TCP relay to `port` that cuts the connection carrying a request whose line names `cut`
+/// (`/commit `: a `linkly publish` cut off after its last batch; `/documents `: while it sends
+/// its batches).
+fn relay_cutting(port: u16, cut: &'static [u8]) -> u16 {
     use std::io::{Read, Write};
     use std::net::{Shutdown, TcpListener, TcpStream};
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -985,7 +986,7 @@ fn relay_without_commits(port: u16) -> u16 {
                 let mut buf = vec![0u8; 64 << 10];
                 while let Ok(n) = client.read(&mut buf) {
                     let chunk = &buf[..n];
-                    if n == 0 || chunk.windows(8).any(|w| w == b"/commit ") {
+                    if n == 0 || chunk.windows(cut.len()).any(|w| w == cut) {
                         break;
                     }
                     if server.write_all(chunk).is_err() {
@@ -1081,26 +1082,34 @@ fn a_publish_cut_off_before_its_commit_leaves_the_library_as_it_was() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let relay = relay_without_commits(gateway.port);
-        let out = linkly(
-            &home,
-            &[
-                "publish",
-                "orchard",
-                "--gateway",
-                &format!("http://127.0.0.1:{relay}"),
-                "--token",
-                &token,
-            ],
-        );
-        assert!(!out.status.success(), "the publish was cut off");
-        let said = String::from_utf8_lossy(&out.stderr);
-        assert!(said.contains("cannot reach the gateway"), "{said}");
-        let seen: Vec<bool> = ["apples", "bananas", "avocados", "dates"]
-            .iter()
-            .map(|w| finds(&gateway, &token, &library, w))
-            .collect();
-        assert_eq!(seen, [true, true, false, false], "the library is as it was");
+        // Cut while its batches go (the sending thread fails), then before its commit.
+        for cut in [&b"/documents "[..], b"/commit "] {
+            let relay = relay_cutting(gateway.port, cut);
+            let out = linkly(
+                &home,
+                &[
+                    "publish",
+                    "orchard",
+                    "--gateway",
+                    &format!("http://127.0.0.1:{relay}"),
+                    "--token",
+                    &token,
+                ],
+            );
+            let cut = String::from_utf8_lossy(cut);
+            assert!(!out.status.success(), "the publish was cut at {cut}");
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert!(said.contains("cannot reach the gateway"), "{cut}: {said}");
+            let seen: Vec<bool> = ["apples", "bananas", "avocados", "dates"]
+                .iter()
+                .map(|w| finds(&gateway, &token, &library, w))
+                .collect();
+            assert_eq!(
+                seen,
+                [true, true, false, false],
+                "cut at {cut}: the library is as it was"
+            );
+        }
 
         // The next full publish commits the new version whole.
         let v = publish(&home, "orchard", &gateway, &token, "public");
