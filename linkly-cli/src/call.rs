@@ -10,7 +10,7 @@ use std::io::BufRead;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use linkly_core::DataDir;
+use linkly_core::{DataDir, DocType};
 use linkly_tools::{
     ExploreParams, FindPathsParams, GrepParams, ListLibrariesParams, ListParams, NoteSaveParams,
     OutlineParams, OutputFormat, ReadParams, SearchParams, ToolOutput,
@@ -346,6 +346,24 @@ pub(crate) fn comma_list(s: &str) -> Vec<String> {
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty())
         .collect()
+}
+
+/// A `--type` list as the tools' document types. An unknown type is the tools' own refusal
+/// (`[INVALID_ARGUMENT] doc_types has unknown type(s) …`, every unknown one named), printed as
+/// a tool's error is; `Err` is the exit code to end with then.
+pub(crate) fn doc_types(
+    list: Option<&str>,
+    printer: Printer,
+) -> Result<Option<Vec<DocType>>, ExitCode> {
+    let Some(list) = list else {
+        return Ok(None);
+    };
+    linkly_tools::parse_doc_types("doc_types", &comma_list(list))
+        .map(Some)
+        .map_err(|e| {
+            printer.error(&CallError::Tool(e.to_string()).shown());
+            printer.exit(Outcome::Failed)
+        })
 }
 
 #[cfg(test)]

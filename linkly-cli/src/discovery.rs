@@ -8,7 +8,7 @@ use linkly_tools::{ExploreParams, FindPathsParams, ListLibrariesParams, ListPara
 use serde_json::{Value, json};
 
 use crate::args::{ExploreArgs, FindPathsArgs, LibraryCommand, ListArgs};
-use crate::call::{comma_list, read_once};
+use crate::call::{self, comma_list, read_once};
 use crate::output::Printer;
 
 /// `linkly library …`: edits the config's libraries.
@@ -140,11 +140,15 @@ pub(crate) fn list(data: &DataDir, a: ListArgs, printer: Printer) -> anyhow::Res
         Some(p) if p.is_relative() => Some(std::env::current_dir()?.join(p)),
         p => p,
     };
+    let doc_types = match call::doc_types(a.doc_types.as_deref(), printer) {
+        Ok(types) => types,
+        Err(code) => return Ok(code),
+    };
     let params = ListParams {
         scope: a.scope,
         library: a.library,
         path: path.map(|p| p.to_string_lossy().into_owned()),
-        doc_types: a.doc_types.as_deref().map(comma_list),
+        doc_types,
         tags: a.tags.as_deref().map(comma_list),
         modified_after: a.modified_after,
         modified_before: a.modified_before,

@@ -7,15 +7,19 @@ use linkly_core::DataDir;
 use linkly_tools::{GrepParams, OutlineParams, ReadParams, SearchParams};
 
 use crate::args::{GrepArgs, OutlineArgs, ReadArgs, SearchArgs};
-use crate::call::{comma_list, expand_ids, read_once, read_per_id};
+use crate::call::{self, comma_list, expand_ids, read_once, read_per_id};
 use crate::output::Printer;
 
 /// `linkly search`.
 pub(crate) fn search(data: &DataDir, a: SearchArgs, printer: Printer) -> anyhow::Result<ExitCode> {
+    let doc_types = match call::doc_types(a.doc_types.as_deref(), printer) {
+        Ok(types) => types,
+        Err(code) => return Ok(code),
+    };
     let params = SearchParams {
         query: a.query,
         limit: a.limit,
-        doc_types: a.doc_types.as_deref().map(comma_list),
+        doc_types,
         library: a.library,
         path_glob: a.path_glob,
         scope: a.scope,

@@ -1082,6 +1082,13 @@ fn a_publish_cut_off_before_its_commit_leaves_the_library_as_it_was() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        // Which of the words of both versions a search of the library finds.
+        let seen = || -> Vec<bool> {
+            ["apples", "bananas", "avocados", "dates"]
+                .iter()
+                .map(|w| finds(&gateway, &token, &library, w))
+                .collect()
+        };
         // Cut while its batches go (the sending thread fails), then before its commit.
         for cut in [&b"/documents "[..], b"/commit "] {
             let relay = relay_cutting(gateway.port, cut);
@@ -1100,12 +1107,8 @@ fn a_publish_cut_off_before_its_commit_leaves_the_library_as_it_was() {
             assert!(!out.status.success(), "the publish was cut at {cut}");
             let said = String::from_utf8_lossy(&out.stderr);
             assert!(said.contains("cannot reach the gateway"), "{cut}: {said}");
-            let seen: Vec<bool> = ["apples", "bananas", "avocados", "dates"]
-                .iter()
-                .map(|w| finds(&gateway, &token, &library, w))
-                .collect();
             assert_eq!(
-                seen,
+                seen(),
                 [true, true, false, false],
                 "cut at {cut}: the library is as it was"
             );
@@ -1118,12 +1121,8 @@ fn a_publish_cut_off_before_its_commit_leaves_the_library_as_it_was() {
             (Some(2), Some(1)),
             "{v}"
         );
-        let seen: Vec<bool> = ["apples", "bananas", "avocados", "dates"]
-            .iter()
-            .map(|w| finds(&gateway, &token, &library, w))
-            .collect();
         assert_eq!(
-            seen,
+            seen(),
             [false, false, true, true],
             "the library is the new one"
         );

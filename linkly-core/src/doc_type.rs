@@ -89,6 +89,21 @@ impl DocType {
     }
 }
 
+/// Written as its token (`"pdf"`).
+impl serde::Serialize for DocType {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// Read from its token, in any case ([`DocType::from_token`]).
+impl<'de> serde::Deserialize<'de> for DocType {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let token = String::deserialize(deserializer)?;
+        DocType::from_token(&token).map_err(serde::de::Error::custom)
+    }
+}
+
 impl fmt::Display for DocType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -107,5 +122,10 @@ mod tests {
         assert_eq!(DocType::from_token("PDF").unwrap(), DocType::Pdf);
         let err = DocType::from_token("exe").unwrap_err().to_string();
         assert!(err.contains("pdf, docx"), "{err}");
+        let types: Vec<DocType> = serde_json::from_str(r#"["PDF", "md"]"#).unwrap();
+        assert_eq!(types, [DocType::Pdf, DocType::Md]);
+        assert_eq!(serde_json::to_string(&types).unwrap(), r#"["pdf","md"]"#);
+        let err = serde_json::from_str::<DocType>(r#""exe""#).unwrap_err();
+        assert!(err.to_string().contains("pdf, docx"), "{err}");
     }
 }

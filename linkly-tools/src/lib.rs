@@ -55,7 +55,7 @@ pub use crate::snippet::SnippetKind;
 pub use crate::tools::explore::{ExploreParams, ExploreResponse};
 pub use crate::tools::find_paths::{FindPathsParams, FindPathsResponse, FoundDirectory};
 pub use crate::tools::grep::{GrepMatch, GrepMode, GrepParams, GrepResponse};
-pub use crate::tools::kit::{ToolParams, parse_params};
+pub use crate::tools::kit::{ToolParams, parse_doc_types, parse_params};
 pub use crate::tools::list::{FileItem, FileList, ListParams, ListScope, ListSort, ReadmePointer};
 pub use crate::tools::list_libraries::{LibrariesResponse, LibraryInfo, ListLibrariesParams};
 pub use crate::tools::note_save::{NoteMode, NoteSaveParams, NoteSaveResponse};

@@ -212,6 +212,22 @@ pub(crate) fn doc_type_items(schema: &mut schemars::Schema) {
     );
 }
 
+/// Deserialises a `doc_types` parameter: a list of the contract's type tokens, in any case.
+/// Every unknown token is named in one refusal ([`parse_doc_types`]), which [`parse_args`]
+/// shows as it is.
+pub(crate) fn doc_types_param<'de, D>(
+    deserializer: D,
+) -> std::result::Result<Option<Vec<DocType>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Option::<Vec<String>>::deserialize(deserializer)?
+        .map(|tokens| {
+            parse_doc_types("doc_types", &tokens).map_err(|e| serde::de::Error::custom(e.message))
+        })
+        .transpose()
+}
+
 /// Deserialises an optional integer parameter leniently: a JSON integer, a string holding
 /// one (`"5"`, a common model output) or `null`. Anything else fails, and [`parse_args`]
 /// names the parameter in the `INVALID_ARGUMENT`. Ranges are still checked by the tool.
@@ -252,8 +268,13 @@ pub(crate) fn parse_args<T: DeserializeOwned + JsonSchema>(args: Value) -> Resul
         if path.is_empty() || path == "." {
             ToolError::invalid(format!("invalid arguments: {inner}"))
         } else {
-            ToolError::invalid(format!("{path}: {inner}"))
-                .with_details(serde_json::json!({ "parameter": path }))
+            // A refusal that names its parameter already (`doc_types has …`) is shown as it is.
+            let message = if inner.starts_with(&format!("{path} ")) {
+                inner
+            } else {
+                format!("{path}: {inner}")
+            };
+            ToolError::invalid(message).with_details(serde_json::json!({ "parameter": path }))
         }
     })
 }
@@ -327,8 +348,9 @@ pub(crate) fn readable_content(linkly: &Linkly, doc: &linkly_index::DocRecord) -
     Ok(linkly.index().content(doc.id)?.unwrap_or_default())
 }
 
-/// Validates `doc_types` tokens.
-pub(crate) fn parse_doc_types(name: &str, tokens: &[String]) -> Result<Vec<DocType>> {
+/// The document types `tokens` name (the contract's tokens, in any case); an unknown token is
+/// refused with every unknown one named, as the parameter `name`.
+pub fn parse_doc_types(name: &str, tokens: &[String]) -> Result<Vec<DocType>> {
     let mut bad = Vec::new();
     let mut out = Vec::new();
     for t in tokens {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use linkly_core::format_rfc3339;
+use linkly_core::{DocType, format_rfc3339};
 use linkly_index::{CatalogSort, DocFilter, DocRecord};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -16,8 +16,7 @@ use crate::library::{allowed_dir, resolve};
 use crate::notes::{has_all, tag_filter};
 use crate::render::{one_line, shown, thousands};
 use crate::tools::kit::{
-    Rendered, ToolSpec, check_window, doc_type_items, parse_args, parse_bound, parse_doc_types,
-    render, schema_of,
+    Rendered, ToolSpec, check_window, doc_type_items, parse_args, parse_bound, render, schema_of,
 };
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
@@ -80,8 +79,9 @@ crate::tools::kit::tool_params! {
         /// find_paths, copy `path`, not `path_glob`.
         pub path: Option<String>,
         /// Only these document types (folder and library scopes).
-        #[schemars(transform = doc_type_items)]
-        pub doc_types: Option<Vec<String>>,
+        #[serde(deserialize_with = "crate::tools::kit::doc_types_param")]
+        #[schemars(with = "Option<Vec<String>>", transform = doc_type_items)]
+        pub doc_types: Option<Vec<DocType>>,
         /// AND filter on note tags (notes scope only).
         pub tags: Option<Vec<String>>,
         /// Modified at or after (ISO 8601 UTC; folder and library scopes).
@@ -288,11 +288,7 @@ impl Linkly {
         let with_snippet = p.snippet.unwrap_or(false);
         let limit = check_list_limit(p.limit, with_snippet)?;
         let offset = check_range("offset", p.offset.unwrap_or(0), 0, i64::MAX)?;
-        let doc_types = p
-            .doc_types
-            .as_deref()
-            .map(|t| parse_doc_types("doc_types", t))
-            .transpose()?;
+        let doc_types = p.doc_types.clone();
         let (modified_after, modified_before) = check_dates(p)?;
 
         let (dirs, paths, target, listed_dir) = match (library.as_ref(), p.path.as_deref()) {

@@ -3,7 +3,7 @@
 //! range, weighed equally) when the model is available, one result per document with its best
 //! snippet.
 
-use linkly_core::format_rfc3339;
+use linkly_core::{DocType, format_rfc3339};
 use linkly_index::{DocFilter, PathGlob};
 use rayon::prelude::*;
 use schemars::JsonSchema;
@@ -14,8 +14,7 @@ use crate::error::check_range;
 use crate::render::{one_line, shown, thousands};
 use crate::snippet::{Passage, QueryTerms, SnippetKind, best_passage, opening};
 use crate::tools::kit::{
-    Rendered, ToolSpec, check_window, doc_type_items, parse_args, parse_bound, parse_doc_types,
-    render, schema_of,
+    Rendered, ToolSpec, check_window, doc_type_items, parse_args, parse_bound, render, schema_of,
 };
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
@@ -77,8 +76,9 @@ crate::tools::kit::tool_params! {
         #[schemars(range(min = 1, max = 50), extend("default" = 20))]
         pub limit: Option<i64>,
         /// Only these document types.
-        #[schemars(transform = doc_type_items)]
-        pub doc_types: Option<Vec<String>>,
+        #[serde(deserialize_with = "crate::tools::kit::doc_types_param")]
+        #[schemars(with = "Option<Vec<String>>", transform = doc_type_items)]
+        pub doc_types: Option<Vec<DocType>>,
         /// Restrict to one library (name or `local://<id>`).
         pub library: Option<String>,
         /// A glob matched as a substring of the absolute path: `*` any run (including `/`), `?` one
@@ -206,11 +206,7 @@ impl Linkly {
             return Err(ToolError::invalid("query must not be blank"));
         }
         let limit = check_range("limit", p.limit.unwrap_or(20), 1, 50)? as usize;
-        let doc_types = p
-            .doc_types
-            .as_deref()
-            .map(|t| parse_doc_types("doc_types", t))
-            .transpose()?;
+        let doc_types = p.doc_types.clone();
         let scope = p.scope.unwrap_or(SearchScope::Folder);
         // Notes (scope "notes" or a tags filter): only note files carrying every tag asked.
         // Scope "notes" ignores path_glob and a local library.

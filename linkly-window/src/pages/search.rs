@@ -82,12 +82,20 @@ impl Query {
         s
     }
 
-    fn params(&self) -> SearchParams {
+    /// The `search` call this query makes; the tools' refusal when a type is unknown (a typed
+    /// address: the form only offers the known ones).
+    fn params(&self) -> Result<SearchParams, String> {
         let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
-        SearchParams {
+        let doc_types = match self.types.is_empty() {
+            true => None,
+            false => Some(
+                linkly_tools::parse_doc_types("doc_types", &self.types).map_err(|e| e.message)?,
+            ),
+        };
+        Ok(SearchParams {
             query: self.q.clone(),
             limit: Some((self.page * PER_PAGE).min(MAX_RESULTS) as i64),
-            doc_types: (!self.types.is_empty()).then(|| self.types.clone()),
+            doc_types,
             library: opt(&self.library),
             path_glob: opt(&self.path),
             scope: self.notes.then_some(linkly_tools::SearchScope::Notes),
@@ -96,7 +104,7 @@ impl Query {
             time_sort: linkly_tools::TimeSort::from_token(&self.sort)
                 .filter(|s| *s != linkly_tools::TimeSort::Default),
             ..SearchParams::default()
-        }
+        })
     }
 }
 
@@ -118,12 +126,12 @@ pub(crate) async fn page_handler(
     let outcome: Option<Result<SearchResponse, String>> = if q.q.trim().is_empty() {
         None
     } else {
-        let params = q.params();
-        Some(
-            blocking(&app, move |linkly| linkly.search(params))
+        Some(match q.params() {
+            Ok(params) => blocking(&app, move |linkly| linkly.search(params))
                 .await
                 .map_err(|e| e.message),
-        )
+            Err(refused) => Err(refused),
+        })
     };
     let error = outcome.as_ref().and_then(|o| o.as_ref().err());
     let filters_open = !q.types.is_empty()
@@ -229,4 +237,29 @@ pub(crate) async fn page_handler(
         *res.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
     }
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use linkly_core::DocType;
+
+    use super::Query;
+
+    #[test]
+    fn the_types_of_an_address_are_the_tools_types() {
+        let q = Query::parse(Some("q=tide&type=PDF&type=md"));
+        let params = q.params().unwrap();
+        assert_eq!(params.doc_types, Some(vec![DocType::Pdf, DocType::Md]));
+        let refused = Query::parse(Some("q=tide&type=exe&type=md&type=bin"))
+            .params()
+            .unwrap_err();
+        assert!(
+            refused.starts_with("doc_types has unknown type(s) \"exe\", \"bin\""),
+            "{refused}"
+        );
+        assert_eq!(
+            Query::parse(Some("q=tide")).params().unwrap().doc_types,
+            None
+        );
+    }
 }
