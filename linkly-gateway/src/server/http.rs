@@ -736,6 +736,57 @@ async fn check_batch(shared: &Arc<Shared>, docs: &DocumentsBody) -> Result<(), A
     .await
 }
 
+/// What the two manifest requests share: the manifest read and checked, then `act` on the
+/// blocking pool with the library's id, the paths it needs and those it holds that the
+/// manifest no longer lists; `act`'s answer as JSON.
+async fn on_manifest(
+    shared: &Arc<Shared>,
+    user: Option<axum::Extension<User>>,
+    slug: String,
+    body: &Bytes,
+    act: impl FnOnce(&Db, i64, Vec<String>, Vec<String>) -> Result<serde_json::Value> + Send + 'static,
+) -> Response {
+    let run = async {
+        let (user, manifest): (_, ManifestBody) = publish_request(user, &slug, body)?;
+        check_manifest(&manifest)?;
+        let db = shared.db().clone();
+        let answer = blocking(move || {
+            let id = own_library(&db, &user, &slug)?;
+            let (needed, gone) = plan_manifest(&db, id, &manifest)?;
+            act(&db, id, needed, gone)
+        })
+        .await?;
+        Ok::<_, ApiError>(axum::Json(answer).into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// What the two batch requests share: the batch read and checked, then `store` on the blocking
+/// pool with the library's id; the library and how many documents the batch held.
+async fn on_batch(
+    shared: &Arc<Shared>,
+    user: Option<axum::Extension<User>>,
+    slug: String,
+    body: Bytes,
+    store: impl FnOnce(&Db, i64, &[PublishedDoc]) -> Result<()> + Send + 'static,
+) -> Result<(LibraryKey, usize), ApiError> {
+    let (user, docs): (_, DocumentsBody) = publish_request(user, &slug, &body)?;
+    drop(body);
+    check_batch(shared, &docs).await?;
+    let db = shared.db().clone();
+    let key = LibraryKey {
+        owner: user.name.clone(),
+        slug: slug.clone(),
+    };
+    let n = blocking(move || {
+        let id = own_library(&db, &user, &slug)?;
+        store(&db, id, &docs.documents)?;
+        Ok(docs.documents.len())
+    })
+    .await?;
+    Ok((key, n))
+}
+
 /// `POST …/manifest` (the protocol of clients before the staged publish): removes the
 /// documents the manifest no longer lists at once and names those needed.
 async fn post_manifest(
@@ -744,21 +795,10 @@ async fn post_manifest(
     Path(slug): Path<String>,
     body: Bytes,
 ) -> Response {
-    let run = async {
-        let (user, manifest): (_, ManifestBody) = publish_request(user, &slug, &body)?;
-        check_manifest(&manifest)?;
-        let db = shared.db().clone();
-        let (needed, removed) = blocking(move || {
-            let id = own_library(&db, &user, &slug)?;
-            let (needed, gone) = plan_manifest(&db, id, &manifest)?;
-            Ok((needed, db.remove_documents(id, &gone)?))
-        })
-        .await?;
-        Ok::<_, ApiError>(
-            axum::Json(json!({ "needed": needed, "removed": removed })).into_response(),
-        )
-    };
-    run.await.unwrap_or_else(IntoResponse::into_response)
+    on_manifest(&shared, user, slug, &body, |db, id, needed, gone| {
+        Ok(json!({ "needed": needed, "removed": db.remove_documents(id, &gone)? }))
+    })
+    .await
 }
 
 /// `POST …/documents` (the protocol of clients before the staged publish): stores a batch at
@@ -769,25 +809,17 @@ async fn post_documents(
     Path(slug): Path<String>,
     body: Bytes,
 ) -> Response {
-    let run = async {
-        let (user, docs): (_, DocumentsBody) = publish_request(user, &slug, &body)?;
-        drop(body);
-        check_batch(&shared, &docs).await?;
-        let db = shared.db().clone();
-        let key = LibraryKey {
-            owner: user.name.clone(),
-            slug: slug.clone(),
-        };
-        let stored = blocking(move || {
-            let id = own_library(&db, &user, &slug)?;
-            db.put_documents(id, &docs.documents)?;
-            Ok(docs.documents.len())
-        })
-        .await?;
-        warm(shared, key);
-        Ok::<_, ApiError>(axum::Json(json!({ "stored": stored })).into_response())
-    };
-    run.await.unwrap_or_else(IntoResponse::into_response)
+    match on_batch(&shared, user, slug, body, |db, id, docs| {
+        db.put_documents(id, docs)
+    })
+    .await
+    {
+        Ok((key, stored)) => {
+            warm(shared, key);
+            axum::Json(json!({ "stored": stored })).into_response()
+        }
+        Err(e) => e.into_response(),
+    }
 }
 
 /// `POST …/publish`: opens a staged publish from a manifest (discarding any other open publish
@@ -799,22 +831,11 @@ async fn open_publish(
     Path(slug): Path<String>,
     body: Bytes,
 ) -> Response {
-    let run = async {
-        let (user, manifest): (_, ManifestBody) = publish_request(user, &slug, &body)?;
-        check_manifest(&manifest)?;
-        let db = shared.db().clone();
-        let (publish, needed, removing) = blocking(move || {
-            let id = own_library(&db, &user, &slug)?;
-            let (needed, gone) = plan_manifest(&db, id, &manifest)?;
-            Ok((db.begin_publish(id, &gone)?, needed, gone.len()))
-        })
-        .await?;
-        Ok::<_, ApiError>(
-            axum::Json(json!({ "publish": publish, "needed": needed, "removed": removing }))
-                .into_response(),
-        )
-    };
-    run.await.unwrap_or_else(IntoResponse::into_response)
+    on_manifest(&shared, user, slug, &body, |db, id, needed, gone| {
+        let publish = db.begin_publish(id, &gone)?;
+        Ok(json!({ "publish": publish, "needed": needed, "removed": gone.len() }))
+    })
+    .await
 }
 
 /// `POST …/publish/{id}/documents`: stages a batch of an open publish (out of sight until the
@@ -825,20 +846,14 @@ async fn stage_documents(
     Path((slug, publish)): Path<(String, i64)>,
     body: Bytes,
 ) -> Response {
-    let run = async {
-        let (user, docs): (_, DocumentsBody) = publish_request(user, &slug, &body)?;
-        drop(body);
-        check_batch(&shared, &docs).await?;
-        let db = shared.db().clone();
-        let staged = blocking(move || {
-            let id = own_library(&db, &user, &slug)?;
-            db.stage_documents(id, publish, &docs.documents)?;
-            Ok(docs.documents.len())
-        })
-        .await?;
-        Ok::<_, ApiError>(axum::Json(json!({ "staged": staged })).into_response())
-    };
-    run.await.unwrap_or_else(IntoResponse::into_response)
+    match on_batch(&shared, user, slug, body, move |db, id, docs| {
+        db.stage_documents(id, publish, docs)
+    })
+    .await
+    {
+        Ok((_, staged)) => axum::Json(json!({ "staged": staged })).into_response(),
+        Err(e) => e.into_response(),
+    }
 }
 
 /// `POST …/publish/{id}/commit`: applies an open publish whole, in one transaction (its
