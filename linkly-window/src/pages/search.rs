@@ -86,12 +86,10 @@ impl Query {
     /// address: the form only offers the known ones).
     fn params(&self) -> Result<SearchParams, String> {
         let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
-        let doc_types = match self.types.is_empty() {
-            true => None,
-            false => Some(
-                linkly_tools::parse_doc_types("doc_types", &self.types).map_err(|e| e.message)?,
-            ),
-        };
+        let doc_types = (!self.types.is_empty())
+            .then(|| linkly_tools::parse_doc_types("doc_types", &self.types))
+            .transpose()
+            .map_err(|e| e.message)?;
         Ok(SearchParams {
             query: self.q.clone(),
             limit: Some((self.page * PER_PAGE).min(MAX_RESULTS) as i64),
