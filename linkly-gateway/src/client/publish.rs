@@ -378,7 +378,12 @@ pub fn publish(
     // One query for the library's documents, then their hashes by id (a page-by-page walk
     // counted and skipped the rows before each page: quadratic, 4 s at 100,000 documents).
     let summaries = index.catalog_summaries(&filter)?;
-    let hashes = index.doc_hashes(&summaries.iter().map(|d| d.id).collect::<Vec<_>>())?;
+    let readable: Vec<DocId> = summaries
+        .iter()
+        .filter(|d| !d.skipped)
+        .map(|d| d.id)
+        .collect();
+    let hashes = index.doc_hashes(&readable)?;
     let mut manifest = Vec::new();
     let mut ids: HashMap<String, DocId> = HashMap::new();
     let mut skipped = 0u64;
