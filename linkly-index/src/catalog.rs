@@ -29,16 +29,21 @@ const BROAD: u64 = 10;
 /// row: at 100,000 documents its queries took 25 and 30 ms by scanning, 5 and under 1 with
 /// these (built in 0.1 s after a first index).
 pub(crate) fn ensure_indexes(store: &Store) -> Result<()> {
-    let conn = store.conn();
-    conn.execute_batch(&format!(
+    store.conn().execute_batch(&indexes_sql())?;
+    Ok(())
+}
+
+/// The SQL that creates the catalog's indexes where they are missing ([`ensure_indexes`]; the
+/// store's open runs it too, among the steps it retries while another opener holds the lock).
+pub(crate) fn indexes_sql() -> String {
+    format!(
         "CREATE INDEX IF NOT EXISTS catalog_oldest ON docs(modified_at, path, doc_type);
          CREATE INDEX IF NOT EXISTS catalog_recent ON docs(modified_at DESC, path, doc_type);
          CREATE INDEX IF NOT EXISTS catalog_name ON docs({NAME_EXPR}, path, doc_type, modified_at);
          CREATE INDEX IF NOT EXISTS catalog_type ON docs(doc_type);
          CREATE INDEX IF NOT EXISTS catalog_skipped ON docs(skip_reason, path, doc_type)
              WHERE skip_reason IS NOT NULL;"
-    ))?;
-    Ok(())
+    )
 }
 
 /// Drops the catalog's indexes, for a first index of many documents: inserting into three

@@ -91,8 +91,8 @@ impl Index {
     /// cleared, to be rebuilt from the files by the next sync.
     pub fn open(dir: &Path) -> Result<Index> {
         fs_err::create_dir_all(dir)?;
-        let (store, mismatch, fresh) = Store::open(&dir.join("meta.sqlite"))?;
-        catalog::ensure_indexes(&store)?;
+        let (store, mismatch, fresh) =
+            Store::open(&dir.join("meta.sqlite"), &catalog::indexes_sql())?;
         let lexical = Lexical::open(&dir.join(lexical::DIR))?;
         for older in lexical::OLDER_DIRS {
             let older = dir.join(older);

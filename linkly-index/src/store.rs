@@ -293,7 +293,7 @@ const OPEN_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One attempt at opening the store: the connection (WAL, the writer's settings, the schema, the
 /// filter functions) and whether its format version differs from ours.
-fn setup(path: &Path) -> rusqlite::Result<(Connection, bool)> {
+fn setup(path: &Path, indexes: &str) -> rusqlite::Result<(Connection, bool)> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -305,6 +305,7 @@ fn setup(path: &Path) -> rusqlite::Result<(Connection, bool)> {
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     conn.pragma_update(None, "wal_autocheckpoint", AUTO_CHECKPOINT_PAGES)?;
     conn.execute_batch(SCHEMA)?;
+    conn.execute_batch(indexes)?;
     crate::filter::register_functions(&conn)?;
     let version: Option<String> = conn
         .query_row(
@@ -327,6 +328,40 @@ fn setup(path: &Path) -> rusqlite::Result<(Connection, bool)> {
     Ok((conn, mismatch))
 }
 
+/// Starts a write transaction that takes the write lock at once (`BEGIN IMMEDIATE`), waiting
+/// for it under the busy timeout. A deferred transaction that reads first and then writes fails
+/// with `SQLITE_BUSY` at once, without waiting, when another connection (another process's
+/// `linkly status` on a new data directory, say) committed in between; an immediate one cannot
+/// meet that.
+pub(crate) fn write_tx(conn: &mut Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+}
+
+/// Runs the setup of a database file (`path`) again, with a growing pause, while it fails on a
+/// lock another opener holds, for up to [`OPEN_RETRY`].
+///
+/// Several processes may open a new database at the same moment (`linkly serve` and `linkly
+/// status` on a new data directory). Switching it to WAL and creating the schema take the
+/// write lock, and SQLite answers `SQLITE_BUSY` at once, without the busy timeout, in some of
+/// those races (a lock upgrade, a WAL another opener is setting up).
+pub(crate) fn retry_while_busy<T>(
+    path: &Path,
+    mut setup: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(2);
+    loop {
+        match setup() {
+            Err(e) if is_busy(&e) && started.elapsed() < OPEN_RETRY => {
+                tracing::debug!(path = %path.display(), error = %e, "database busy while opening; retrying");
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(100));
+            }
+            done => return done,
+        }
+    }
+}
+
 /// Whether an error is another connection's lock (worth waiting out), not a fault.
 fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(
@@ -339,28 +374,13 @@ const RECORD_COLUMNS: &str = "id, path, doc_type, size, modified_at, title, word
      total_lines, outline, keywords, abstract, skip_reason, encoding, indexed_at";
 
 impl Store {
-    /// Opens (creating if needed) the store at `path`. Returns the store, whether its format
-    /// version differed from ours (then the caller rebuilds) and whether it was just created.
-    ///
-    /// Several processes may open a new store at the same moment (`linkly serve` and `linkly
-    /// status` on a new data directory). Switching it to WAL and creating the schema take the
-    /// write lock, and SQLite answers `SQLITE_BUSY` at once, without the busy timeout, in some
-    /// of those races (a lock upgrade, a WAL another opener is setting up), so the setup is
-    /// tried again, with a growing pause, for up to [`OPEN_RETRY`].
-    pub(crate) fn open(path: &Path) -> Result<(Store, bool, bool)> {
+    /// Opens (creating if needed) the store at `path`, with the schema and the extra `indexes`
+    /// (SQL; the catalog's), retrying while another opener holds the lock
+    /// ([`retry_while_busy`]). Returns the store, whether its format version differed from ours
+    /// (then the caller rebuilds) and whether it was just created.
+    pub(crate) fn open(path: &Path, indexes: &str) -> Result<(Store, bool, bool)> {
         let fresh = !path.exists();
-        let started = std::time::Instant::now();
-        let mut pause = std::time::Duration::from_millis(2);
-        let (conn, mismatch) = loop {
-            match setup(path) {
-                Err(e) if is_busy(&e) && started.elapsed() < OPEN_RETRY => {
-                    tracing::debug!(path = %path.display(), error = %e, "store busy while opening; retrying");
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(std::time::Duration::from_millis(100));
-                }
-                done => break done?,
-            }
-        };
+        let (conn, mismatch) = retry_while_busy(path, || setup(path, indexes))?;
         Ok((
             Store {
                 conn: Mutex::new(conn),
@@ -528,7 +548,7 @@ impl Store {
         now: i64,
     ) -> Result<Vec<(u64, bool)>> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         let mut ids = Vec::with_capacity(docs.len());
         // Ids are handed out from a counter that only grows: a deleted file's id is never given
         // to another file, so an agent's stale id answers DOC_NOT_FOUND, never someone else's
@@ -679,7 +699,7 @@ impl Store {
     /// Records a new modification time for files whose bytes did not change.
     pub(crate) fn touch(&self, updates: &[(u64, i64)]) -> Result<()> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         {
             let mut stmt = tx.prepare_cached("UPDATE docs SET modified_at = ?2 WHERE id = ?1")?;
             for (id, mtime) in updates {
@@ -697,7 +717,7 @@ impl Store {
         sorted.sort_unstable();
         sorted.dedup();
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         {
             let mut stmt =
                 tx.prepare_cached("UPDATE docs SET dirty = 0 WHERE id BETWEEN ?1 AND ?2")?;
@@ -717,7 +737,7 @@ impl Store {
     /// Removes documents and their text.
     pub(crate) fn delete(&self, ids: &[u64]) -> Result<()> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = write_tx(&mut conn)?;
         {
             let mut docs = tx.prepare_cached("DELETE FROM docs WHERE id = ?1")?;
             let mut content = tx.prepare_cached("DELETE FROM content WHERE id = ?1")?;
@@ -874,7 +894,7 @@ mod tests {
     }
 
     fn open(dir: &tempfile::TempDir) -> Store {
-        let (store, mismatch, _) = Store::open(&dir.path().join("store.sqlite")).unwrap();
+        let (store, mismatch, _) = Store::open(&dir.path().join("store.sqlite"), "").unwrap();
         assert!(!mismatch);
         store
     }
@@ -882,7 +902,7 @@ mod tests {
     #[test]
     fn a_path_keeps_its_id_and_rows_are_dirty_until_marked_clean() {
         let dir = tempfile::tempdir().unwrap();
-        let (store, _, fresh) = Store::open(&dir.path().join("store.sqlite")).unwrap();
+        let (store, _, fresh) = Store::open(&dir.path().join("store.sqlite"), "").unwrap();
         assert!(fresh);
         let a = new_doc("/d/a.md", "alpha\nbeta");
         let b = new_doc("/d/b.md", "gamma");
@@ -955,7 +975,7 @@ mod tests {
                     let (path, start) = (path.clone(), start.clone());
                     std::thread::spawn(move || {
                         start.wait();
-                        Store::open(&path).map(|(_, mismatch, _)| mismatch)
+                        Store::open(&path, "").map(|(_, mismatch, _)| mismatch)
                     })
                 })
                 .collect();
@@ -975,14 +995,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store.sqlite");
         {
-            let (store, _, _) = Store::open(&path).unwrap();
+            let (store, _, _) = Store::open(&path, "").unwrap();
             store.set_meta("format_version", "0-old").unwrap();
         }
-        let (store, mismatch, fresh) = Store::open(&path).unwrap();
+        let (store, mismatch, fresh) = Store::open(&path, "").unwrap();
         assert!(mismatch && !fresh);
         store.mark_current_version().unwrap();
         drop(store);
-        assert!(!Store::open(&path).unwrap().1);
+        assert!(!Store::open(&path, "").unwrap().1);
     }
 
     #[test]

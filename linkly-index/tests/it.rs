@@ -9,6 +9,7 @@
 //! `cargo test -p linkly-index --test it <file>::`.
 
 mod multilingual;
+mod open;
 mod repair;
 mod semantic;
 mod sync_paths;

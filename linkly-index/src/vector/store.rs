@@ -79,14 +79,17 @@ fn self_count_hint(conn: &Connection, after: u64) -> usize {
 
 impl VectorStore {
     pub(crate) fn open(path: &Path) -> Result<VectorStore> {
-        let conn = Connection::open(path)?;
-        conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        // Reading the vectors at a process's first vector search is most of what a CLI
-        // search without a server does after loading the model: pages mapped, not copied.
-        conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
-        conn.execute_batch(SCHEMA)?;
+        let conn = crate::store::retry_while_busy(path, || {
+            let conn = Connection::open(path)?;
+            conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))?;
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            // Reading the vectors at a process's first vector search is most of what a CLI
+            // search without a server does after loading the model: pages mapped, not copied.
+            conn.pragma_update(None, "mmap_size", 1i64 << 30)?;
+            conn.execute_batch(SCHEMA)?;
+            Ok(conn)
+        })?;
         let id = Self::identity(&conn);
         Ok(VectorStore {
             conn: Mutex::new(conn),
@@ -155,7 +158,7 @@ impl VectorStore {
             return Ok(false);
         }
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = crate::store::write_tx(&mut conn)?;
         tx.execute("DELETE FROM chunks", [])?;
         tx.execute("DELETE FROM embedded", [])?;
         tx.execute(
@@ -183,7 +186,7 @@ impl VectorStore {
     /// removed and the stored new chunks.
     pub(crate) fn write(&self, docs: &[DocVectors]) -> Result<(Vec<u64>, Vec<StoredChunk>)> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = crate::store::write_tx(&mut conn)?;
         let mut removed = Vec::new();
         let mut added = Vec::new();
         {
@@ -225,7 +228,7 @@ impl VectorStore {
     /// of the chunks removed.
     pub(crate) fn remove(&self, doc_ids: &[u64]) -> Result<Vec<u64>> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        let tx = crate::store::write_tx(&mut conn)?;
         let mut removed = Vec::new();
         {
             let mut old = tx.prepare_cached("SELECT id FROM chunks WHERE doc_id = ?1")?;
