@@ -3,7 +3,7 @@
 /// mimalloc, not glibc's malloc: glibc kept in its per-thread arenas what a sync's threads and
 /// the server's blocking threads had freed (a server at 212 MB after the first full index of
 /// 100,000 files, 335 MB under 16 clients); mimalloc hands freed pages back to the system (64 MB
-/// and about 210 MB). Measured by `cargo xtask bench soak`: docs/benchmarks.md, "Memory after a
+/// and about 210 MB). Measured by `cargo xtask bench soak`: docs/benchmarks-history.md, "Memory after a
 /// sync". It serves Rust allocations only; SQLite's own still go through the C library's malloc.
 /// Without the `mimalloc` feature, Rust's go there too, for heap profilers that see only malloc.
 #[cfg(feature = "mimalloc")]
@@ -14,7 +14,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// pages back at once instead of after a second (its `purge_delay`), and glibc's malloc, which
 /// SQLite's allocations go through, keeps two arenas instead of eight per core. Under the
 /// soak's 16 clients they bring the server's resident memory from 155-178 MB to the figures
-/// in docs/benchmarks.md ("Memory after a sync"). A variable already set is left as it is.
+/// in docs/benchmarks-history.md ("Memory after a sync"). A variable already set is left as it is.
 #[cfg(unix)]
 const SERVER_SETTINGS: [(&str, &str); 2] =
     [("MIMALLOC_PURGE_DELAY", "0"), ("MALLOC_ARENA_MAX", "2")];

@@ -369,6 +369,11 @@ pub(crate) enum GatewayLibraryCommand {
 pub(crate) struct GatewayServeArgs {
     #[command(flatten)]
     pub(crate) db: GatewayDb,
+    /// A streaming standby of the PostgreSQL --database (`postgres://…`): read-only calls go
+    /// there, writes to --database; while it cannot be reached, reads go to --database. Make it
+    /// synchronous (`synchronous_commit = remote_apply`) so reads see the last writes.
+    #[arg(long, value_name = "URL", env = "LINKLY_GATEWAY_READ_DATABASE")]
+    pub(crate) read_database: Option<String>,
     /// The address to bind (default 127.0.0.1; 0.0.0.0 for every interface).
     #[arg(long, value_name = "IP")]
     pub(crate) bind: Option<std::net::IpAddr>,

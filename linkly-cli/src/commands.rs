@@ -12,9 +12,11 @@ use serde_json::json;
 
 use crate::args::{Cli, Command, FoldersCommand, IndexArgs};
 use crate::backend;
+#[cfg(feature = "gateway-server")]
+use crate::gateway;
 use crate::output::Printer;
 use crate::progress::Reporter;
-use crate::{daemon, discovery, documents, gateway, model, notes, open, publish, shared, status};
+use crate::{daemon, discovery, documents, model, notes, open, publish, shared, status};
 
 pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let data = cli
@@ -52,7 +54,14 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => daemon::serve(&data, args),
         Command::Mcp(args) => shared::mcp(&data, args),
         Command::Open(args) => open::open(&data, args),
+        #[cfg(feature = "gateway-server")]
         Command::Gateway(cmd) => gateway::run(&data, cmd, printer),
+        #[cfg(not(feature = "gateway-server"))]
+        Command::Gateway(_) => bail!(
+            "this linkly is the desktop build, without the gateway server (nor PostgreSQL): a host \
+             installs it with `cargo install linkly-cli --locked --features gateway-server` \
+             (`linkly publish` and `linkly mcp --remote`, the gateway's clients, are here)"
+        ),
         Command::Publish(args) => publish::publish(&data, args, cli.token.clone(), printer),
         Command::Model(cmd) => model::run(&data, cmd, printer),
         Command::NoteSave(args) => notes::note_save(&data, args, printer),

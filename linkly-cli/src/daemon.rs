@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use linkly_core::DataDir;
-use linkly_index::Index;
-use linkly_mcp::{
+use linkly_http::{
     CONTROL_HEADER, Health, HttpOptions, IndexStatus, PortFile, ServerInfo, ServerState, StartedBy,
 };
+use linkly_index::Index;
 use linkly_tools::{FreshEvent, IndexState, KeepFreshOptions, Linkly};
 use serde_json::json;
 
@@ -41,7 +41,7 @@ const DEFAULT_IDLE_SECS: u64 = 300;
 /// How long a client waits for a server it started to answer.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a hand-over may take: the background server finishes its requests in flight
-/// (5 s at most, see `linkly_mcp`'s drain) and exits, the new one binds.
+/// (5 s at most, see `linkly_http`'s drain) and exits, the new one binds.
 const HANDOVER_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long `linkly stop` waits for the server to be gone.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -121,14 +121,14 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
     let rt = runtime()?;
     // The window's live progress, fed by the keep-fresh engine below.
     let live = Arc::new(linkly_window::Live::default());
+    let window_live = live.clone();
     let result = rt.block_on(async move {
         // Bind first, so clients can connect at once and see `index_status`.
-        let bound = linkly_mcp::bind_http(HttpOptions {
+        let bound = linkly_http::bind(HttpOptions {
             bind,
             lan_token: lan_token.clone(),
             port: a.port,
             port_file: Some(data.port_file()),
-            live: live.clone(),
             control_token: Some(new_token()),
             ..HttpOptions::default()
         })
@@ -177,13 +177,59 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
             )
             .map_err(|e| anyhow::anyhow!("{}", e.message))?;
         let stop = stop_when(state.clone(), data.root().to_path_buf(), a.exit_when_unused);
-        let served = linkly_mcp::serve_http(bound, linkly, state, stop).await;
+        let app = compose(&bound, linkly, state.clone(), window_live);
+        let close_sessions = app.close_sessions;
+        let served = linkly_http::serve(bound, app.router, state, async move {
+            stop.await;
+            close_sessions();
+        })
+        .await;
         drop(engine);
-        served
+        Ok::<(), anyhow::Error>(served?)
     });
     drop(lock);
     result?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The routes a data directory's server serves, and what ends its MCP sessions at shutdown.
+struct App {
+    router: axum::Router,
+    close_sessions: Box<dyn FnOnce() + Send>,
+}
+
+/// Composes the server: `/health` and `/control/stop` (the host's) and `/mcp` behind the host's
+/// guard (the LAN bearer token, or a local `Host`), and the window at `/` with its own gate (a
+/// browser cannot send a bearer token: LAN visitors sign in for a cookie).
+fn compose(
+    bound: &linkly_http::BoundHttp,
+    linkly: Arc<Linkly>,
+    state: Arc<ServerState>,
+    live: Arc<linkly_window::Live>,
+) -> App {
+    let mcp = linkly_mcp::router(
+        linkly.clone(),
+        bound.bind(),
+        &linkly_mcp::McpOptions::default(),
+    );
+    let close_sessions = Box::new(mcp.closer());
+    let window = linkly_window::router(
+        linkly.clone(),
+        live,
+        linkly_window::WindowOptions {
+            endpoint: bound.endpoint(),
+            bind: bound.bind(),
+            lan_token: bound.access().token().map(str::to_string),
+        },
+    );
+    let guarded = linkly_http::guarded(
+        bound.host_routes(linkly, state).merge(mcp.router),
+        bound.access(),
+    );
+    App {
+        router: guarded.merge(window),
+        close_sessions,
+    }
 }
 
 /// Shows what the engine does: start-up sync and failures on stderr, the rest in the log, and

@@ -29,6 +29,15 @@ fn gateway_dir(data: &DataDir) -> std::path::PathBuf {
 
 /// Opens the gateway's database (creating the schema when missing).
 fn open_db(data: &DataDir, db: &GatewayDb) -> anyhow::Result<Db> {
+    open_db_reading_from(data, db, None)
+}
+
+/// [`open_db`], its reads sent to the standby `standby` when given.
+fn open_db_reading_from(
+    data: &DataDir,
+    db: &GatewayDb,
+    standby: Option<&str>,
+) -> anyhow::Result<Db> {
     let dir = gateway_dir(data);
     let spec = DbSpec::parse(db.database.as_deref(), &dir)?;
     if let DbSpec::Sqlite(path) = &spec
@@ -37,7 +46,8 @@ fn open_db(data: &DataDir, db: &GatewayDb) -> anyhow::Result<Db> {
     {
         fs_err::create_dir_all(parent)?;
     }
-    Db::open(&spec).with_context(|| format!("cannot open the gateway database {}", spec.redacted()))
+    Db::open_with_standby(&spec, standby)
+        .with_context(|| format!("cannot open the gateway database {}", spec.redacted()))
 }
 
 pub(crate) fn run(
@@ -231,8 +241,11 @@ fn libraries(
 }
 
 fn serve(data: &DataDir, a: GatewayServeArgs) -> anyhow::Result<ExitCode> {
-    let db = open_db(data, &a.db)?;
-    let database = db.spec().redacted();
+    let db = open_db_reading_from(data, &a.db, a.read_database.as_deref())?;
+    let database = match db.read_database() {
+        Some(standby) => format!("{}, reads from {standby}", db.spec().redacted()),
+        None => db.spec().redacted(),
+    };
     let mut limits = Limits::default();
     if let Some(n) = a.free_slots {
         limits.free_slots = n;

@@ -6,7 +6,7 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use linkly_mcp::{Health, PortFile, ServerInfo, StartedBy};
+use linkly_http::{Health, PortFile, ServerInfo, StartedBy};
 
 /// A server's base URL (`http://host:port`), its MCP endpoint and how to reach it.
 #[derive(Debug, Clone)]

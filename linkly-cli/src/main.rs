@@ -14,6 +14,7 @@
 //!        └ call                      one typed tool call, printed; its outcome
 //!           └ backend                embedded tools or a server over MCP; the runtime
 //!              └ args, output, progress, health   (leaves: clap types, printing, …)
+//! welcome                            `linkly` alone on a terminal: what to do next
 //! ```
 
 // A command-line program prints to stdout and stderr by design.
@@ -27,6 +28,7 @@ mod commands;
 mod daemon;
 mod discovery;
 mod documents;
+#[cfg(feature = "gateway-server")]
 mod gateway;
 mod health;
 mod model;
@@ -38,6 +40,7 @@ mod publish;
 mod shared;
 mod speech;
 mod status;
+mod welcome;
 
 use std::process::ExitCode;
 
@@ -46,6 +49,10 @@ use clap::Parser;
 fn main() -> ExitCode {
     // `linkly __extract-worker`: extract one risky file for the parent and exit.
     linkly_tools::extraction_worker_hook();
+    if welcome::wanted() {
+        print!("{}", welcome::text(&linkly_core::DataDir::from_env()));
+        return ExitCode::SUCCESS;
+    }
     let cli = args::Cli::parse();
     if allocator::long_run(&cli.command) {
         allocator::settle_for_a_long_run();

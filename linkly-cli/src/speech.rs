@@ -32,6 +32,11 @@ pub(crate) fn import(data: &DataDir, path: &Path, printer: Printer) -> anyhow::R
         eprintln!("Converting the Whisper model in {} ...", path.display());
     }
     let imported = whisper::import(path, &dest)?;
+    // Calibrated and prepared now, so the first `linkly index` only maps the weights.
+    if !printer.json {
+        eprintln!("Measuring which precision runs it fastest on this CPU ...");
+    }
+    let precision = whisper::Whisper::load(&dest)?.precision();
     let layout = match imported.layout {
         whisper::Layout::CTranslate2 => "CTranslate2",
         whisper::Layout::HuggingFace => "Hugging Face",
@@ -47,11 +52,12 @@ pub(crate) fn import(data: &DataDir, path: &Path, printer: Printer) -> anyhow::R
             json!({
                 "status": "success", "kind": "speech", "model": format!("whisper-{}", imported.size),
                 "multilingual": imported.multilingual, "source_layout": layout, "dir": dest,
+                "precision": precision,
             })
         );
     } else {
         println!(
-            "Installed Whisper {} ({languages}, from {layout} layout) into {} as the speech model.",
+            "Installed Whisper {} ({languages}, from {layout} layout) into {} as the speech model, its products in {precision} on this CPU.",
             imported.size,
             dest.display()
         );
@@ -98,7 +104,19 @@ pub(crate) fn status(data: &DataDir) -> (bool, String) {
     match whisper::recognise(&dir) {
         Ok(whisper::Layout::HuggingFace) => {
             let about = whisper::describe(&dir).unwrap_or_else(|_| "Whisper".into());
-            (true, format!("{about} in {}", dir.display()))
+            let precision = match whisper::calibration(&dir) {
+                Some(c) => format!(
+                    ", products in {} ({})",
+                    c.chosen,
+                    c.paths
+                        .iter()
+                        .map(|p| format!("{} {:.0} ms", p.precision, p.ms))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None => String::new(),
+            };
+            (true, format!("{about} in {}{precision}", dir.display()))
         }
         _ => (
             false,
@@ -110,5 +128,8 @@ pub(crate) fn status(data: &DataDir) -> (bool, String) {
 /// The speech model for `linkly model status --json`.
 pub(crate) fn status_json(data: &DataDir) -> serde_json::Value {
     let (present, about) = status(data);
-    json!({"present": present, "dir": data.speech_model_dir(), "state": about})
+    let calibration = whisper::calibration(&data.speech_model_dir());
+    json!({"present": present, "dir": data.speech_model_dir(), "state": about,
+           "precision": calibration.as_ref().map(|c| c.chosen.clone()),
+           "calibration": calibration})
 }

@@ -4,9 +4,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use linkly_core::DataDir;
+use linkly_http::IndexStatus;
 use linkly_index::vector::{ModelChoice, ModelManager};
 use linkly_index::{Index, ModelStatus};
-use linkly_mcp::IndexStatus;
 use serde_json::{Value, json};
 
 use crate::backend::{connection, runtime, server_target};

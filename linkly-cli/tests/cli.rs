@@ -202,3 +202,88 @@ fn completions_print_a_script() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("linkly"));
 }
+
+/// `linkly` alone under a terminal (util-linux's `script` gives it one), with this data
+/// directory: its standard output and exit status.
+fn alone_on_a_terminal(home: &std::path::Path) -> (String, std::process::ExitStatus) {
+    let out = std::process::Command::new("script")
+        .args(["--quiet", "--return", "--command"])
+        .arg(common::bin())
+        .arg("/dev/null")
+        .env("LINKLY_HOME", home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("util-linux's script runs");
+    (
+        String::from_utf8_lossy(&out.stdout).replace('\r', ""),
+        out.status,
+    )
+}
+
+#[test]
+fn linkly_alone_on_a_terminal_says_what_to_do_next() {
+    let env = Env::sample();
+    let (text, status) = alone_on_a_terminal(&env.home);
+    assert!(status.success(), "{status}: {text}");
+    assert!(text.contains("no folder watched yet"), "{text}");
+    // Each step is a command that parses.
+    for step in [
+        "linkly index ~/Documents",
+        "linkly search \"quarterly budget\"",
+        "linkly open",
+        "claude mcp add linkly -- linkly mcp",
+        "{\"command\": \"uvx\", \"args\": [\"linkly\", \"mcp\"]}",
+    ] {
+        assert!(text.contains(step), "{step} missing: {text}");
+    }
+    for args in [
+        &["index", "--help"][..],
+        &["open", "--help"],
+        &["mcp", "--help"],
+    ] {
+        assert!(env.run(args).status.success());
+    }
+    // Once a folder is watched, it says so and offers to bring the index up to date.
+    assert!(
+        env.run(&["folders", "add", env.docs.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let (text, _) = alone_on_a_terminal(&env.home);
+    assert!(text.contains("watching 1 folder ("), "{text}");
+    assert!(
+        text.contains(&env.docs.canonicalize().unwrap().display().to_string()),
+        "{text}"
+    );
+    assert!(text.contains("linkly index "), "{text}");
+}
+
+#[test]
+fn linkly_alone_in_a_script_stays_a_usage_error() {
+    let out = common::Env::new(&[]).run(&[]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Usage: linkly"));
+}
+
+#[test]
+fn open_without_a_browser_prints_the_address() {
+    let env = Env::new(&[]);
+    // No opener (xdg-open, open) on the PATH: a server machine, a container.
+    let empty = tempfile::tempdir().unwrap();
+    let out = env
+        .cmd()
+        .arg("open")
+        .env("PATH", empty.path())
+        .output()
+        .unwrap();
+    let _ = env.run(&["stop"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let url = stdout
+        .lines()
+        .find(|l| l.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no address printed: {stdout}"));
+    assert!(stderr.contains(&format!("open {url} yourself")), "{stderr}");
+}

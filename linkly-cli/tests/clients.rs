@@ -131,14 +131,21 @@ fn check_server(entry: &Value, vscode: bool, origin: &str) -> &'static str {
         );
     }
     if let Some(command) = entry.get("command") {
-        assert_eq!(command, "linkly", "{origin}");
         assert!(matches!(kind, None | Some("stdio")), "{origin}");
-        let args: Vec<String> = entry["args"]
+        let mut args: Vec<String> = entry["args"]
             .as_array()
             .unwrap_or_else(|| panic!("{origin}: args must be a list"))
             .iter()
             .map(|a| a.as_str().unwrap().to_string())
             .collect();
+        // `uvx linkly …`: uv runs the `linkly` wheel's entry point with the rest.
+        let uvx = command == "uvx";
+        if uvx {
+            assert_eq!(args.first().map(String::as_str), Some("linkly"), "{origin}");
+            args.remove(0);
+        } else {
+            assert_eq!(command, "linkly", "{origin}");
+        }
         assert_eq!(args.first().map(String::as_str), Some("mcp"), "{origin}");
         assert_parses(&args, origin);
         if let Some(env) = entry.get("env") {
@@ -147,7 +154,7 @@ fn check_server(entry: &Value, vscode: bool, origin: &str) -> &'static str {
                 "{origin}: env values are strings"
             );
         }
-        "stdio"
+        if uvx { "uvx" } else { "stdio" }
     } else {
         let url = entry["url"]
             .as_str()
@@ -174,9 +181,11 @@ fn check_command(words: &[String], origin: &str) -> Option<&'static str> {
             assert_eq!(words[1..3], ["mcp", "add"], "{origin}");
             if let Some(dash) = words.iter().position(|w| w == "--") {
                 assert_eq!(words[dash - 1], "linkly", "{origin}: the server's name");
-                assert_eq!(words[dash + 1], "linkly", "{origin}: the command");
-                assert_parses(&words[dash + 2..], origin);
-                Some("claude-stdio")
+                let uvx = words[dash + 1] == "uvx";
+                let at = dash + 1 + usize::from(uvx);
+                assert_eq!(words[at], "linkly", "{origin}: the command");
+                assert_parses(&words[at + 1..], origin);
+                Some(if uvx { "claude-uvx" } else { "claude-stdio" })
             } else {
                 let t = words.iter().position(|w| w == "--transport").unwrap();
                 assert_eq!(words[t + 1], "http", "{origin}");
@@ -184,6 +193,19 @@ fn check_command(words: &[String], origin: &str) -> Option<&'static str> {
                 assert_mcp_url(url, origin);
                 Some("claude-http")
             }
+        }
+        // The wheel: `uvx linkly …` runs it, `uv tool install linkly` and `pipx install linkly`
+        // install it (pyproject.toml names the package).
+        Some("uvx") => {
+            assert_eq!(words.get(1).map(String::as_str), Some("linkly"), "{origin}");
+            assert_parses(&words[2..], origin);
+            Some("uvx")
+        }
+        Some("uv" | "pipx") if words.contains(&"install".to_string()) => {
+            let pyproject = fs_err::read_to_string(repo().join("pyproject.toml")).unwrap();
+            assert!(pyproject.contains("name = \"linkly\""), "{origin}");
+            assert_eq!(words.last().map(String::as_str), Some("linkly"), "{origin}");
+            Some("wheel-install")
         }
         Some("cargo") if words.get(1).is_some_and(|w| w == "install") => {
             let path = words
@@ -234,6 +256,7 @@ fn check_markdown(rel: &str) -> Vec<&'static str> {
                 for entry in servers.values() {
                     let kind = check_server(entry, vscode, &origin);
                     seen.push(match (vscode, kind) {
+                        (_, "uvx") => "json-uvx",
                         (true, "stdio") => "vscode-stdio",
                         (true, _) => "vscode-http",
                         (false, "stdio") => "json-stdio",
@@ -294,6 +317,9 @@ fn client_configurations_work_with_the_real_cli() {
         "claude-http",
         "linkly",
         "install",
+        "json-uvx",
+        "claude-uvx",
+        "wheel-install",
     ] {
         assert!(
             seen.contains(&kind),

@@ -98,8 +98,20 @@ fn server_json_describes_this_version() {
     let packages = v["packages"].as_array().unwrap();
     let mut transports = Vec::new();
     for p in packages {
-        assert_eq!(p["registryType"], "cargo");
-        assert_eq!(p["identifier"], env!("CARGO_PKG_NAME"));
+        match p["registryType"].as_str().unwrap() {
+            "cargo" => assert_eq!(p["identifier"], env!("CARGO_PKG_NAME")),
+            // The wheel (pyproject.toml's project name), run by uv.
+            "pypi" => {
+                let pyproject = fs_err::read_to_string(
+                    Path::new(env!("CARGO_MANIFEST_DIR")).join("../pyproject.toml"),
+                )
+                .unwrap();
+                let name = p["identifier"].as_str().unwrap();
+                assert!(pyproject.contains(&format!("name = \"{name}\"")), "{name}");
+                assert_eq!(p["runtimeHint"], "uvx");
+            }
+            other => panic!("registry type {other}"),
+        }
         assert_eq!(p["version"], version, "a package's version");
         // The arguments a client would pass, checked against the real command line.
         let mut argv: Vec<String> = Vec::new();
@@ -135,5 +147,5 @@ fn server_json_describes_this_version() {
         }
         transports.push(transport);
     }
-    assert_eq!(transports, ["stdio", "streamable-http"]);
+    assert_eq!(transports, ["stdio", "streamable-http", "stdio"]);
 }

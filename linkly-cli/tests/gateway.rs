@@ -888,18 +888,21 @@ fn a_library_published_with_vectors_is_searched_by_meaning_on_the_gateway() {
     );
 
     // A vector of the wrong width is refused with a clear error, and nothing is stored.
+    let (status, opened) = api_post(
+        &gateway,
+        &ann,
+        "baking/publish",
+        &json!({"documents": [{"path": "baking/odd.md", "hash": "h1"}]}),
+    );
+    assert_eq!(status, 200, "{opened}");
+    let batch = format!("baking/publish/{}/documents", opened["publish"]);
     let short = json!({
         "path": "baking/odd.md", "doc_type": "md", "hash": "h1", "size": 4,
         "modified_at": 0, "title": null, "text": "odd\n", "outline": [],
         "vectors": {"model": vector_model, "dim": 384,
                     "chunks": [{"start_line": 1, "end_line": 1, "vector": "AACAPwAAAEAAAEBA"}]}
     });
-    let (status, answer) = api_post(
-        &gateway,
-        &ann,
-        "baking/documents",
-        &json!({"documents": [short]}),
-    );
+    let (status, answer) = api_post(&gateway, &ann, &batch, &json!({"documents": [short]}));
     assert_eq!(status, 400, "{answer}");
     let error = answer["error"].as_str().unwrap_or_default();
     assert!(
@@ -913,12 +916,7 @@ fn a_library_published_with_vectors_is_searched_by_meaning_on_the_gateway() {
         "vectors": {"model": vector_model, "dim": 3,
                     "chunks": [{"start_line": 1, "end_line": 1, "vector": "AACAPwAAAEAAAEBA"}]}
     });
-    let (status, answer) = api_post(
-        &gateway,
-        &ann,
-        "baking/documents",
-        &json!({"documents": [narrow]}),
-    );
+    let (status, answer) = api_post(&gateway, &ann, &batch, &json!({"documents": [narrow]}));
     assert_eq!(status, 400, "{answer}");
     assert!(
         answer["error"]
@@ -930,7 +928,7 @@ fn a_library_published_with_vectors_is_searched_by_meaning_on_the_gateway() {
     let (_, manifest) = api_post(
         &gateway,
         &ann,
-        "baking/manifest",
+        "baking/publish",
         &json!({"documents": [{"path": "baking/odd.md", "hash": "h1"}]}),
     );
     assert_eq!(

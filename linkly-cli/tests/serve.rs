@@ -117,13 +117,13 @@ fn one_server_per_data_directory_and_cli_client_mode() {
     env.run(&["folders", "add", env.docs.to_str().unwrap()]);
     let (server, port) = start(&env, &[]);
     // The port file and /health are the types linkly-mcp writes and the CLI reads.
-    let file: linkly_mcp::PortFile =
+    let file: linkly_http::PortFile =
         serde_json::from_str(&fs_err::read_to_string(env.home.join("port")).unwrap()).unwrap();
     assert_eq!((file.port, file.pid), (port, server.0.id()));
     let response = health_from("127.0.0.1", port, None);
     let body = response.split_once("\r\n\r\n").unwrap().1;
-    let health: linkly_mcp::Health = serde_json::from_str(body).unwrap();
-    assert_eq!(health.index_status, linkly_mcp::IndexStatus::Watching);
+    let health: linkly_http::Health = serde_json::from_str(body).unwrap();
+    assert_eq!(health.index_status, linkly_http::IndexStatus::Watching);
     assert_eq!(health.mcp_endpoint, format!("http://127.0.0.1:{port}/mcp"));
     assert_eq!(health.version, env!("CARGO_PKG_VERSION"));
     let st = status(&env);

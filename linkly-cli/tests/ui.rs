@@ -662,6 +662,9 @@ fn scenario(s: &mut Session<'_>, env: &Env, base: &str) {
         stdio.contains("\"command\": \"linkly\"") && stdio.contains("\"mcp\""),
         "{stdio}"
     );
+    // The same without installing anything: uv runs the wheel.
+    let uvx: Value = serde_json::from_str(&copy(s, "uvx")).expect("the uvx configuration is JSON");
+    assert_eq!(uvx, json!({"command": "uvx", "args": ["linkly", "mcp"]}));
     shot(s, en, "agents");
 
     // Japanese: the switch, remembered on every page; a screenshot of each.

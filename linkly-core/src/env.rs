@@ -14,6 +14,13 @@ pub const LINKLY_FFMPEG: &str = "LINKLY_FFMPEG";
 /// A folder holding the speech model (Whisper in Hugging Face layout, as `linkly model import`
 /// writes it): used instead of the one in the data directory.
 pub const LINKLY_SPEECH_MODEL_DIR: &str = "LINKLY_SPEECH_MODEL_DIR";
+/// The precision of the speech model's matrix products: unset for the one a calibration at the
+/// model's first load measured fastest on this machine among those that transcribe a known
+/// recording with no more word errors than f32 (kept in `<model>/.linkly/whisper-calibration.json`);
+/// `f32`, `int8` (AVX-512 VNNI), `int16` (AVX2), `bf16` (AMX where the CPU has it, else AVX-512
+/// BF16), `bf16-amx` or `bf16-avx512` to force one; `avx2` to calibrate among the paths an AVX2
+/// CPU has (f32 and int16) only.
+pub const LINKLY_WHISPER_ENGINE: &str = "LINKLY_WHISPER_ENGINE";
 /// A local folder holding the embedding model (`config.json`, `tokenizer.json`,
 /// `model.safetensors`): used instead of the selected, downloaded model (offline machines).
 pub const LINKLY_MODEL_DIR: &str = "LINKLY_MODEL_DIR";

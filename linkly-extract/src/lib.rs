@@ -15,8 +15,10 @@ mod detect;
 mod encoding;
 mod error;
 pub mod formats;
+#[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod hand_made_pdf;
+#[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod hand_made_wav;
 mod isolate;

@@ -20,6 +20,10 @@ pub enum GatewayError {
     /// The database failed.
     #[error("database: {0}")]
     Database(String),
+    /// A database server cannot be reached (down, restarting, refusing connections); the
+    /// message names it.
+    #[error("database: {0}")]
+    Unavailable(String),
     /// A local index failed.
     #[error(transparent)]
     Index(#[from] linkly_index::Error),
@@ -40,12 +44,14 @@ impl GatewayError {
     }
 }
 
+#[cfg(feature = "server")]
 impl From<rusqlite::Error> for GatewayError {
     fn from(e: rusqlite::Error) -> GatewayError {
         GatewayError::Database(e.to_string())
     }
 }
 
+#[cfg(feature = "server")]
 impl From<postgres::Error> for GatewayError {
     fn from(e: postgres::Error) -> GatewayError {
         GatewayError::Database(e.to_string())
@@ -59,7 +65,9 @@ impl CodedError for GatewayError {
             GatewayError::NotFound(_) => ErrorCode::LibraryNotFound,
             GatewayError::Conflict(_) => ErrorCode::InvalidArgument,
             GatewayError::Unauthorized(_) => ErrorCode::InvalidArgument,
-            GatewayError::Database(_) | GatewayError::Io(_) => ErrorCode::Internal,
+            GatewayError::Database(_) | GatewayError::Unavailable(_) | GatewayError::Io(_) => {
+                ErrorCode::Internal
+            }
             GatewayError::Index(e) => e.error_code(),
         }
     }

@@ -244,7 +244,6 @@ pub struct LibraryInfo {
     /// Unix milliseconds: the last publish that changed it.
     pub updated_at: i64,
     /// The change counter of its documents: grows with every publish that changed a document.
-    /// A gateway process compares it with what its search index has applied.
     pub content_seq: i64,
 }
 
@@ -401,21 +400,6 @@ pub struct ManifestEntry {
     /// The model of the vectors the gateway holds for it (in the gateway's manifest only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector_model: Option<String>,
-}
-
-/// The changes of a library's documents after a sequence number, in sequence order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DocChanges {
-    /// Documents added or changed (their latest version), each with its id: the database's
-    /// number for the document, stable while it stays at its path, and the `<n>` of its
-    /// `cloud://<owner>/<slug>/<n>` id in every gateway process.
-    pub upserted: Vec<(i64, PublishedDoc)>,
-    /// Paths removed.
-    pub removed: Vec<String>,
-    /// The highest sequence number covered; pass it back to continue.
-    pub last_seq: i64,
-    /// True when more changes follow `last_seq`.
-    pub has_more: bool,
 }
 
 /// What `library_link` did.

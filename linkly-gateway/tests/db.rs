@@ -9,7 +9,7 @@ use linkly_gateway::model::{
     CatalogQuery, LibraryKey, LibraryMeta, Limits, LinkOutcome, Plan, PublishedDoc, UnlinkOutcome,
     User, Visibility,
 };
-use linkly_gateway::server::db::{Db, DbSpec};
+use linkly_gateway::server::db::{Db, DbSpec, PublishCommit};
 
 use crate::common::{postgres, sqlite};
 
@@ -57,6 +57,19 @@ fn doc(path: &str, hash: &str) -> PublishedDoc {
         outline: serde_json::json!([{"title": "Intro", "line": 1}]),
         vectors: None,
     }
+}
+
+/// One whole publish: opens it (removing `gone` at the commit), stages `docs`, commits.
+fn publish(
+    db: &Db,
+    library_id: i64,
+    docs: &[PublishedDoc],
+    gone: &[&str],
+) -> Result<PublishCommit, GatewayError> {
+    let gone: Vec<String> = gone.iter().map(|g| g.to_string()).collect();
+    let id = db.begin_publish(library_id, &gone)?;
+    db.stage_documents(library_id, id, docs)?;
+    db.commit_publish(library_id, id)
 }
 
 fn q(query: Option<&str>) -> CatalogQuery {
@@ -114,7 +127,7 @@ fn users_tokens_plans_and_removal() {
         let lib = db
             .upsert_library(&bob, "notes", &meta("", "", "", Visibility::Private))
             .unwrap();
-        db.put_documents(lib.id, &[doc("r/a.md", "h1")]).unwrap();
+        publish(&db, lib.id, &[doc("r/a.md", "h1")], &[]).unwrap();
         db.invite(&key("bob", "notes"), "alice").unwrap();
         let alice = db.user("alice").unwrap().unwrap();
         assert!(matches!(
@@ -128,7 +141,7 @@ fn users_tokens_plans_and_removal() {
         assert_eq!(db.library(&key("bob", "notes")).unwrap(), None);
         assert_eq!(db.slots_used(&alice).unwrap(), 0);
         assert!(db.linked(&alice).unwrap().is_empty());
-        assert!(db.changes_since(lib.id, 0, 10).unwrap().upserted.is_empty());
+        assert_eq!(db.library_state(&key("bob", "notes")).unwrap(), None);
     });
 }
 
@@ -576,27 +589,48 @@ fn opening_twice_at_once_is_safe() {
     });
 }
 
+/// The live documents of a library as its searches read them: (number, path, hash of the
+/// text), in path order.
+fn live(db: &Db, library: &LibraryKey) -> Vec<(i64, String, String)> {
+    let Some(state) = db.library_state(library).unwrap() else {
+        return Vec::new();
+    };
+    let rows = db.light_rows(&state).unwrap();
+    let ids: Vec<i64> = rows.iter().map(|r| r.doc_id).collect();
+    let bodies = db.bodies(&state, &ids).unwrap();
+    rows.into_iter()
+        .zip(bodies)
+        .map(|(r, b)| (r.doc_id, r.path, b.unwrap()))
+        .collect()
+}
+
 #[test]
-fn documents_upsert_remove_and_replay_in_sequence() {
+fn documents_upsert_remove_and_keep_their_numbers() {
     each(|spec| {
         let db = Db::open(spec).unwrap();
         let (alice, _) = db.add_user("alice", Plan::Free).unwrap();
         let lib = db
             .upsert_library(&alice, "docs", &LibraryMeta::default())
             .unwrap();
+        let k = key("alice", "docs");
         assert!(db.manifest(lib.id).unwrap().is_empty());
-        assert!(not_found(
-            db.put_documents(lib.id + 1000, &[doc("r/a.md", "h")])
-        ));
+        assert!(not_found(publish(
+            &db,
+            lib.id + 1000,
+            &[doc("r/a.md", "h")],
+            &[]
+        )));
 
         std::thread::sleep(Duration::from_millis(3));
-        db.put_documents(
+        publish(
+            &db,
             lib.id,
             &[
                 doc("r/a.md", "h1"),
                 doc("r/b.md", "h1"),
                 doc("r/c.md", "h1"),
             ],
+            &[],
         )
         .unwrap();
         let after = db.library_by_id(lib.id).unwrap().unwrap();
@@ -610,61 +644,94 @@ fn documents_upsert_remove_and_replay_in_sequence() {
                 .collect::<Vec<_>>(),
             [("r/a.md", "h1"), ("r/b.md", "h1"), ("r/c.md", "h1")]
         );
-
-        // Paged replay.
-        let first = db.changes_since(lib.id, 0, 2).unwrap();
-        assert_eq!(first.upserted.len(), 2);
-        assert!(first.has_more);
-        assert_eq!(first.last_seq, 2);
-        let rest = db.changes_since(lib.id, first.last_seq, 2).unwrap();
-        assert_eq!(rest.upserted.len(), 1);
-        assert!(!rest.has_more);
-        assert_eq!(rest.last_seq, 3);
-        let (a_id, a) = first.upserted[0].clone();
-        assert_eq!(a, doc("r/a.md", "h1"));
-        let none = db.changes_since(lib.id, 3, 10).unwrap();
-        assert!(none.upserted.is_empty() && none.removed.is_empty() && !none.has_more);
-        assert_eq!(none.last_seq, 3);
-
-        // An update keeps the id; a removal is a tombstone with its own sequence number.
-        db.put_documents(lib.id, &[doc("r/a.md", "h2")]).unwrap();
+        let first = live(&db, &k);
         assert_eq!(
-            db.remove_documents(lib.id, &["r/b.md".into(), "r/zzz.md".into()])
-                .unwrap(),
-            1
+            first
+                .iter()
+                .map(|(n, p, _)| (*n, p.as_str()))
+                .collect::<Vec<_>>(),
+            [(1, "r/a.md"), (2, "r/b.md"), (3, "r/c.md")]
         );
-        assert_eq!(db.remove_documents(lib.id, &["r/b.md".into()]).unwrap(), 0);
+        assert_eq!(first[0].2, "text of r/a.md at h1");
+        let state = db.library_state(&k).unwrap().unwrap();
+        assert_eq!(state.roots, ["r"]);
+        let rows = db.doc_rows(&state, &[3, 1, 99]).unwrap();
+        assert_eq!(
+            rows.iter().map(|r| r.doc_id).collect::<Vec<_>>(),
+            [1, 3],
+            "in number order, unknown numbers left out"
+        );
+        assert_eq!(rows[0].title.as_deref(), Some("Title of r/a.md"));
+        assert_eq!((rows[0].word_count, rows[0].total_lines), (5, 1));
+
+        // An update keeps the number; a removal takes it out of the next version.
+        let done = publish(&db, lib.id, &[doc("r/a.md", "h2")], &["r/b.md", "r/zzz.md"]).unwrap();
+        assert_eq!((done.stored, done.removed), (1, 1));
+        assert_eq!(publish(&db, lib.id, &[], &["r/b.md"]).unwrap().removed, 0);
         let info = db.library_by_id(lib.id).unwrap().unwrap();
         assert_eq!((info.doc_count, info.content_seq), (2, 5));
-        let changes = db.changes_since(lib.id, 3, 100).unwrap();
-        assert_eq!(changes.upserted.len(), 1);
-        assert_eq!(changes.upserted[0].0, a_id);
-        assert_eq!(changes.upserted[0].1.hash, "h2");
-        assert_eq!(changes.removed, ["r/b.md"]);
-        assert_eq!(changes.last_seq, 5);
+        assert_eq!(
+            live(&db, &k),
+            [
+                (1, "r/a.md".to_string(), "text of r/a.md at h2".to_string()),
+                (3, "r/c.md".to_string(), "text of r/c.md at h1".to_string())
+            ]
+        );
+        // A reader of the version before still sees it whole.
+        let older = db.light_rows(&state).unwrap();
+        assert_eq!(older.len(), 3);
         assert_eq!(db.manifest(lib.id).unwrap().len(), 2);
 
-        // Coming back at the same path: a live document again.
-        db.put_documents(lib.id, &[doc("r/b.md", "h3")]).unwrap();
-        let back = db.changes_since(lib.id, 5, 100).unwrap();
-        assert_eq!(back.upserted.len(), 1);
-        assert!(back.removed.is_empty());
+        // Coming back at the same path: a new number (the old one left with the document).
+        publish(&db, lib.id, &[doc("r/b.md", "h3")], &[]).unwrap();
+        let back = live(&db, &k);
+        assert_eq!(back.len(), 3);
+        assert_eq!((back[1].0, back[1].1.as_str()), (4, "r/b.md"));
         assert_eq!(db.library_by_id(lib.id).unwrap().unwrap().doc_count, 3);
         // A title-less document and an empty batch.
         let mut untitled = doc("r/d.md", "h1");
         untitled.title = None;
-        db.put_documents(lib.id, &[untitled.clone()]).unwrap();
-        db.put_documents(lib.id, &[]).unwrap();
-        let last = db.changes_since(lib.id, 6, 100).unwrap();
-        assert_eq!(last.upserted[0].1, untitled);
+        publish(&db, lib.id, &[untitled.clone()], &[]).unwrap();
+        publish(&db, lib.id, &[], &[]).unwrap();
+        let state = db.library_state(&k).unwrap().unwrap();
+        let d = db.doc_row_by_path(&state, "r/d.md").unwrap().unwrap();
+        assert_eq!((d.doc_id, d.title), (5, None));
 
         // Deleting the library drops its documents.
         assert!(db.delete_library(&alice, "docs").unwrap());
+        assert!(live(&db, &k).is_empty());
+        assert!(db.light_rows(&state).unwrap().is_empty());
+    });
+}
+
+#[test]
+fn a_document_sent_twice_in_a_publish_keeps_its_last_version() {
+    each(|spec| {
+        let db = Db::open(spec).unwrap();
+        let (alice, _) = db.add_user("alice", Plan::Free).unwrap();
+        let lib = db
+            .upsert_library(&alice, "docs", &LibraryMeta::default())
+            .unwrap();
+        let id = db.begin_publish(lib.id, &[]).unwrap();
+        db.stage_documents(lib.id, id, &[doc("r/a.md", "h1"), doc("r/b.md", "h1")])
+            .unwrap();
+        db.stage_documents(lib.id, id, &[doc("r/a.md", "h2"), doc("r/a.md", "h3")])
+            .unwrap();
         assert!(
-            db.changes_since(lib.id, 0, 100)
-                .unwrap()
-                .upserted
-                .is_empty()
+            live(&db, &key("alice", "docs")).is_empty(),
+            "not yet committed"
+        );
+        let done = db.commit_publish(lib.id, id).unwrap();
+        assert_eq!(done.stored, 2);
+        let docs = live(&db, &key("alice", "docs"));
+        assert_eq!(
+            docs.iter()
+                .map(|(n, p, t)| (*n, p.as_str(), t.as_str()))
+                .collect::<Vec<_>>(),
+            [
+                (1, "r/a.md", "text of r/a.md at h3"),
+                (2, "r/b.md", "text of r/b.md at h1")
+            ]
         );
     });
 }

@@ -286,33 +286,69 @@ fn a_publish_cut_off_halfway_leaves_the_library_as_it_was_on_postgres() {
     }
 }
 
+/// The tables of a gateway database from before search moved into it (documents replayed
+/// into each process's own index), with one library of two documents, one of them removed.
+const OLDER_DATABASE: &str = "
+CREATE TABLE users (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE,
+    plan TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL);
+CREATE TABLE libraries (id INTEGER PRIMARY KEY AUTOINCREMENT, owner_id INTEGER NOT NULL,
+    slug TEXT NOT NULL, title TEXT NOT NULL, description TEXT NOT NULL, category TEXT NOT NULL,
+    visibility TEXT NOT NULL, doc_count INTEGER NOT NULL DEFAULT 0,
+    stars INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+    content_seq INTEGER NOT NULL DEFAULT 0, UNIQUE (owner_id, slug));
+CREATE TABLE documents (id INTEGER PRIMARY KEY AUTOINCREMENT, library_id INTEGER NOT NULL,
+    path TEXT NOT NULL, doc_type TEXT NOT NULL, hash TEXT NOT NULL, size INTEGER NOT NULL,
+    modified_at INTEGER NOT NULL, title TEXT, body TEXT NOT NULL, outline TEXT NOT NULL,
+    seq INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, vector_model TEXT, vectors TEXT,
+    UNIQUE (library_id, path));
+CREATE INDEX documents_seq ON documents (library_id, seq);
+CREATE TABLE publishes (id INTEGER PRIMARY KEY AUTOINCREMENT, library_id INTEGER NOT NULL,
+    created_at INTEGER NOT NULL, gone TEXT NOT NULL);
+CREATE TABLE staged_documents (publish_id INTEGER NOT NULL, path TEXT NOT NULL,
+    doc_type TEXT NOT NULL, hash TEXT NOT NULL, size INTEGER NOT NULL,
+    modified_at INTEGER NOT NULL, title TEXT, body TEXT NOT NULL, outline TEXT NOT NULL,
+    vector_model TEXT, vectors TEXT, PRIMARY KEY (publish_id, path));
+INSERT INTO users VALUES (1, 'alice', 'pro', 'hash-of-a-token', 1);
+INSERT INTO libraries VALUES (1, 1, 'guide', 'Guide', '', 'other', 'public', 1, 0, 1, 2, 3);
+INSERT INTO documents VALUES
+    (1, 1, 'r/a.md', 'md', 'ha', 5, 10, 'Alpha', 'alpha apples', '[]', 1, 0, NULL, NULL),
+    (2, 1, 'r/b.md', 'md', 'hb', 5, 10, NULL, '', '[]', 3, 1, NULL, NULL);
+";
+
 #[test]
-fn a_database_from_before_the_staged_publish_keeps_its_documents() {
+fn a_database_from_before_search_moved_into_it_keeps_its_documents() {
     let fresh = sqlite();
     let DbSpec::Sqlite(path) = &fresh.spec else {
         unreachable!()
     };
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch(OLDER_DATABASE)
+        .unwrap();
+    let db = Db::open(&fresh.spec).unwrap();
     let key = LibraryKey {
         owner: "alice".into(),
         slug: "guide".into(),
     };
-    {
-        let db = Db::open(&fresh.spec).unwrap();
-        let (alice, _) = db.add_user("alice", Plan::Pro).unwrap();
-        let lib = db
-            .upsert_library(&alice, "guide", &Default::default())
-            .unwrap();
-        let d: linkly_gateway::model::PublishedDoc =
-            serde_json::from_value(doc("r/a.md", "alpha")).unwrap();
-        db.put_documents(lib.id, &[d]).unwrap();
-    }
-    // The schema as it was before: no staging tables.
-    let conn = rusqlite::Connection::open(path).unwrap();
-    conn.execute_batch("DROP TABLE publishes; DROP TABLE staged_documents;")
-        .unwrap();
-    drop(conn);
-    let db = Db::open(&fresh.spec).unwrap();
     let lib = db.library(&key).unwrap().unwrap();
+    let manifest = db.manifest(lib.id).unwrap();
+    assert_eq!(
+        manifest.iter().map(|m| m.path.as_str()).collect::<Vec<_>>(),
+        ["r/a.md"],
+        "the live document moved, the removed one did not"
+    );
+    let state = db.library_state(&key).unwrap().unwrap();
+    assert_eq!(
+        (state.doc_count, state.roots.clone()),
+        (1, vec!["r".to_string()])
+    );
+    let found = db
+        .postings(&state, &linkly_index::Index::query_terms("apples"))
+        .unwrap();
+    assert_eq!(found.len(), 1, "searchable by its words: {found:?}");
+    // Opened again: nothing more to migrate, nothing lost.
+    drop(db);
+    let db = Db::open(&fresh.spec).unwrap();
     assert_eq!(db.manifest(lib.id).unwrap().len(), 1);
     let publish = db.begin_publish(lib.id, &["r/a.md".into()]).unwrap();
     let done = db.commit_publish(lib.id, publish).unwrap();

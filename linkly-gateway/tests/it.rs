@@ -11,6 +11,8 @@
 mod common;
 
 mod catalog;
+mod cluster;
 mod db;
 mod faults;
+mod published;
 mod server;

@@ -139,12 +139,13 @@ async fn publish(base: &str, token: &str, slug: &str, visibility: &str, docs: Ve
         .collect();
     let (s, _, _, body) = http_async(
         "POST",
-        format!("{lib}/manifest"),
+        format!("{lib}/publish"),
         Some(token.into()),
         Some(json!({ "documents": manifest }).to_string()),
     )
     .await;
     assert_eq!(s, 200, "{body}");
+    let id = body["publish"].as_i64().unwrap();
     // Only what the server lacks is sent.
     let needed = strings_at(&body["needed"], "");
     let docs: Vec<&Value> = docs
@@ -152,20 +153,48 @@ async fn publish(base: &str, token: &str, slug: &str, visibility: &str, docs: Ve
         .filter(|d| needed.contains(&d["path"].as_str().unwrap()))
         .collect();
     assert!(!docs.is_empty(), "{body}");
-    let (s, _, _, body) = post_documents(base, token, slug, json!(docs)).await;
+    let (s, _, _, body) = stage(base, token, slug, id, json!(docs)).await;
+    assert_eq!(s, 200, "{body}");
+    let (s, _, _, body) = http_async(
+        "POST",
+        format!("{lib}/publish/{id}/commit"),
+        Some(token.into()),
+        None,
+    )
+    .await;
     assert_eq!(s, 200, "{body}");
 }
 
-/// POSTs `documents` (a JSON array) to the library `slug` as `token`'s user.
+/// POSTs `documents` (a JSON array) to the open publish `id` of the library `slug` as
+/// `token`'s user.
+async fn stage(
+    base: &str,
+    token: &str,
+    slug: &str,
+    id: i64,
+    documents: Value,
+) -> (u16, Option<String>, Option<String>, Value) {
+    let url = format!("{base}/api/v1/libraries/{slug}/publish/{id}/documents");
+    let body = json!({ "documents": documents }).to_string();
+    http_async("POST", url, Some(token.into()), Some(body)).await
+}
+
+/// Opens a publish of the library `slug` as `token`'s user and POSTs `documents` (a JSON
+/// array) to it: the first refusal, or the batch's answer.
 async fn post_documents(
     base: &str,
     token: &str,
     slug: &str,
     documents: Value,
 ) -> (u16, Option<String>, Option<String>, Value) {
-    let url = format!("{base}/api/v1/libraries/{slug}/documents");
-    let body = json!({ "documents": documents }).to_string();
-    http_async("POST", url, Some(token.into()), Some(body)).await
+    let url = format!("{base}/api/v1/libraries/{slug}/publish");
+    let body = json!({ "documents": [] }).to_string();
+    let opened = http_async("POST", url, Some(token.into()), Some(body)).await;
+    if opened.0 != 200 {
+        return opened;
+    }
+    let id = opened.3["publish"].as_i64().unwrap();
+    stage(base, token, slug, id, documents).await
 }
 
 async fn call(c: &RemoteClient, tool: &str, args: Value) -> (bool, String) {
@@ -277,7 +306,7 @@ async fn publish_link_search_read_and_refusals() {
     // Too large: 413.
     let big = "x".repeat(200 << 10);
     let body = json!({"documents": [doc("big.md", &big)]}).to_string();
-    let path = "/api/v1/libraries/guide/documents";
+    let path = "/api/v1/libraries/guide/publish/1/documents";
     assert_eq!(raw_post(&base, path, &alice, &body).await, 413);
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": big}});
     assert_eq!(
@@ -382,6 +411,30 @@ async fn publish_link_search_read_and_refusals() {
     .await;
     let text = answer(&b, "search", json!({"query": "zeppelin", "scope": "notes"})).await;
     assert!(text.contains("zeppelin"), "{text}");
+    // The note's source is the MCP client's own name, from its `initialize`.
+    let text = answer(
+        &b,
+        "list",
+        json!({"scope": "notes", "output_format": "json"}),
+    )
+    .await;
+    let notes: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        notes["items"][0]["source"],
+        json!(linkly_mcp::CLIENT_NAME),
+        "{text}"
+    );
+    // Notes have no cloud counterpart: a notes search aimed at a cloud library is refused.
+    let (err, text) = call(
+        &b,
+        "search",
+        json!({"query": "zeppelin", "scope": "notes", "library": "cloud://alice/guide"}),
+    )
+    .await;
+    assert!(
+        err && text.contains("INVALID_ARGUMENT") && text.contains("no cloud counterpart"),
+        "{text}"
+    );
     let a = RemoteClient::connect(&format!("{base}/mcp"), Some(&alice))
         .await
         .expect("alice connects");
@@ -481,7 +534,7 @@ async fn rate_limit_answers_429_with_retry_after() {
     let mut opts = options(&db, tmp.path());
     opts.rate = 3;
     let gw = start(opts).await;
-    let url = format!("{}/api/v1/libraries/nope/manifest", gw.base);
+    let url = format!("{}/api/v1/libraries/nope/publish", gw.base);
     let mut statuses = Vec::new();
     let mut retry = None;
     for _ in 0..5 {
@@ -561,7 +614,7 @@ async fn a_session_stays_with_its_user() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_publish_builds_the_library_index_in_the_background() {
+async fn the_first_search_after_a_publish_reads_the_database_with_no_index_built() {
     let tmp = tempfile::tempdir().unwrap();
     let db = Db::open(&DbSpec::Sqlite(tmp.path().join("gw.sqlite"))).unwrap();
     let (_, token) = db.add_user("pia", Plan::Free).unwrap();
@@ -571,23 +624,28 @@ async fn a_publish_builds_the_library_index_in_the_background() {
         .map(|i| doc(&format!("r/n{i}.md"), &format!("note {i} about quokkas\n")))
         .collect();
     publish(&server.base, &token, "quokkas", "public", docs).await;
-    // No call names the library: the publish itself catches its index up with the database.
-    let info = db
-        .library(&linkly_gateway::model::LibraryKey::parse("cloud://pia/quokkas").unwrap())
-        .unwrap()
+    let c = RemoteClient::connect(&format!("{}/mcp", server.base), Some(&token))
+        .await
         .unwrap();
-    let applied = dir.join("cache/0/libraries/pia/quokkas/applied_seq");
-    let started = std::time::Instant::now();
-    loop {
-        let text = std::fs::read_to_string(&applied).unwrap_or_default();
-        if text.trim() == format!("{} {}", info.id, info.content_seq) {
-            break;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "the library's index was not built after the publish: {text:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    answer(
+        &c,
+        "library_link",
+        json!({"library": "cloud://pia/quokkas"}),
+    )
+    .await;
+    // At once, whole: no index to catch up with the publish.
+    let text = answer(
+        &c,
+        "search",
+        json!({"query": "quokkas", "library": "cloud://pia/quokkas", "limit": 50, "output_format": "json"}),
+    )
+    .await;
+    let found: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(found["total"], 40, "{text}");
+    assert_eq!(found["results"].as_array().unwrap().len(), 40, "{text}");
+    assert!(!text.contains("still being indexed"), "{text}");
+    // Nothing of the library was written under the gateway's data directory.
+    assert!(!dir.join("cache").exists());
+    c.close().await;
     server.stop().await;
 }

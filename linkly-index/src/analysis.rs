@@ -328,6 +328,7 @@ impl Table {
 
 /// The analysis pass over one document as the indexer runs it, for `cargo xtask bench
 /// analysis`: the length of the index terms it made. Not API.
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub fn analyse_for_bench(text: &str) -> usize {
     analyse_document(text, usize::MAX).terms.len()

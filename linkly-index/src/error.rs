@@ -33,6 +33,15 @@ pub enum Error {
     /// A path glob does not compile; the message says why and names the parameter.
     #[error("{0}")]
     InvalidGlob(String),
+    /// A store of documents outside this index failed (a gateway's database, read through
+    /// [`crate::Corpus`]): its message and the code a tool answer carries.
+    #[error("{message}")]
+    External {
+        /// The code of the tool answer.
+        code: ErrorCode,
+        /// What failed, in the store's words.
+        message: String,
+    },
 }
 
 impl CodedError for Error {
@@ -43,6 +52,7 @@ impl CodedError for Error {
             Error::Model(e) => e.error_code(),
             Error::Corrupt(_) | Error::Json(_) | Error::Io(_) => ErrorCode::Internal,
             Error::InvalidGlob(_) => ErrorCode::InvalidArgument,
+            Error::External { code, .. } => *code,
         }
     }
 }

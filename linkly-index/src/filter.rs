@@ -57,6 +57,37 @@ impl DocFilter {
             && self.modified_before.is_none()
     }
 
+    /// Whether a document passes the filter, tested in memory: the same rule as its SQL clause,
+    /// for a store that filters the rows it read (a gateway's library).
+    pub fn matches(&self, path: &str, doc_type: DocType, modified_at: i64) -> bool {
+        let under = |dir: &String| {
+            let (lo, hi) = dir_range(dir);
+            path >= lo.as_str() && path < hi.as_str()
+        };
+        if let Some(dirs) = &self.dirs
+            && !dirs.iter().any(under)
+            && !self.paths.iter().any(|p| p == path)
+        {
+            return false;
+        }
+        if let Some(only) = &self.only_paths
+            && !only.iter().any(|p| p == path)
+        {
+            return false;
+        }
+        if let Some(types) = &self.doc_types
+            && !types.contains(&doc_type)
+        {
+            return false;
+        }
+        if self.modified_after.is_some_and(|a| modified_at < a)
+            || self.modified_before.is_some_and(|b| modified_at > b)
+        {
+            return false;
+        }
+        self.path_glob.as_ref().is_none_or(|g| g.matches(path))
+    }
+
     /// The `WHERE` clause of the filter over the `docs` table and its parameters, numbered
     /// from `?1`.
     pub(crate) fn where_clause(&self) -> (String, Vec<SqlValue>) {
@@ -447,6 +478,75 @@ mod tests {
                 .map(|p| p.to_string())
                 .collect();
             assert_eq!(got, want, "{glob}");
+        }
+    }
+
+    #[test]
+    fn in_memory_matching_agrees_with_the_sql_clause() {
+        let conn = Connection::open_in_memory().unwrap();
+        register_functions(&conn).unwrap();
+        conn.execute_batch("CREATE TABLE docs (path TEXT, doc_type TEXT, modified_at INTEGER)")
+            .unwrap();
+        let rows = [
+            ("/a/b/one.md", DocType::Md, 10),
+            ("/a/b0/two.txt", DocType::Txt, 20),
+            ("/a/bc.md", DocType::Md, 30),
+            ("/notes/n.md", DocType::Md, 40),
+            ("/x/2024/report.pdf", DocType::Pdf, 50),
+        ];
+        for (p, t, m) in rows {
+            conn.execute(
+                "INSERT INTO docs VALUES (?1, ?2, ?3)",
+                rusqlite::params![p, t.as_str(), m],
+            )
+            .unwrap();
+        }
+        let filters = [
+            DocFilter::default(),
+            DocFilter {
+                dirs: Some(vec!["/a/b".into()]),
+                paths: vec!["/notes/n.md".into()],
+                ..DocFilter::default()
+            },
+            DocFilter {
+                dirs: Some(Vec::new()),
+                ..DocFilter::default()
+            },
+            DocFilter {
+                only_paths: Some(vec!["/a/bc.md".into(), "/x/2024/report.pdf".into()]),
+                doc_types: Some(vec![DocType::Pdf]),
+                ..DocFilter::default()
+            },
+            DocFilter {
+                path_glob: Some(PathGlob::new("2024*report").unwrap()),
+                modified_after: Some(20),
+                modified_before: Some(50),
+                ..DocFilter::default()
+            },
+            DocFilter {
+                dirs: Some(vec!["/".into()]),
+                modified_after: Some(30),
+                ..DocFilter::default()
+            },
+        ];
+        for f in filters {
+            let (clause, params) = f.where_clause();
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT path FROM docs WHERE {clause} ORDER BY path"
+                ))
+                .unwrap();
+            let by_sql: Vec<String> = stmt
+                .query_map(rusqlite::params_from_iter(params), |r| r.get(0))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect();
+            let in_memory: Vec<String> = rows
+                .iter()
+                .filter(|(p, t, m)| f.matches(p, *t, *m))
+                .map(|(p, _, _)| p.to_string())
+                .collect();
+            assert_eq!(in_memory, by_sql, "{f:?}");
         }
     }
 }

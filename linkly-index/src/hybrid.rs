@@ -153,12 +153,15 @@ fn hit_of(fused: &mut HashMap<u64, HybridHit>, id: u64) -> &mut HybridHit {
     })
 }
 
-/// Fuses the arms' candidates into one list of documents, best first, at most `limit` long.
+/// Fuses the arms' candidates into one list of documents, best first, at most `limit` long,
+/// and says how many candidates there were.
 ///
 /// With both arms a document scores as [`HybridOptions::fusion`] says; with the vector arm
 /// alone it scores its cosine. Ties go to the higher BM25 score, then to the smaller id, so the
-/// order is total and repeatable.
-pub(crate) fn fuse(
+/// order is total and repeatable. Every candidate is scaled on one range per arm: a search over
+/// several collections (a gateway's libraries) fuses their candidates together with it, so the
+/// best hit of a weak collection does not tie with that of a strong one.
+pub fn fuse(
     lexical: Vec<(u64, LexicalArm)>,
     vector: Vec<(u64, VectorArm)>,
     opts: &HybridOptions,
@@ -281,8 +284,8 @@ impl Index {
         Ok(Some(Arc::new(self.filter_ids(filter)?)))
     }
 
-    /// Hybrid search: BM25 and vector candidates fused by reciprocal rank, one result per
-    /// document (its best chunk for the vector arm), the filter applied before the cut.
+    /// Hybrid search: BM25 and vector candidates fused as [`HybridOptions::fusion`] says (by
+    /// default scaled scores, [`Fusion::DEFAULT`]), one result per document (its best chunk for the vector arm), the filter applied before the cut.
     /// Keyword-only (and says so) while vectors are not available; never waits for a model.
     pub fn hybrid_search(
         &self,

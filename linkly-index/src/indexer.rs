@@ -874,7 +874,7 @@ const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 /// what tantivy holds in memory until a commit, and what the commit then sorts and writes, grows
 /// with the text staged, so a fast machine (40,000 small files in 2 s) peaked 45 MB higher at
 /// each commit. 64 MiB is about 18,000 such files, few enough segments that a sync of 100,000
-/// files triggers no merge (docs/benchmarks.md, tenth pass).
+/// files triggers no merge (docs/benchmarks-history.md, tenth pass).
 const COMMIT_TERMS: usize = 64 * 1024 * 1024;
 
 /// The writing end of a sync: prepared documents gathered into batches, written (store, then

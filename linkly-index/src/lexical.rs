@@ -27,10 +27,10 @@ pub(crate) const DIR: &str = "lexical-2";
 pub(crate) const OLDER_DIRS: &[&str] = &["lexical"];
 
 /// Field boosts of the ranking contract.
-const BOOST_TITLE: f32 = 3.0;
-const BOOST_FILENAME: f32 = 2.0;
-const BOOST_CONTENT: f32 = 1.0;
-const BOOST_PATH: f32 = 0.5;
+pub(crate) const BOOST_TITLE: f32 = 3.0;
+pub(crate) const BOOST_FILENAME: f32 = 2.0;
+pub(crate) const BOOST_CONTENT: f32 = 1.0;
+pub(crate) const BOOST_PATH: f32 = 0.5;
 
 /// The writer's memory budget.
 const WRITER_MEMORY: usize = 64 * 1024 * 1024;

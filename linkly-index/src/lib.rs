@@ -4,8 +4,8 @@
 //! without full-text matching: stable paged listings, counts and light summaries. One
 //! [`DocFilter`] says which documents a catalog query or a search covers; it compiles to SQL.
 //!
-//! This is the only crate that names tantivy or SQLite; none of their types appear in its
-//! public API. It depends on `linkly-core`, `linkly-models` (the embedding model it runs, with
+//! This is the only crate that names tantivy, and the only one that names SQLite but the
+//! gateway's own store; none of their types appear in its public API. It depends on `linkly-core`, `linkly-models` (the embedding model it runs, with
 //! the int8 scan kernel) and `linkly-extract`, never on `linkly-tools` or a front end. It has
 //! no `unsafe` code.
 //!
@@ -18,9 +18,11 @@
 
 mod analysis;
 mod catalog;
+mod corpus;
 mod error;
 mod filter;
 mod hybrid;
+mod impacts;
 mod indexer;
 mod ingest;
 mod keywords;
@@ -36,13 +38,18 @@ use std::path::{Path, PathBuf};
 use linkly_core::DocId;
 use rayon::prelude::*;
 
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub use crate::analysis::analyse_for_bench;
 pub use crate::catalog::{CatalogPage, CatalogSort, DocSummary, SkippedDoc};
+pub use crate::corpus::Corpus;
 pub use crate::error::{Error, Result, Storage, StorageError, StorageKind};
 pub use crate::filter::{DocFilter, PathGlob};
 pub use crate::hybrid::{
-    Arms, Fusion, HybridHit, HybridOptions, HybridOutcome, LexicalArm, SearchMode, VectorArm,
+    Arms, Fusion, HybridHit, HybridOptions, HybridOutcome, LexicalArm, SearchMode, VectorArm, fuse,
+};
+pub use crate::impacts::{
+    DocAnalysis, DocTerms, ImpactDoc, analyse_document, bm25_impacts, bm25_impacts_of,
 };
 pub use crate::indexer::{Phase, Progress, SyncOptions, SyncReport};
 pub use crate::ingest::IngestDoc;

@@ -48,7 +48,7 @@ impl Drop for Checkpoints<'_> {
 
 /// The writer connection's page cache, in KiB. 24 MiB held a sync of 100,000 files 16 MB
 /// higher and made neither a first index nor a later sync of 35,000 files (the catalog's
-/// indexes kept row by row) faster (docs/benchmarks.md, tenth pass).
+/// indexes kept row by row) faster (docs/benchmarks-history.md, tenth pass).
 const WRITER_CACHE_KB: i64 = 8 * 1024;
 
 /// `meta` key: the next document id to hand out.

@@ -6,14 +6,13 @@
 //! no tool logic. On stdio, stdout belongs to the protocol: logs go to stderr.
 //!
 //! Both transports check every incoming message first ([`inbound`]): what cannot be parsed is
-//! answered `-32700`, never dropped. Over HTTP, idle sessions expire and sessions, connections,
-//! header read time and body size are bounded ([`HttpOptions`]).
+//! answered `-32700`, never dropped. Over HTTP ([`router`], `/mcp`, which a `linkly-http` host
+//! serves), idle sessions expire and sessions and body size are bounded ([`McpOptions`]); the
+//! host bounds connections and header read time and decides who may call.
 
 pub mod answer;
 mod client;
-mod conn;
-mod guard;
-mod health;
+mod filter;
 mod http;
 pub mod inbound;
 mod stdio;
@@ -29,12 +28,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 
 pub use crate::client::{CLIENT_NAME, RemoteClient, RemoteError};
-pub use crate::conn::{ConnLimits, serve as serve_connections};
-pub use crate::guard::{McpLimits, filter_mcp};
-pub use crate::health::{
-    CONTROL_HEADER, Health, IndexStatus, PortFile, ServerInfo, StartedBy, StopRequest,
-};
-pub use crate::http::{BoundHttp, HttpOptions, OpenSessions, ServerState, bind_http, serve_http};
+pub use crate::filter::{McpLimits, filter_mcp};
+pub use crate::http::{McpOptions, McpRoutes, OpenSessions, router};
 pub use crate::stdio::StdioTransport;
 
 /// The server name reported in `serverInfo`.

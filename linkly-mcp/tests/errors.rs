@@ -4,31 +4,22 @@
 
 use crate::common;
 
-use std::net::{IpAddr, Ipv4Addr};
-
-use common::{empty_linkly, serve_http_until_stopped};
-use linkly_mcp::{HttpOptions, RemoteClient, RemoteError, bind_http};
+use common::{HttpServer, empty_linkly, serve_http};
+use linkly_http::HttpOptions;
+use linkly_mcp::{McpOptions, RemoteClient, RemoteError};
 use serde_json::{Value, json};
 
 /// A server on loopback over an empty index, and a client session with it.
-async fn session() -> (
-    RemoteClient,
-    tokio::sync::oneshot::Sender<()>,
-    tempfile::TempDir,
-) {
+async fn session() -> (RemoteClient, HttpServer, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
-    let bound = bind_http(HttpOptions {
-        bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        port: 0,
-        port_attempts: 1,
-        ..HttpOptions::default()
-    })
-    .await
-    .unwrap();
-    let endpoint = bound.endpoint();
-    let stop = serve_http_until_stopped(bound, empty_linkly(&tmp));
-    let client = RemoteClient::connect(&endpoint, None).await.unwrap();
-    (client, stop, tmp)
+    let server = serve_http(
+        HttpOptions::default(),
+        McpOptions::default(),
+        empty_linkly(&tmp),
+    )
+    .await;
+    let client = RemoteClient::connect(&server.endpoint, None).await.unwrap();
+    (client, server, tmp)
 }
 
 #[tokio::test]

@@ -20,6 +20,7 @@ mod embedder;
 mod encoder;
 mod error;
 mod int16;
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod kernel_timing;
 mod kernels;
@@ -28,6 +29,7 @@ mod model;
 mod model_import;
 pub mod prepared;
 mod safetensors;
+#[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod test_inputs;
 #[cfg(test)]

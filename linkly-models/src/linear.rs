@@ -62,3 +62,46 @@ pub(crate) fn rows_per_task(rows: usize, call_rows: usize) -> usize {
         .max(1)
         * call_rows
 }
+
+/// A product's `rows × n` output (panels of `panel` columns), computed by `block(out, first_row, panels, width,
+/// first_col)` over rayon: by rows (each task all the panels of some rows, `width = n`) when
+/// there are enough rows for every thread, else by panels (each task some panels of every row,
+/// into a buffer of its own copied into place), so the few rows of a decoder step or a query
+/// still use every core instead of streaming all the weights through one.
+pub(crate) fn by_rows_or_panels(
+    rows: usize,
+    n: usize,
+    panel: usize,
+    call_rows: usize,
+    block: impl Fn(&mut [f32], usize, std::ops::Range<usize>, usize, usize) + Sync,
+) -> Vec<f32> {
+    let threads = rayon::current_num_threads();
+    let panels = n.div_ceil(panel);
+    let mut out = vec![0.0f32; rows * n];
+    if rows >= call_rows * threads * 2 || threads == 1 || panels < 2 {
+        let per = rows_per_task(rows, call_rows);
+        out.par_chunks_mut(n * per)
+            .enumerate()
+            .for_each(|(i, out)| block(out, i * per, 0..panels, n, 0));
+        return out;
+    }
+    let per = panels.div_ceil(threads * 2).max(1);
+    let parts: Vec<(usize, usize, Vec<f32>)> = (0..panels)
+        .step_by(per)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|first| {
+            let last = (first + per).min(panels);
+            let cols = ((last - first) * panel).min(n - first * panel);
+            let mut part = vec![0.0f32; rows * cols];
+            block(&mut part, 0, first..last, cols, first * panel);
+            (first * panel, cols, part)
+        })
+        .collect();
+    for (col, cols, part) in parts {
+        for (r, src) in part.chunks_exact(cols).enumerate() {
+            out[r * n + col..r * n + col + cols].copy_from_slice(src);
+        }
+    }
+    out
+}

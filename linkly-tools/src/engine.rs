@@ -3,7 +3,7 @@
 use std::sync::{Arc, RwLock};
 
 use linkly_core::{CodedError, Config, DataDir};
-use linkly_index::Index;
+use linkly_index::{Corpus, Index};
 use serde_json::Value;
 
 use crate::Result;
@@ -67,7 +67,11 @@ pub struct UnknownTool {
 /// Cheap to share: wrap it in an `Arc` and call it from any thread.
 #[derive(Debug)]
 pub struct Linkly {
-    index: Arc<Index>,
+    /// The local index, for tools over a data directory; `None` over documents extracted
+    /// elsewhere ([`Linkly::over`]).
+    index: Option<Arc<Index>>,
+    /// What the tools read: the local index, or another store.
+    corpus: Arc<dyn Corpus>,
     data_dir: DataDir,
     /// The configuration in effect: replaced whole by [`Linkly::update_config`].
     config: RwLock<Arc<Config>>,
@@ -127,13 +131,39 @@ impl Linkly {
     /// Tools over an index that is already open.
     pub fn new(index: Arc<Index>, data_dir: DataDir, config: Config) -> Linkly {
         Linkly {
-            index,
+            corpus: index.clone(),
+            index: Some(index),
             data_dir,
             config: RwLock::new(Arc::new(config)),
             fresh: Arc::default(),
             docs: DocSource {
                 prefix: linkly_core::DocId::PREFIX.to_string(),
                 files: true,
+                keyword_notice: None,
+                behind: None,
+            },
+        }
+    }
+
+    /// Tools over documents kept by another store (a gateway's database), named
+    /// `<prefix><n>` as [`Linkly::with_doc_prefix`] says; `config`'s folders are their roots
+    /// (`/<root>`). There is no local index: the tools that keep one fresh, the overview and
+    /// the notes do not apply (they answer an error, and [`Linkly::index`] panics).
+    pub fn over(
+        corpus: Arc<dyn Corpus>,
+        prefix: impl Into<String>,
+        data_dir: DataDir,
+        config: Config,
+    ) -> Linkly {
+        Linkly {
+            index: None,
+            corpus,
+            data_dir,
+            config: RwLock::new(Arc::new(config)),
+            fresh: Arc::default(),
+            docs: DocSource {
+                prefix: prefix.into(),
+                files: false,
                 keyword_notice: None,
                 behind: None,
             },
@@ -212,9 +242,30 @@ impl Linkly {
         self.docs.files
     }
 
-    /// The index.
+    /// The local index.
+    ///
+    /// # Panics
+    ///
+    /// When the tools were made by [`Linkly::over`] another store, which has no local index;
+    /// the tools themselves read through [`Linkly::corpus`] and never call this.
     pub fn index(&self) -> &Arc<Index> {
-        &self.index
+        self.index
+            .as_ref()
+            .expect("Linkly::index called on tools over another store (Linkly::over)")
+    }
+
+    /// The local index, or an error saying that these tools have none (a gateway's library).
+    pub(crate) fn local_index(&self) -> Result<&Arc<Index>> {
+        self.index.as_ref().ok_or_else(|| {
+            crate::ToolError::invalid(
+                "these documents are kept by another store (a gateway's library): there is no local index to keep fresh or summarise here",
+            )
+        })
+    }
+
+    /// What the tools read: the local index, or the store of [`Linkly::over`].
+    pub fn corpus(&self) -> &dyn Corpus {
+        self.corpus.as_ref()
     }
 
     /// The data directory.

@@ -40,13 +40,13 @@ impl Linkly {
     pub fn overview(&self) -> Result<Overview> {
         let coverage = self.coverage()?;
         let by_type = self
-            .index()
+            .local_index()?
             .type_counts()?
             .into_iter()
             .map(|(t, n)| (t.as_str().to_string(), n))
             .collect();
         let skipped = self
-            .index()
+            .local_index()?
             .skipped_docs(SKIPPED_PER_CODE)?
             .into_iter()
             .map(|d| SkippedFile {

@@ -637,7 +637,7 @@ impl Linkly {
     /// when it is gone, `None` (and it leaves the index). When another process holds the
     /// index writer the stored record is returned as it is.
     pub fn fresh_doc(&self, id: DocId) -> Result<Option<DocRecord>> {
-        let Some(rec) = self.index().doc(id)? else {
+        let Some(rec) = self.corpus().doc(id)? else {
             return Ok(None);
         };
         if !self.documents_are_files() {
@@ -666,7 +666,7 @@ impl Linkly {
             return Ok(Some(rec));
         }
         match self.refresh_paths(&[path]) {
-            Ok(_) => Ok(self.index().doc(id)?),
+            Ok(_) => Ok(self.corpus().doc(id)?),
             Err(e) => {
                 tracing::warn!(doc = %id, error = %e.message, "cannot re-index a changed file; answering from the index");
                 Ok(current.map(|_| rec))
@@ -676,7 +676,28 @@ impl Linkly {
 
     /// How fresh the index is.
     pub fn coverage(&self) -> Result<Coverage> {
-        let index = self.index();
+        let Ok(index) = self.local_index() else {
+            // Documents kept by another store: what it holds, searched as its model allows.
+            let documents = self.corpus().doc_count()?;
+            let model = self.corpus().model_status();
+            return Ok(Coverage {
+                state: self.fresh.get(),
+                documents,
+                indexed: documents,
+                skipped: BTreeMap::new(),
+                waiting_for_embedding: None,
+                waiting_for_transcription: 0,
+                search_mode: if matches!(model, ModelStatus::Ready { .. }) {
+                    "hybrid".into()
+                } else {
+                    "keyword".into()
+                },
+                model: model.describe(),
+                last_reconcile: None,
+                last_sync: None,
+                watching: false,
+            });
+        };
         let documents = index.doc_count()?;
         let skipped: BTreeMap<String, u64> = index.skip_counts()?.into_iter().collect();
         let skipped_total: u64 = skipped.values().sum();
@@ -732,7 +753,8 @@ impl Linkly {
         if self.fresh.engine.load(Ordering::SeqCst) {
             return None;
         }
-        let last = self.index().last_sync().ok().flatten();
+        // Documents extracted elsewhere are as fresh as their store: nothing syncs them here.
+        let last = self.local_index().ok()?.last_sync().ok().flatten();
         match last {
             None => Some(
                 "Nothing has indexed these folders yet and nothing watches them: run `linkly index` (or `linkly serve` to keep them fresh)."

@@ -1,10 +1,10 @@
 //! Linkly's window: the local web app where the person whose documents these are searches and
 //! reads them, watches indexing, manages folders, libraries and notes, and connects agents.
 //!
-//! [`router`] is an `axum::Router` that `linkly-mcp`'s HTTP server mounts at `/` beside `/mcp`
-//! and `/health`. Every page reads and changes state through `linkly-tools`' [`Linkly`] (the
-//! tools' typed calls, the notes store, the configuration): no second implementation of any
-//! tool. Pages are rendered on the server (maud, escaped by default); one CSS file and one
+//! [`router`] is an `axum::Router` that a `linkly-http` host serves at `/` beside `/mcp` and
+//! `/health` (`linkly-cli`'s daemon composes them). Every page reads and changes state through
+//! `linkly-tools`' [`Linkly`] (the tools' typed calls, the notes store, the configuration): no
+//! second implementation of any tool. Pages are rendered on the server (maud, escaped by default); one CSS file and one
 //! small script are embedded in the binary and served under a hashed URL. Reading works with
 //! JavaScript off; every change is a `<form method=post>` the script enhances.
 //!
@@ -36,9 +36,8 @@
 //! | note delete | `#note-delete` (opens `#delete-confirm`), `#note-delete-confirm`, `#note-delete-cancel` |
 //! | trash | `[data-testid=trashed-note]`, `[data-testid=note-restore]` |
 //! | libraries | `#library-new-form`, `#library-name`, `#library-folders`, `#library-tags`, `#library-create`, `[data-testid=library]`, `[data-testid=library-delete]`, `#library-error` |
-//! | agents | `[data-testid=agent-config]` (`data-client`: `claude-desktop`, `claude-code`, `cursor`, `vscode`, `http`, `stdio`), `[data-testid=copy]`, `#lan-token` (`#lan-reveal`), `#lan-form` |
+//! | agents | `[data-testid=agent-config]` (`data-client`: `claude-desktop`, `claude-code`, `cursor`, `vscode`, `http`, `stdio`, `uvx`), `[data-testid=copy]`, `#lan-token` (`#lan-reveal`), `#lan-form` |
 
-mod access;
 mod i18n;
 mod layout;
 mod live;
@@ -50,9 +49,9 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::{get, post};
+use linkly_http::Access;
 use linkly_tools::Linkly;
 
-pub use crate::access::{Access, HOST_REFUSED, constant_time_eq, is_local_peer};
 pub use crate::i18n::Lang;
 pub use crate::live::Live;
 pub use crate::security::CSP;

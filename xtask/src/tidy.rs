@@ -1,9 +1,9 @@
 //! `cargo xtask tidy`: checks mechanically what `docs/ARCHITECTURE.md` promises.
 //!
-//! - **Layers:** the dependency direction `core ← models ← extract ← index ← tools ← window ← mcp ←
-//!   gateway ← cli`, read
-//!   from `cargo metadata` (normal, dev and build dependencies alike): a Linkly crate depends
-//!   only on crates before it in [`LAYERS`], and nothing depends on `xtask`.
+//! - **Layers:** the dependency direction `core ← models ← extract ← index ← tools ← http ←
+//!   {window, mcp} ← gateway ← cli`, read from `cargo metadata` (normal, dev and build
+//!   dependencies alike): a Linkly crate depends only on crates of the floors below its own in
+//!   [`LAYERS`], and nothing depends on `xtask`.
 //! - **No printing in libraries:** no `println!`, `print!`, `eprintln!`, `eprint!` or `dbg!` in
 //!   the `src` of a library crate (binaries, `#[cfg(test)]` modules and `tests/` are exempt).
 //! - **Storage and model crates stay private:** no type of the crates [`HIDDEN_CRATES`] lists
@@ -17,7 +17,7 @@
 //! - **Each `lib.rs` says its job:** its first line is a `//!` line with words.
 //! - **`docs/ARCHITECTURE.md` reads line by line:** no line over [`MAX_DOC_LINE`] characters
 //!   outside code blocks (one sentence a line), and its first diagram names the crates in the
-//!   order of [`LAYERS`], top layer first.
+//!   order of [`LAYERS`], top layer first (siblings of one floor in any order).
 //! - **The gateway's client never uses its server:** no file under [`GATEWAY_CLIENT`] names
 //!   `crate::server` (by path or in a `use crate::{…}` group).
 //! - **One test binary per crate runs every test file:** a package whose integration tests are
@@ -33,21 +33,39 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use serde_json::Value;
 
-/// Linkly's crates from the bottom layer up: each may depend only on crates before it. The
-/// window (the person's web app) calls the tools and is mounted by `linkly-mcp`'s HTTP server;
-/// the front ends come last: the gateway serves over `linkly-mcp`'s HTTP and client, and `linkly-cli`
-/// wires both.
-pub(crate) const LAYERS: &[&str] = &[
-    "linkly-core",
-    "linkly-models",
-    "linkly-extract",
-    "linkly-index",
-    "linkly-tools",
-    "linkly-window",
-    "linkly-mcp",
-    "linkly-gateway",
-    "linkly-cli",
+/// Linkly's crates from the bottom floor up: each may depend only on crates of the floors
+/// below its own, so crates on one floor (siblings) never depend on each other. The HTTP host
+/// (`linkly-http`) sits under the two front ends it serves, the window (the person's web app)
+/// and the MCP server; the gateway serves over the host and the MCP server's protocol, and
+/// `linkly-cli` wires them all.
+pub(crate) const LAYERS: &[&[&str]] = &[
+    &["linkly-core"],
+    &["linkly-models"],
+    &["linkly-extract"],
+    &["linkly-index"],
+    &["linkly-tools"],
+    &["linkly-http"],
+    &["linkly-window", "linkly-mcp"],
+    &["linkly-gateway"],
+    &["linkly-cli"],
 ];
+
+/// The floor of a crate in [`LAYERS`] (0 for the bottom one).
+fn floor_of(name: &str) -> Option<usize> {
+    LAYERS.iter().position(|floor| floor.contains(&name))
+}
+
+/// The layers as the docs write them: `linkly-core ← … ← {linkly-window, linkly-mcp} ← …`.
+fn layers_text() -> String {
+    LAYERS
+        .iter()
+        .map(|floor| match floor {
+            [one] => one.to_string(),
+            many => format!("{{{}}}", many.join(", ")),
+        })
+        .collect::<Vec<_>>()
+        .join(" ← ")
+}
 
 /// Per Linkly crate, the crates whose types never appear in its public API: the index's
 /// storage and ANN graph, the model runtime's inference, tokenizer, SIMD, memory-map and HTTP
@@ -119,13 +137,17 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
     let graph: Vec<(String, Vec<String>)> = packages
         .iter()
         .map(|p| {
+            let name = p["name"].as_str().unwrap_or_default();
             let deps = p["dependencies"]
                 .as_array()
                 .into_iter()
                 .flatten()
+                // A dev-dependency of a package on itself only turns on its test helpers
+                // (feature `testing`) for its own integration tests: no edge.
+                .filter(|d| !(d["kind"] == "dev" && d["name"] == name))
                 .filter_map(|d| d["name"].as_str().map(str::to_string))
                 .collect();
-            (p["name"].as_str().unwrap_or_default().to_string(), deps)
+            (name.to_string(), deps)
         })
         .collect();
     problems.extend(check_layers(&graph));
@@ -312,8 +334,6 @@ fn is_binary_source(src: &Path, file: &Path) -> bool {
     rel == Path::new("main.rs") || rel.starts_with("bin")
 }
 
-/// Layer violations: an edge from a Linkly crate to one at its layer or above, a Linkly crate
-/// missing from [`LAYERS`], a dependency on `xtask`.
 /// The files of `tests/` (their stems, `siblings`) that the crate's one test binary, `it`
 /// (the text of `tests/it.rs`), does not declare as modules: with `autotests = false`, cargo
 /// would never build them.
@@ -339,11 +359,12 @@ pub(crate) fn check_test_binary(file: &str, it: &str, siblings: &[String]) -> Ve
         .collect()
 }
 
+/// Layer violations: an edge from a Linkly crate to one at its layer or above, a Linkly crate
+/// missing from [`LAYERS`], a dependency on `xtask`.
 pub(crate) fn check_layers(graph: &[(String, Vec<String>)]) -> Vec<String> {
-    let layer = |n: &str| LAYERS.iter().position(|l| *l == n);
     let mut out = Vec::new();
     for (name, deps) in graph {
-        let own = layer(name);
+        let own = floor_of(name);
         if own.is_none() && name.starts_with("linkly-") {
             out.push(format!(
                 "crate {name} has no place in the layers (add it to xtask's tidy::LAYERS and to \
@@ -356,10 +377,11 @@ pub(crate) fn check_layers(graph: &[(String, Vec<String>)]) -> Vec<String> {
                 out.push(format!("{name} depends on xtask (nothing may)"));
                 continue;
             }
-            match (own, layer(dep)) {
+            match (own, floor_of(dep)) {
                 (Some(a), Some(b)) if b >= a => out.push(format!(
-                    "{name} depends on {dep}: the direction is {} (an edge never points right)",
-                    LAYERS.join(" ← ")
+                    "{name} depends on {dep}: the direction is {} (an edge never points right, \
+                     nor between crates of one floor)",
+                    layers_text()
                 )),
                 _ => {}
             }
@@ -383,7 +405,7 @@ pub(crate) fn check_architecture_page(file: &str, text: &str) -> Vec<String> {
         if in_code {
             if !diagram_done {
                 for word in line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
-                    if LAYERS.contains(&word) && !diagram.iter().any(|d| d == word) {
+                    if floor_of(word).is_some() && !diagram.iter().any(|d| d == word) {
                         diagram.push(word.to_string());
                     }
                 }
@@ -396,12 +418,14 @@ pub(crate) fn check_architecture_page(file: &str, text: &str) -> Vec<String> {
             ));
         }
     }
-    let want: Vec<&str> = LAYERS.iter().rev().copied().collect();
-    if diagram != want {
+    // Every crate once, top floor first; siblings in any order.
+    let floors: Vec<usize> = diagram.iter().filter_map(|d| floor_of(d)).collect();
+    let complete = diagram.len() == LAYERS.iter().map(|f| f.len()).sum::<usize>();
+    if !complete || floors.windows(2).any(|w| w[0] < w[1]) {
         out.push(format!(
             "{file}: the diagram names the crates as {} but the layers are {} (top layer first)",
             diagram.join(", "),
-            want.join(", ")
+            layers_text()
         ));
     }
     out
@@ -834,6 +858,7 @@ mod tests {
         let diagram: String = LAYERS
             .iter()
             .rev()
+            .flat_map(|floor| floor.iter())
             .map(|l| format!("{l}   what it does\n    ▲\n"))
             .collect();
         let good = format!("# Architecture\n\n```text\n{diagram}```\nOne sentence.\n");
@@ -846,15 +871,24 @@ mod tests {
         let problems = check_architecture_page("A.md", &long);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(
-            problems[0].starts_with("A.md:24: a line of 401"),
+            problems[0].starts_with("A.md:26: a line of 401"),
             "{problems:?}"
         );
-        let swapped = good
+        // Siblings come in any order.
+        let siblings = good
             .replace("linkly-mcp ", "linkly-tmp ")
-            .replace("linkly-window ", "linkly-mcp ");
+            .replace("linkly-window ", "linkly-mcp ")
+            .replace("linkly-tmp ", "linkly-window ");
+        assert!(check_architecture_page("A.md", &siblings).is_empty());
+        let swapped = good
+            .replace("linkly-http ", "linkly-tmp ")
+            .replace("linkly-window ", "linkly-http ")
+            .replace("linkly-tmp ", "linkly-window ");
         let problems = check_architecture_page("A.md", &swapped);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("the diagram names"), "{problems:?}");
+        let missing = good.replace("linkly-http ", "linkly-tmp ");
+        assert_eq!(check_architecture_page("A.md", &missing).len(), 1);
     }
 
     #[test]
@@ -868,8 +902,13 @@ mod tests {
                 &["linkly-core", "linkly-models", "linkly-extract"],
             ),
             ("linkly-tools", &["linkly-index", "linkly-core"]),
+            ("linkly-http", &["linkly-tools"]),
+            ("linkly-window", &["linkly-http", "linkly-tools"]),
             ("linkly-mcp", &["linkly-tools"]),
-            ("linkly-cli", &["linkly-mcp", "linkly-tools"]),
+            (
+                "linkly-cli",
+                &["linkly-mcp", "linkly-window", "linkly-tools"],
+            ),
             ("xtask", &["linkly-cli", "anyhow"]),
         ]);
         assert!(check_layers(&ok).is_empty(), "{:?}", check_layers(&ok));
@@ -880,15 +919,18 @@ mod tests {
             ("linkly-mcp", &["linkly-cli", "xtask"]),
             ("linkly-web", &["linkly-core"]),
             ("linkly-models", &["linkly-index"]),
+            ("linkly-window", &["linkly-mcp"]),
         ]);
         let p = check_layers(&bad);
-        assert_eq!(p.len(), 6, "{p:#?}");
+        assert_eq!(p.len(), 7, "{p:#?}");
         assert!(p[0].contains("linkly-core depends on linkly-extract"));
         assert!(p[1].contains("linkly-index depends on linkly-index"));
         assert!(p[2].contains("linkly-mcp depends on linkly-cli"));
         assert!(p[3].contains("depends on xtask"));
         assert!(p[4].contains("linkly-web has no place"));
         assert!(p[5].contains("linkly-models depends on linkly-index"));
+        assert!(p[6].contains("linkly-window depends on linkly-mcp"));
+        assert!(p[6].contains("{linkly-window, linkly-mcp}"), "{}", p[6]);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! Every `/mcp` and `/api/v1` request needs `Authorization: Bearer <token>` naming a user
 //! (401 with `WWW-Authenticate: Bearer` otherwise); each user gets a token bucket of requests
 //! (429 with `Retry-After` beyond). Bodies are bounded (413 beyond), and so are connections,
-//! the time to send headers and MCP sessions (linkly-mcp's plumbing).
+//! the time to send headers (linkly-http's accept loop) and MCP sessions (linkly-mcp's filter).
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -48,7 +48,7 @@ pub const MAX_TEXT_BYTES: usize = 256 << 20;
 pub struct GatewayOptions {
     /// The store of accounts, catalogue and documents.
     pub db: Db,
-    /// Where the per-library indexes (`cache/`) and the users' notes (`users/`) live.
+    /// Where the users' notes (`users/`) and the embedding models (`models/`) live.
     pub data_dir: PathBuf,
     /// The address to bind: loopback by default; any other is allowed (every request is
     /// token-checked).
@@ -151,10 +151,10 @@ impl BoundGateway {
             .map_err(|e| GatewayError::Io(std::io::Error::other(e.to_string())))??;
         let (app, cancel) = app(Arc::new(shared), &opts);
         tracing::info!(endpoint = %format!("http://{}/mcp", listener.local_addr()?), "gateway serving");
-        linkly_mcp::serve_connections(
+        linkly_http::serve_connections(
             listener,
             app,
-            linkly_mcp::ConnLimits {
+            linkly_http::ConnLimits {
                 max_connections: opts.max_connections,
                 header_read_timeout: opts.header_read_timeout,
             },
@@ -230,8 +230,6 @@ fn app(shared: Arc<Shared>, opts: &GatewayOptions) -> (Router, impl FnOnce() + S
             "/api/v1/libraries/{slug}/publish/{id}/commit",
             post(commit_publish),
         )
-        .route("/api/v1/libraries/{slug}/manifest", post(post_manifest))
-        .route("/api/v1/libraries/{slug}/documents", post(post_documents))
         .layer(DefaultBodyLimit::max(opts.max_api_body_bytes))
         .with_state(shared.clone());
     let auth = Arc::new(Auth {
@@ -594,40 +592,10 @@ async fn delete_library(
         let user = signed_in(user)?;
         check_slug(&slug)?;
         let s = shared.clone();
-        let deleted = blocking(move || {
-            let key = LibraryKey {
-                owner: user.name.clone(),
-                slug: slug.clone(),
-            };
-            let deleted = s.db().delete_library(&user, &slug)?;
-            if deleted {
-                s.libraries().forget(&key);
-            }
-            Ok(deleted)
-        })
-        .await?;
+        let deleted = blocking(move || s.db().delete_library(&user, &slug)).await?;
         Ok::<_, ApiError>(axum::Json(json!({ "deleted": deleted })).into_response())
     };
     run.await.unwrap_or_else(IntoResponse::into_response)
-}
-
-/// Catches a library's index up with the database in the background, as a publish's batches
-/// arrive (one catch-up at a time per library; a batch arriving meanwhile asks for one more
-/// round), so that the first search after a large publish does not build the index itself.
-fn warm(shared: Arc<Shared>, key: LibraryKey) {
-    if !shared.libraries().begin_warming(&key) {
-        return;
-    }
-    tokio::task::spawn_blocking(move || {
-        loop {
-            if let Err(e) = shared.libraries().catch_up(&key) {
-                tracing::warn!(library = %key, error = %e, "cannot catch the library's index up");
-            }
-            if !shared.libraries().end_warming(&key) {
-                break;
-            }
-        }
-    });
 }
 
 /// The caller's own library, or 404.
@@ -723,7 +691,7 @@ async fn check_batch(shared: &Arc<Shared>, docs: &DocumentsBody) -> Result<(), A
     let s = shared.clone();
     blocking(move || {
         for (model, dim) in &models {
-            if let Some(want) = s.libraries().model_dim(model)
+            if let Some(want) = s.models().dim(model)
                 && want != *dim
             {
                 return Err(GatewayError::invalid(format!(
@@ -736,92 +704,6 @@ async fn check_batch(shared: &Arc<Shared>, docs: &DocumentsBody) -> Result<(), A
     .await
 }
 
-/// What the two manifest requests share: the manifest read and checked, then `act` on the
-/// blocking pool with the library's id, the paths it needs and those it holds that the
-/// manifest no longer lists; `act`'s answer as JSON.
-async fn on_manifest(
-    shared: &Arc<Shared>,
-    user: Option<axum::Extension<User>>,
-    slug: String,
-    body: &Bytes,
-    act: impl FnOnce(&Db, i64, Vec<String>, Vec<String>) -> Result<serde_json::Value> + Send + 'static,
-) -> Response {
-    let run = async {
-        let (user, manifest): (_, ManifestBody) = publish_request(user, &slug, body)?;
-        check_manifest(&manifest)?;
-        let db = shared.db().clone();
-        let answer = blocking(move || {
-            let id = own_library(&db, &user, &slug)?;
-            let (needed, gone) = plan_manifest(&db, id, &manifest)?;
-            act(&db, id, needed, gone)
-        })
-        .await?;
-        Ok::<_, ApiError>(axum::Json(answer).into_response())
-    };
-    run.await.unwrap_or_else(IntoResponse::into_response)
-}
-
-/// What the two batch requests share: the batch read and checked, then `store` on the blocking
-/// pool with the library's id; the library and how many documents the batch held.
-async fn on_batch(
-    shared: &Arc<Shared>,
-    user: Option<axum::Extension<User>>,
-    slug: String,
-    body: Bytes,
-    store: impl FnOnce(&Db, i64, &[PublishedDoc]) -> Result<()> + Send + 'static,
-) -> Result<(LibraryKey, usize), ApiError> {
-    let (user, docs): (_, DocumentsBody) = publish_request(user, &slug, &body)?;
-    drop(body);
-    check_batch(shared, &docs).await?;
-    let db = shared.db().clone();
-    let key = LibraryKey {
-        owner: user.name.clone(),
-        slug: slug.clone(),
-    };
-    let n = blocking(move || {
-        let id = own_library(&db, &user, &slug)?;
-        store(&db, id, &docs.documents)?;
-        Ok(docs.documents.len())
-    })
-    .await?;
-    Ok((key, n))
-}
-
-/// `POST …/manifest` (the protocol of clients before the staged publish): removes the
-/// documents the manifest no longer lists at once and names those needed.
-async fn post_manifest(
-    State(shared): State<Arc<Shared>>,
-    user: Option<axum::Extension<User>>,
-    Path(slug): Path<String>,
-    body: Bytes,
-) -> Response {
-    on_manifest(&shared, user, slug, &body, |db, id, needed, gone| {
-        Ok(json!({ "needed": needed, "removed": db.remove_documents(id, &gone)? }))
-    })
-    .await
-}
-
-/// `POST …/documents` (the protocol of clients before the staged publish): stores a batch at
-/// once, in its own transaction.
-async fn post_documents(
-    State(shared): State<Arc<Shared>>,
-    user: Option<axum::Extension<User>>,
-    Path(slug): Path<String>,
-    body: Bytes,
-) -> Response {
-    match on_batch(&shared, user, slug, body, |db, id, docs| {
-        db.put_documents(id, docs)
-    })
-    .await
-    {
-        Ok((key, stored)) => {
-            warm(shared, key);
-            axum::Json(json!({ "stored": stored })).into_response()
-        }
-        Err(e) => e.into_response(),
-    }
-}
-
 /// `POST …/publish`: opens a staged publish from a manifest (discarding any other open publish
 /// of the library) and answers its number, the paths needed and how many documents its commit
 /// will remove; nothing changes in sight yet.
@@ -831,11 +713,20 @@ async fn open_publish(
     Path(slug): Path<String>,
     body: Bytes,
 ) -> Response {
-    on_manifest(&shared, user, slug, &body, |db, id, needed, gone| {
-        let publish = db.begin_publish(id, &gone)?;
-        Ok(json!({ "publish": publish, "needed": needed, "removed": gone.len() }))
-    })
-    .await
+    let run = async {
+        let (user, manifest): (_, ManifestBody) = publish_request(user, &slug, &body)?;
+        check_manifest(&manifest)?;
+        let db = shared.db().clone();
+        let answer = blocking(move || {
+            let id = own_library(&db, &user, &slug)?;
+            let (needed, gone) = plan_manifest(&db, id, &manifest)?;
+            let publish = db.begin_publish(id, &gone)?;
+            Ok(json!({ "publish": publish, "needed": needed, "removed": gone.len() }))
+        })
+        .await?;
+        Ok::<_, ApiError>(axum::Json(answer).into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
 }
 
 /// `POST …/publish/{id}/documents`: stages a batch of an open publish (out of sight until the
@@ -846,14 +737,20 @@ async fn stage_documents(
     Path((slug, publish)): Path<(String, i64)>,
     body: Bytes,
 ) -> Response {
-    match on_batch(&shared, user, slug, body, move |db, id, docs| {
-        db.stage_documents(id, publish, docs)
-    })
-    .await
-    {
-        Ok((_, staged)) => axum::Json(json!({ "staged": staged })).into_response(),
-        Err(e) => e.into_response(),
-    }
+    let run = async {
+        let (user, docs): (_, DocumentsBody) = publish_request(user, &slug, &body)?;
+        drop(body);
+        check_batch(&shared, &docs).await?;
+        let db = shared.db().clone();
+        let staged = blocking(move || {
+            let id = own_library(&db, &user, &slug)?;
+            db.stage_documents(id, publish, &docs.documents)?;
+            Ok(docs.documents.len())
+        })
+        .await?;
+        Ok::<_, ApiError>(axum::Json(json!({ "staged": staged })).into_response())
+    };
+    run.await.unwrap_or_else(IntoResponse::into_response)
 }
 
 /// `POST …/publish/{id}/commit`: applies an open publish whole, in one transaction (its
@@ -867,16 +764,11 @@ async fn commit_publish(
         let user = signed_in(user)?;
         check_slug(&slug)?;
         let db = shared.db().clone();
-        let key = LibraryKey {
-            owner: user.name.clone(),
-            slug: slug.clone(),
-        };
         let done = blocking(move || {
             let id = own_library(&db, &user, &slug)?;
             db.commit_publish(id, publish)
         })
         .await?;
-        warm(shared, key);
         Ok::<_, ApiError>(
             axum::Json(json!({ "stored": done.stored, "removed": done.removed })).into_response(),
         )

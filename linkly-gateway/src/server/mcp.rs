@@ -16,10 +16,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use linkly_core::{Config, DataDir, ErrorCode};
+use linkly_index::{HybridHit, HybridOptions, LexicalArm, VectorArm};
 use linkly_tools::{
-    ExploreParams, FindPathsParams, Linkly, ListParams, ListScope, OutputFormat, SearchParams,
-    SearchResponse, SearchScope, TimeSort, ToolError, ToolOutput, ToolParams, UnknownTool,
-    meta_footer, parse_params,
+    ExploreParams, FindPathsParams, Linkly, ListParams, ListScope, OutputFormat, SearchHit,
+    SearchParams, SearchResponse, SearchScope, TimeSort, ToolError, ToolOutput, ToolParams,
+    UnknownTool, meta_footer, parse_params,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
@@ -30,11 +31,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
-use crate::GatewayError;
 use crate::model::{LibraryKey, Limits, User};
 use crate::server::catalog;
 use crate::server::db::Db;
-use crate::server::libraries::Libraries;
+use crate::server::published::{Models, Published};
 
 /// The server name reported in `serverInfo`.
 pub const SERVER_NAME: &str = "linkly-gateway";
@@ -74,7 +74,7 @@ fn internal(e: impl std::fmt::Display) -> ToolError {
 pub struct Shared {
     db: Db,
     limits: Limits,
-    libraries: Libraries,
+    models: Arc<Models>,
     data_dir: PathBuf,
     notes: Mutex<HashMap<String, Arc<Linkly>>>,
 }
@@ -83,7 +83,6 @@ impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Shared")
             .field("data_dir", &self.data_dir)
-            .field("libraries", &self.libraries)
             .finish_non_exhaustive()
     }
 }
@@ -92,17 +91,13 @@ impl std::fmt::Debug for Shared {
 const OPEN_NOTES: usize = 256;
 
 impl Shared {
-    /// The state of a gateway over `db`, with its caches under `data_dir`.
+    /// The state of a gateway over `db`, with its users' notes and its embedding models under
+    /// `data_dir`.
     pub fn new(db: Db, data_dir: PathBuf, limits: Limits) -> crate::Result<Shared> {
-        let libraries = Libraries::new(
-            db.clone(),
-            &data_dir,
-            crate::server::libraries::DEFAULT_OPEN_LIBRARIES,
-        )?;
         Ok(Shared {
             db,
             limits,
-            libraries,
+            models: Arc::new(Models::new(&data_dir)),
             data_dir,
             notes: Mutex::default(),
         })
@@ -113,9 +108,9 @@ impl Shared {
         &self.db
     }
 
-    /// The per-library indexes.
-    pub fn libraries(&self) -> &Libraries {
-        &self.libraries
+    /// The embedding models that embed queries.
+    pub fn models(&self) -> &Models {
+        &self.models
     }
 
     /// The user's notes: a Linkly over `<data_dir>/users/<name>/`.
@@ -145,9 +140,12 @@ impl Shared {
         if !self.db.is_linked(user, &key).map_err(internal)? {
             return Err(not_linked(&key.address()));
         }
-        match self.libraries.linkly(&key) {
-            Ok(l) => Ok((key, l)),
-            Err(GatewayError::NotFound(_)) => Err(not_linked(&key.address())),
+        match Published::open(&self.db, &key, &self.models) {
+            Ok(Some(library)) => {
+                let tools = library.tools(&self.data_dir);
+                Ok((key, tools))
+            }
+            Ok(None) => Err(not_linked(&key.address())),
             Err(e) => Err(internal(e)),
         }
     }
@@ -372,6 +370,13 @@ impl Shared {
 
     fn search(&self, user: &User, args: Value) -> Result<ToolOutput, ToolError> {
         let mut params: SearchParams = parse_params(args)?;
+        if params.scope == Some(SearchScope::Notes)
+            && let Some(library) = params.library.as_deref().filter(|l| !l.trim().is_empty())
+        {
+            return Err(ToolError::invalid(format!(
+                "scope \"notes\" cannot be combined with the cloud library {library:?}: notes have no cloud counterpart; omit scope to search the library, or omit library to search your notes"
+            )));
+        }
         let notes = params.scope == Some(SearchScope::Notes)
             || (params.tags.is_some() && params.library.is_none());
         if notes {
@@ -387,22 +392,28 @@ impl Shared {
             let linkly = self.take_library(user, "search", &mut params.library)?;
             return Ok(linkly.call_params(&params));
         }
-        // Every linked library, merged.
+        // Every linked library, their candidates fused together on one scale per arm, as one
+        // local search fuses its own: a weak library's best hit does not tie with a strong one's.
         let format = params.output_format.unwrap_or_default();
         let limit = params.limit.unwrap_or(20).clamp(1, 50) as usize;
+        let mut each = params.clone();
+        each.limit = Some(50);
+        each.explain = Some(true);
+        each.output_format = None;
         let mut merged: Option<SearchResponse> = None;
+        let mut candidates = Vec::new();
         for l in &linked {
             let (_, linkly) = match self.library(user, &l.key.address()) {
                 Ok(found) => found,
                 Err(e) if e.code == ErrorCode::LibraryNotFound => continue,
                 Err(e) => return Err(e),
             };
-            let r = linkly.search(params.clone())?;
+            let mut r = linkly.search(each.clone())?;
+            candidates.append(&mut r.results);
             match &mut merged {
                 None => merged = Some(r),
                 Some(m) => {
                     m.total += r.total;
-                    m.results.extend(r.results);
                     for n in r.notices {
                         if !m.notices.contains(&n) {
                             m.notices.push(n);
@@ -419,16 +430,14 @@ impl Shared {
                 "no linked library: find one with library_search and link it with library_link",
             ));
         };
+        response.results = fuse_libraries(candidates, limit, params.explain.unwrap_or(false));
         match params.time_sort {
             Some(TimeSort::Newest) => response
                 .results
                 .sort_by_key(|h| std::cmp::Reverse(h.modified_at)),
             Some(TimeSort::Oldest) => response.results.sort_by_key(|h| h.modified_at),
-            Some(TimeSort::Default) | None => response
-                .results
-                .sort_by(|a, b| b.relevance.total_cmp(&a.relevance)),
+            Some(TimeSort::Default) | None => {}
         }
-        response.results.truncate(limit);
         if !response.results.is_empty() {
             response.hint = None;
             response.unfiltered_total = None;
@@ -454,6 +463,104 @@ impl Shared {
             matched: None,
         })
     }
+}
+
+/// The hits of several libraries' searches (each asked with `explain`) as one list, best first,
+/// at most `limit`: their BM25 scores and cosines fused on one scale per arm over every
+/// candidate ([`linkly_index::fuse`], the fusion of a local search), or ranked by BM25 alone
+/// when no hit has a vector arm (every library keyword-only), as a keyword search ranks.
+/// Relevance is then the score over the best one's, as locally; `explain` keeps the new
+/// fused scores in each hit.
+fn fuse_libraries(hits: Vec<SearchHit>, limit: usize, explain: bool) -> Vec<SearchHit> {
+    let arm = |h: &SearchHit, arm: &str, field: &str| {
+        h.explain
+            .as_ref()
+            .and_then(|e| e[arm][field].as_f64())
+            .map(|v| v as f32)
+    };
+    let ranked = |scores: Vec<(u64, f32)>| {
+        let mut scores = scores;
+        scores.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scores
+            .into_iter()
+            .enumerate()
+            .map(|(i, (id, score))| (id, i + 1, score))
+            .collect::<Vec<_>>()
+    };
+    let lexical: Vec<(u64, LexicalArm)> = ranked(
+        hits.iter()
+            .enumerate()
+            .filter_map(|(i, h)| Some((i as u64, arm(h, "bm25", "score")?)))
+            .collect(),
+    )
+    .into_iter()
+    .map(|(id, rank, score)| (id, LexicalArm { rank, score }))
+    .collect();
+    let vector: Vec<(u64, VectorArm)> = ranked(
+        hits.iter()
+            .enumerate()
+            .filter_map(|(i, h)| Some((i as u64, arm(h, "vector", "cosine")?)))
+            .collect(),
+    )
+    .into_iter()
+    .map(|(id, rank, score)| {
+        let lines = &hits[id as usize]
+            .explain
+            .as_ref()
+            .map(|e| e["vector"]["chunk_lines"].clone());
+        let line = |k: usize| {
+            lines
+                .as_ref()
+                .and_then(|l| l[k].as_u64())
+                .and_then(|v| u32::try_from(v).ok())
+                .unwrap_or(0)
+        };
+        (
+            id,
+            VectorArm {
+                rank,
+                score,
+                start_line: line(0),
+                end_line: line(1),
+            },
+        )
+    })
+    .collect();
+    let fused: Vec<HybridHit> = if vector.is_empty() {
+        lexical
+            .iter()
+            .take(limit)
+            .map(|&(id, arm)| HybridHit {
+                id: linkly_core::DocId(id),
+                score: arm.score,
+                lexical: Some(arm),
+                vector: None,
+            })
+            .collect()
+    } else {
+        linkly_index::fuse(lexical, vector, &HybridOptions::default(), limit).0
+    };
+    let top = fused.first().map_or(1.0, |h| h.score.max(f32::EPSILON)) as f64;
+    let mut slots: Vec<Option<SearchHit>> = hits.into_iter().map(Some).collect();
+    fused
+        .iter()
+        .filter_map(|f| {
+            let mut hit = slots.get_mut(f.id.0 as usize)?.take()?;
+            hit.relevance = ((f.score as f64 / top) * 1000.0).round() / 1000.0;
+            hit.explain = explain.then(|| {
+                json!({
+                    "fused": f.score,
+                    "bm25": f.lexical.map(|l| json!({"rank": l.rank, "score": l.score})),
+                    "vector": f.vector.map(|v| json!({
+                        "rank": v.rank,
+                        "cosine": v.score,
+                        "chunk_lines": [v.start_line, v.end_line],
+                    })),
+                })
+            });
+            Some(hit)
+        })
+        .collect()
 }
 
 /// Calls one of the local tools.
@@ -565,12 +672,114 @@ impl ServerHandler for GatewayServer {
     ) -> Result<CallToolResponse, McpError> {
         let user = self.user(&context)?;
         let name = request.name.to_string();
-        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let mut args = request.arguments.unwrap_or_default();
+        if name == "note_save"
+            && args.get("app_name").is_none_or(Value::is_null)
+            && let Some(peer) = context.peer.peer_info()
+        {
+            // The seed: the server fills in the app a note came from; an MCP client names
+            // itself at `initialize` (its title, else its name).
+            let client = &peer.client_info;
+            let app = client.title.as_deref().unwrap_or(&client.name);
+            // At most the 64 characters note_save takes.
+            let app: String = app
+                .trim()
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(64)
+                .collect();
+            if !app.is_empty() {
+                args.insert("app_name".into(), Value::String(app));
+            }
+        }
+        let args = Value::Object(args);
         let shared = self.shared.clone();
         let output = tokio::task::spawn_blocking(move || shared.call(&user, &name, args))
             .await
             .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?
             .map_err(|unknown| McpError::invalid_params(unknown.to_string(), None))?;
         Ok(linkly_mcp::answer::call_result(output).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hit of a library's search with `explain`: its BM25 score and cosine there.
+    fn hit(doc_id: &str, bm25: Option<f32>, cosine: Option<f32>) -> SearchHit {
+        SearchHit {
+            doc_id: doc_id.into(),
+            title: doc_id.into(),
+            path: format!("/{doc_id}"),
+            doc_type: "md".into(),
+            relevance: 1.0,
+            word_count: 1,
+            char_count: Some(1),
+            total_lines: 1,
+            has_outline: false,
+            modified_at: 0,
+            indexed_at: String::new(),
+            keywords: Vec::new(),
+            snippet: String::new(),
+            snippet_kind: linkly_tools::SnippetKind::Text,
+            snippet_from: None,
+            snippet_to: None,
+            matched_terms: Vec::new(),
+            snippet_marked: String::new(),
+            skip_reason: None,
+            explain: Some(json!({
+                "fused": 1.0,
+                "bm25": bm25.map(|s| json!({"rank": 1, "score": s})),
+                "vector": cosine.map(|c| json!({"rank": 1, "cosine": c, "chunk_lines": [3, 4]})),
+            })),
+        }
+    }
+
+    fn order(hits: &[SearchHit]) -> Vec<(&str, f64)> {
+        hits.iter()
+            .map(|h| (h.doc_id.as_str(), h.relevance))
+            .collect()
+    }
+
+    #[test]
+    fn libraries_are_fused_on_one_scale_not_each_on_its_own() {
+        // Keyword-only: a strong library (BM25 10 and 8) and a weak one (2): the weak one's
+        // best hit is a fifth of the strong one's, not a tie at 1.
+        let keyword = vec![
+            hit("cloud://a/strong/1", Some(10.0), None),
+            hit("cloud://a/strong/2", Some(8.0), None),
+            hit("cloud://b/weak/1", Some(2.0), None),
+        ];
+        let fused = fuse_libraries(keyword, 10, false);
+        assert_eq!(
+            order(&fused),
+            [
+                ("cloud://a/strong/1", 1.0),
+                ("cloud://a/strong/2", 0.8),
+                ("cloud://b/weak/1", 0.2)
+            ]
+        );
+        assert!(
+            fused.iter().all(|h| h.explain.is_none()),
+            "explain only when asked"
+        );
+        // Hybrid: both arms scaled over every candidate; the cut keeps the best.
+        let hybrid = vec![
+            hit("cloud://a/strong/1", Some(10.0), Some(0.9)),
+            hit("cloud://b/weak/1", Some(2.0), Some(0.5)),
+            hit("cloud://b/weak/2", None, Some(0.7)),
+        ];
+        let fused = fuse_libraries(hybrid, 2, true);
+        assert_eq!(
+            fused.iter().map(|h| h.doc_id.as_str()).collect::<Vec<_>>(),
+            ["cloud://a/strong/1", "cloud://b/weak/2"]
+        );
+        assert_eq!(fused[0].relevance, 1.0);
+        assert!(fused[1].relevance < 0.5, "{}", fused[1].relevance);
+        let explained = fused[0].explain.as_ref().unwrap();
+        assert_eq!(explained["vector"]["chunk_lines"], json!([3, 4]));
+        assert_eq!(explained["bm25"]["score"], json!(10.0));
+        assert!(fuse_libraries(Vec::new(), 5, false).is_empty());
     }
 }

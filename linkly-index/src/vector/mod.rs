@@ -13,11 +13,16 @@
 
 mod ann;
 mod chunker;
+#[cfg(any(test, feature = "testing"))]
 mod scan_bench;
 mod store;
 
+#[cfg(feature = "testing")]
 #[doc(hidden)]
-pub use scan_bench::{ScanBench, random_vectors};
+pub use scan_bench::ScanBench;
+#[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
+pub use scan_bench::random_vectors;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

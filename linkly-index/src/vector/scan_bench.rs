@@ -1,14 +1,15 @@
 //! The scan on its own, reachable from outside the crate for `cargo xtask bench scan`, and the
 //! made-up vectors it and the index's own tests search.
 
-use crate::vector::ann::Ann;
-use crate::vector::store::StoredChunk;
+#[cfg(feature = "testing")]
+use crate::vector::{ann::Ann, store::StoredChunk};
 
 /// The scan on its own, for `cargo xtask bench scan`: chunks held in memory, searched in f32
 /// or, after [`ScanBench::build_codes`], by their 8-bit copies. Not API.
-#[doc(hidden)]
+#[cfg(feature = "testing")]
 pub struct ScanBench(Ann);
 
+#[cfg(feature = "testing")]
 impl ScanBench {
     /// Chunk `i` holds `vectors[i]` (all of the first one's length).
     pub fn new(vectors: Vec<Vec<f32>>) -> ScanBench {
@@ -42,7 +43,6 @@ impl ScanBench {
 
 /// `n` made-up vectors of `dim` values in [-1, 1), the same for the same `seed` (xorshift):
 /// what the scan's bench and tests search. Not API.
-#[doc(hidden)]
 pub fn random_vectors(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
     let mut x = seed;
     (0..n)

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use linkly_core::{Config, DataDir};
+use linkly_http::{HttpOptions, IndexStatus, ServerState};
 use linkly_index::Index;
-use linkly_mcp::{BoundHttp, IndexStatus, ServerState, serve_http};
+use linkly_mcp::{McpOptions, OpenSessions};
 use linkly_tools::Linkly;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
@@ -29,22 +30,62 @@ pub(crate) fn serve_stdio(linkly: Arc<Linkly>) -> tokio::io::DuplexStream {
     client
 }
 
-/// Starts the HTTP server on a bound listener, idle, until the returned sender is used or
-/// dropped.
-pub(crate) fn serve_http_until_stopped(
-    bound: BoundHttp,
+/// An HTTP server of `/mcp` and `/health` (as `linkly serve` composes them, without the window)
+/// on a port the system chooses; it stops when dropped.
+pub(crate) struct HttpServer {
+    /// The address it listens on.
+    pub(crate) addr: std::net::SocketAddr,
+    /// Its MCP endpoint.
+    pub(crate) endpoint: String,
+    /// Its MCP sessions.
+    pub(crate) sessions: OpenSessions,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Binds `opts` (any free port) and serves `/mcp` and `/health` over these tools.
+pub(crate) async fn serve_http(
+    opts: HttpOptions,
+    mcp: McpOptions,
     linkly: Arc<Linkly>,
-) -> tokio::sync::oneshot::Sender<()> {
+) -> HttpServer {
+    let bound = linkly_http::bind(HttpOptions {
+        port: 0,
+        port_attempts: 1,
+        ..opts
+    })
+    .await
+    .unwrap();
+    let addr = std::net::SocketAddr::new(bound.bind(), bound.port());
+    let endpoint = bound.endpoint();
+    let state = ServerState::new(IndexStatus::Idle);
+    let routes = linkly_mcp::router(linkly.clone(), bound.bind(), &mcp);
+    let sessions = routes.sessions();
+    let close = routes.closer();
+    let app = linkly_http::guarded(
+        bound
+            .host_routes(linkly, state.clone())
+            .merge(routes.router),
+        bound.access(),
+    );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(serve_http(
-        bound,
-        linkly,
-        ServerState::new(IndexStatus::Idle),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-    stop
+    tokio::spawn(linkly_http::serve(bound, app, state, async move {
+        let _ = stopped.await;
+        close();
+    }));
+    HttpServer {
+        addr,
+        endpoint,
+        sessions,
+        stop: Some(stop),
+    }
 }
 
 /// One initialised MCP session over an in-memory stdio pipe.

@@ -12,10 +12,14 @@
 //! no-speech, log-probability and compression-ratio guards that keep silence and music free
 //! of invented words). The mel filters are computed (`mel.rs`), not shipped.
 
+mod attention;
+mod calibrate;
 mod ct2;
 mod decode;
+mod linear;
 mod mel;
 mod model;
+mod weights;
 mod wer;
 
 use std::path::{Path, PathBuf};
@@ -26,6 +30,12 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::whisper as m;
 use serde::{Deserialize, Serialize};
 
+use crate::encoder::Precision;
+use crate::prepared::Cache;
+use crate::whisper::calibrate::Engine;
+use crate::whisper::weights::Source;
+
+pub use crate::whisper::calibrate::{SpeechCalibration, SpeechPath, read as calibration};
 pub use crate::whisper::wer::{normalised_words, word_error_rate};
 
 /// The sample rate Whisper listens at: callers resample to it.
@@ -330,6 +340,7 @@ pub struct TranscribeOptions {
 /// A loaded Whisper model.
 pub struct Whisper {
     model: model::Model,
+    precision: Precision,
     tokenizer: tokenizers::Tokenizer,
     config: HfConfig,
     filters: Vec<f32>,
@@ -342,27 +353,70 @@ impl std::fmt::Debug for Whisper {
         f.debug_struct("Whisper")
             .field("size", &self.config.size_name())
             .field("multilingual", &self.is_multilingual())
+            .field("precision", &self.precision.name())
             .finish()
     }
 }
 
 impl Whisper {
-    /// Loads a model folder in Hugging Face layout (what [`import`] writes).
+    /// Loads a model folder in Hugging Face layout (what [`import`] writes), its matrix
+    /// products in the precision the calibration chose for this CPU (measured at the first
+    /// load here, `calibrate.rs`; `LINKLY_WHISPER_ENGINE` overrides it), from the prepared
+    /// file of that precision (`<dir>/.linkly/whisper-<precision>.bin`, mapped), which is
+    /// written first when it is missing, was made from other weights, by another version or for
+    /// another CPU, or does not read whole.
     pub fn load(dir: &Path) -> Result<Whisper, WhisperError> {
-        match recognise(dir)? {
-            Layout::HuggingFace => {}
-            Layout::CTranslate2 => {
-                return Err(WhisperError::BadModel {
-                    path: dir.to_path_buf(),
-                    what: "a CTranslate2 model: import it first (`linkly model import`)".into(),
-                });
-            }
-        }
+        require_imported(dir)?;
         let config = read_config(dir)?;
+        let weights = dir.join("model.safetensors");
+        let precision = match Engine::from_env() {
+            Engine::Forced(p) => p,
+            Engine::Calibrate(candidates) => match calibrate::cached(dir, &weights, &candidates) {
+                Some(p) => p,
+                None => {
+                    let checkpoint = Checkpoint::read(&weights)?;
+                    let model = checkpoint.model(&config, Precision::F32)?;
+                    let mut w = Whisper::with(dir, config.clone(), model, Precision::F32)?;
+                    let c = calibrate::measure(&mut w, dir, &weights, &candidates, |p| {
+                        checkpoint.model(&config, p)
+                    })?;
+                    tracing::info!(
+                        chosen = %c.chosen,
+                        paths = ?c.paths,
+                        "speech model's precision calibrated on this CPU"
+                    );
+                    Precision::from_name(&c.chosen).unwrap_or(Precision::F32)
+                }
+            },
+        };
+        let model = prepared(dir, &weights, &config, precision)?;
+        Whisper::with(dir, config, model, precision)
+    }
+
+    /// [`Whisper::load`] in the precision `precision` names (one of [`precisions`]), whatever
+    /// the calibration chose: for tests and benchmarks that compare them.
+    pub fn load_as(dir: &Path, precision: &str) -> Result<Whisper, WhisperError> {
+        let Some(p) = Precision::from_name(precision).filter(|p| linear::supported().contains(p))
+        else {
+            return Err(WhisperError::Model(format!(
+                "this CPU runs the speech model in {}, not {precision}",
+                precisions().join(", ")
+            )));
+        };
+        require_imported(dir)?;
+        let config = read_config(dir)?;
+        let model = prepared(dir, &dir.join("model.safetensors"), &config, p)?;
+        Whisper::with(dir, config, model, p)
+    }
+
+    /// The model `model` of the folder `dir` with its tokenizer.
+    fn with(
+        dir: &Path,
+        config: HfConfig,
+        model: model::Model,
+        precision: Precision,
+    ) -> Result<Whisper, WhisperError> {
         let device = Device::Cpu;
-        let tensors = candle_core::safetensors::load(dir.join("model.safetensors"), &device)?;
-        let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
-        let model = model::Model::load(&vb, &config)?;
         let tokenizer =
             tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).map_err(|e| {
                 WhisperError::BadModel {
@@ -379,12 +433,19 @@ impl Whisper {
         let filters = mel::filters(SAMPLE_RATE as f64, m::N_FFT, config.num_mel_bins);
         Ok(Whisper {
             model,
+            precision,
             tokenizer,
             config,
             filters,
             tokens,
             device,
         })
+    }
+
+    /// The precision of the matrix products (`f32`, `int8`, `int16`, `bf16-avx512`, `bf16`:
+    /// AMX).
+    pub fn precision(&self) -> &'static str {
+        self.precision.name()
     }
 
     /// True for a multilingual model.
@@ -404,5 +465,238 @@ impl Whisper {
         options: &TranscribeOptions,
     ) -> Result<Transcript, WhisperError> {
         decode::transcribe(self, pcm, options)
+    }
+}
+
+/// `Ok` when `dir` holds a model in Hugging Face layout, what [`import`] writes.
+fn require_imported(dir: &Path) -> Result<(), WhisperError> {
+    match recognise(dir)? {
+        Layout::HuggingFace => Ok(()),
+        Layout::CTranslate2 => Err(WhisperError::BadModel {
+            path: dir.to_path_buf(),
+            what: "a CTranslate2 model: import it first (`linkly model import`)".into(),
+        }),
+    }
+}
+
+/// The precisions this CPU runs the speech model in (`f32`, `int16`, `int8`, `bf16-avx512`,
+/// `bf16`: AMX), f32 first.
+pub fn precisions() -> Vec<&'static str> {
+    linear::supported()
+        .into_iter()
+        .map(Precision::name)
+        .collect()
+}
+
+/// The checkpoint's tensors (`model.safetensors`), from which the network is built in any
+/// precision.
+struct Checkpoint {
+    vb: VarBuilder<'static>,
+}
+
+impl Checkpoint {
+    fn read(weights: &Path) -> Result<Checkpoint, WhisperError> {
+        let device = Device::Cpu;
+        let tensors = candle_core::safetensors::load(weights, &device)?;
+        Ok(Checkpoint {
+            vb: VarBuilder::from_tensors(tensors, DType::F32, &device),
+        })
+    }
+
+    fn model(&self, config: &HfConfig, precision: Precision) -> Result<model::Model, WhisperError> {
+        let mut src = Source::Checkpoint {
+            vb: self.vb.clone(),
+            precision,
+            record: None,
+        };
+        Ok(model::Model::load(&mut src, config)?)
+    }
+}
+
+/// The prepared file of `precision` for the weights `weights`: valid only for this file (size
+/// and time), this CPU's instruction sets and this version.
+fn prepared_cache(dir: &Path, weights: &Path, precision: Precision) -> Cache {
+    let here = crate::calibration::Fingerprint::here();
+    Cache::at(
+        dir.join(".linkly")
+            .join(format!("whisper-{}.bin", precision.name())),
+        format!(
+            "whisper {} {} [{}] {}",
+            precision.name(),
+            crate::calibration::weights_key(weights),
+            here.features.join(" "),
+            here.version
+        ),
+    )
+}
+
+/// The network in `precision`, from its prepared file, written first when it is not there or
+/// not valid; from the checkpoint when the file cannot be written (a read-only folder).
+fn prepared(
+    dir: &Path,
+    weights: &Path,
+    config: &HfConfig,
+    precision: Precision,
+) -> Result<model::Model, WhisperError> {
+    let cache = prepared_cache(dir, weights, precision);
+    let read = |cache: &Cache| {
+        cache.load(|r| {
+            model::Model::load(&mut Source::Prepared(r), config).map_err(std::io::Error::other)
+        })
+    };
+    if let Some(m) = read(&cache) {
+        return Ok(m);
+    }
+    let checkpoint = Checkpoint::read(weights)?;
+    let mut made: Option<Result<model::Model, WhisperError>> = None;
+    cache.save(|w| {
+        let mut src = Source::Checkpoint {
+            vb: checkpoint.vb.clone(),
+            precision,
+            record: Some(w),
+        };
+        let m = model::Model::load(&mut src, config);
+        let failed = m
+            .as_ref()
+            .err()
+            .map(|e| std::io::Error::other(e.to_string()));
+        made = Some(m.map_err(WhisperError::from));
+        failed.map_or(Ok(()), Err)
+    });
+    // The mapped copy, so the weights are the page cache's, not this process's.
+    drop(checkpoint);
+    if let Some(m) = read(&cache) {
+        return Ok(m);
+    }
+    tracing::warn!(
+        dir = %dir.display(),
+        "the speech model's prepared weights could not be written: using them from memory"
+    );
+    match made {
+        Some(m) => m,
+        None => Checkpoint::read(weights)?.model(config, precision),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_inputs::TestInput;
+
+    fn words(w: &mut Whisper) -> String {
+        let t = w
+            .transcribe(&calibrate::recording(), &TranscribeOptions::default())
+            .unwrap();
+        let text: Vec<&str> = t.segments.iter().map(|s| s.text.as_str()).collect();
+        text.join(" ")
+    }
+
+    /// `at` with the first `from` in it replaced by `to` (of the same length).
+    fn replace(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
+        assert_eq!(from.len(), to.len());
+        let at = bytes
+            .windows(from.len())
+            .position(|w| w == from.as_bytes())
+            .unwrap_or_else(|| panic!("{from} is in the header"));
+        let mut out = bytes.to_vec();
+        out[at..at + to.len()].copy_from_slice(to.as_bytes());
+        out
+    }
+
+    /// A prepared file cut short, from another version, for another CPU or of another
+    /// precision is not used: it is written again, the same as a fresh one.
+    #[test]
+    fn a_prepared_file_cut_short_or_made_elsewhere_is_made_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("tiny.en");
+        import(&TestInput::Speech.path().join("tiny.en"), &dir).unwrap();
+        // The widest precision this CPU runs, and f32.
+        let widest = *linear::supported().last().unwrap();
+        let file = |p: Precision| dir.join(format!(".linkly/whisper-{}.bin", p.name()));
+        let mut w = Whisper::load_as(&dir, widest.name()).unwrap();
+        let reference = words(&mut w);
+        assert!(
+            word_error_rate(calibrate::TEXT, &reference) <= 0.2,
+            "{reference}"
+        );
+        drop(w);
+        let good = fs_err::read(file(widest)).unwrap();
+        let here = crate::calibration::Fingerprint::here();
+        let feature = here.features.first().cloned().unwrap_or_default();
+        let other_feature: String = feature.chars().rev().collect();
+        let version = env!("CARGO_PKG_VERSION");
+        let other_version = version.replacen(|c: char| c.is_ascii_digit(), "9", 1);
+        let mut bad = vec![
+            ("cut short", good[..good.len() / 2].to_vec()),
+            (
+                "from another version",
+                replace(
+                    &good,
+                    &format!("] {version}"),
+                    &format!("] {other_version}"),
+                ),
+            ),
+        ];
+        if !feature.is_empty() && feature != other_feature {
+            bad.push(("for another CPU", replace(&good, &feature, &other_feature)));
+        }
+        for (what, bytes) in bad {
+            fs_err::write(file(widest), &bytes).unwrap();
+            let mut w = Whisper::load_as(&dir, widest.name()).unwrap();
+            assert_eq!(words(&mut w), reference, "{what}");
+            assert!(
+                fs_err::read(file(widest)).unwrap() == good,
+                "{what}: made again"
+            );
+        }
+        // Another precision's file under this one's name.
+        if widest != Precision::F32 {
+            Whisper::load_as(&dir, "f32").unwrap();
+            let f32_file = fs_err::read(file(Precision::F32)).unwrap();
+            fs_err::write(file(widest), &f32_file).unwrap();
+            let mut w = Whisper::load_as(&dir, widest.name()).unwrap();
+            assert_eq!(words(&mut w), reference);
+            assert!(fs_err::read(file(widest)).unwrap() == good);
+        }
+        // A precision this CPU does not run is refused, by name.
+        let err = Whisper::load_as(&dir, "fp8").unwrap_err().to_string();
+        assert!(err.contains("not fp8") && err.contains("f32"), "{err}");
+    }
+
+    /// The calibration is measured once, kept, and read back; one made on another CPU is
+    /// measured again.
+    #[test]
+    fn the_calibration_is_kept_and_measured_again_elsewhere() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("tiny.en");
+        import(&TestInput::Speech.path().join("tiny.en"), &dir).unwrap();
+        let weights = dir.join("model.safetensors");
+        let candidates = linear::supported();
+        let config = read_config(&dir).unwrap();
+        let checkpoint = Checkpoint::read(&weights).unwrap();
+        let model = checkpoint.model(&config, Precision::F32).unwrap();
+        let mut w = Whisper::with(&dir, config.clone(), model, Precision::F32).unwrap();
+        let c = calibrate::measure(&mut w, &dir, &weights, &candidates, |p| {
+            checkpoint.model(&config, p)
+        })
+        .unwrap();
+        assert_eq!(c.paths.len(), candidates.len());
+        assert_eq!(c.paths[0].precision, "f32");
+        assert!(c.paths[0].kept && c.paths[0].wer <= 0.2, "{c:?}");
+        let chosen = c.paths.iter().find(|p| p.precision == c.chosen).unwrap();
+        assert!(chosen.kept);
+        assert!(c.paths.iter().filter(|p| p.kept).all(|p| p.ms >= chosen.ms));
+        assert_eq!(
+            calibrate::cached(&dir, &weights, &candidates),
+            Precision::from_name(&c.chosen)
+        );
+        // Other candidates (LINKLY_WHISPER_ENGINE=avx2), or another CPU: measured again.
+        assert_eq!(calibrate::cached(&dir, &weights, &candidates[..1]), None);
+        let path = dir.join(".linkly/whisper-calibration.json");
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&fs_err::read(&path).unwrap()).unwrap();
+        json["fingerprint"]["model"] = "another CPU".into();
+        fs_err::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        assert_eq!(calibrate::cached(&dir, &weights, &candidates), None);
     }
 }

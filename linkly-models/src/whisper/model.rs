@@ -11,26 +11,25 @@
 //! tanh-approximated GELU included, so transcripts do not change; `cached_decoding_matches_the_full_pass`
 //! checks the two against each other.
 
-use candle_core::{D, Device, Module as _, Result, Tensor};
-use candle_nn::{Conv1d, Conv1dConfig, Embedding, LayerNorm, Linear, VarBuilder};
+use std::sync::Arc;
+
+use candle_core::{Device, Module as _, Result, Tensor};
+use candle_nn::{Conv1d, Conv1dConfig, LayerNorm};
 
 use crate::whisper::HfConfig;
+use crate::whisper::attention;
+use crate::whisper::linear::Linear;
+use crate::whisper::weights::{Source, Table};
 
-fn linear(i: usize, o: usize, bias: bool, vb: VarBuilder) -> Result<Linear> {
-    let w = vb.get((o, i), "weight")?;
-    let b = if bias { Some(vb.get(o, "bias")?) } else { None };
-    Ok(Linear::new(w, b))
-}
-
-fn layer_norm(size: usize, vb: VarBuilder) -> Result<LayerNorm> {
+fn layer_norm(size: usize, name: &str, src: &mut Source) -> Result<LayerNorm> {
     Ok(LayerNorm::new(
-        vb.get(size, "weight")?,
-        vb.get(size, "bias")?,
+        src.tensor(&format!("{name}.weight"), &[size])?,
+        src.tensor(&format!("{name}.bias"), &[size])?,
         1e-5,
     ))
 }
 
-fn conv1d(i: usize, o: usize, stride: usize, vb: VarBuilder) -> Result<Conv1d> {
+fn conv1d(i: usize, o: usize, stride: usize, name: &str, src: &mut Source) -> Result<Conv1d> {
     let cfg = Conv1dConfig {
         padding: 1,
         stride,
@@ -39,14 +38,14 @@ fn conv1d(i: usize, o: usize, stride: usize, vb: VarBuilder) -> Result<Conv1d> {
         cudnn_fwd_algo: None,
     };
     Ok(Conv1d::new(
-        vb.get((o, i, 3), "weight")?,
-        Some(vb.get(o, "bias")?),
+        src.tensor(&format!("{name}.weight"), &[o, i, 3])?,
+        Some(src.tensor(&format!("{name}.bias"), &[o])?),
         cfg,
     ))
 }
 
 /// Query, key, value and output projections of one attention.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Attention {
     query: Linear,
     key: Linear,
@@ -56,53 +55,44 @@ struct Attention {
 }
 
 impl Attention {
-    fn load(n_state: usize, n_head: usize, vb: VarBuilder) -> Result<Attention> {
+    fn load(n_state: usize, n_head: usize, name: &str, src: &mut Source) -> Result<Attention> {
         Ok(Attention {
-            query: linear(n_state, n_state, true, vb.pp("q_proj"))?,
-            key: linear(n_state, n_state, false, vb.pp("k_proj"))?,
-            value: linear(n_state, n_state, true, vb.pp("v_proj"))?,
-            out: linear(n_state, n_state, true, vb.pp("out_proj"))?,
+            query: src.linear(&format!("{name}.q_proj"), n_state, n_state, true)?,
+            key: src.linear(&format!("{name}.k_proj"), n_state, n_state, false)?,
+            value: src.linear(&format!("{name}.v_proj"), n_state, n_state, true)?,
+            out: src.linear(&format!("{name}.out_proj"), n_state, n_state, true)?,
             n_head,
         })
     }
-
-    /// `(batch, ctx, state)` → `(batch, head, ctx, state / head)`.
-    fn heads(&self, x: &Tensor) -> Result<Tensor> {
-        let (b, n, s) = x.dims3()?;
-        x.reshape((b, n, self.n_head, s / self.n_head))?
-            .transpose(1, 2)?
-            .contiguous()
+    /// Keys and values of the rows `x` (rows of `state` values each, heads side by side).
+    fn keys_values(&self, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
+        let rows = x.len() / self.key.inputs();
+        (self.key.product(x, rows), self.value.product(x, rows))
     }
 
-    /// `d^-1/4`: applied to the queries and to the keys, as openai-whisper does.
-    fn scale(&self, x: &Tensor) -> f64 {
-        let s = x.dim(D::Minus1).unwrap_or(1);
-        ((s / self.n_head) as f64).powf(-0.25)
-    }
-
-    /// Keys (scaled, by head) and values (by head) of `x`.
-    fn keys_values(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
-        let k = (self.heads(&self.key.forward(x)?)? * self.scale(x))?;
-        let v = self.heads(&self.value.forward(x)?)?;
-        Ok((k, v))
-    }
-
-    /// Attention of `x`'s queries over the keys `k` and values `v` (by head), with an additive
-    /// mask `(n_q, n_k)` when given.
-    fn attend(&self, x: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
-        let q = (self.heads(&self.query.forward(x)?)? * self.scale(x))?;
-        let mut qk = q.matmul(&k.transpose(2, 3)?)?;
-        if let Some(mask) = mask {
-            qk = qk.broadcast_add(mask)?;
-        }
-        let w = candle_nn::ops::softmax_last_dim(&qk)?;
-        let wv = w.matmul(v)?.transpose(1, 2)?.flatten_from(2)?;
-        self.out.forward(&wv)
+    /// Attention of the rows `x`'s queries over the keys `k` and values `v` (causal after
+    /// `past` tokens when given), through the output projection: as many rows as `x`.
+    fn attend(&self, x: &[f32], k: &[f32], v: &[f32], causal: Option<usize>) -> Vec<f32> {
+        let width = self.query.inputs();
+        let rows = x.len() / width;
+        let q = self.query.product(x, rows);
+        let context = attention::attend(&q, k, v, self.n_head, width, causal);
+        self.out.product(&context, rows)
     }
 }
 
+/// The values of a tensor, row-major.
+fn values(x: &Tensor) -> Result<Vec<f32>> {
+    x.flatten_all()?.to_vec1::<f32>()
+}
+
+/// `x + rows`, `rows` laid out as `x`.
+fn add(x: &Tensor, rows: Vec<f32>) -> Result<Tensor> {
+    x + Tensor::from_vec(rows, x.shape(), x.device())?
+}
+
 /// The feed-forward part of a block.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Mlp {
     ln: LayerNorm,
     fc1: Linear,
@@ -110,11 +100,11 @@ struct Mlp {
 }
 
 impl Mlp {
-    fn load(n_state: usize, vb: &VarBuilder) -> Result<Mlp> {
+    fn load(n_state: usize, name: &str, src: &mut Source) -> Result<Mlp> {
         Ok(Mlp {
-            ln: layer_norm(n_state, vb.pp("final_layer_norm"))?,
-            fc1: linear(n_state, 4 * n_state, true, vb.pp("fc1"))?,
-            fc2: linear(4 * n_state, n_state, true, vb.pp("fc2"))?,
+            ln: layer_norm(n_state, &format!("{name}.final_layer_norm"), src)?,
+            fc1: src.linear(&format!("{name}.fc1"), n_state, 4 * n_state, true)?,
+            fc2: src.linear(&format!("{name}.fc2"), 4 * n_state, n_state, true)?,
         })
     }
 
@@ -140,7 +130,7 @@ fn sinusoids(length: usize, channels: usize, device: &Device) -> Result<Tensor> 
 }
 
 /// The audio encoder: two convolutions, then blocks of self-attention.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Encoder {
     conv1: Conv1d,
     conv2: Conv1d,
@@ -150,24 +140,31 @@ pub(crate) struct Encoder {
 }
 
 impl Encoder {
-    fn load(vb: VarBuilder, c: &HfConfig) -> Result<Encoder> {
+    fn load(name: &str, c: &HfConfig, src: &mut Source) -> Result<Encoder> {
         let n = c.d_model;
+        let conv1 = conv1d(c.num_mel_bins, n, 1, &format!("{name}.conv1"), src)?;
+        let conv2 = conv1d(n, n, 2, &format!("{name}.conv2"), src)?;
         let blocks = (0..c.encoder_layers)
             .map(|i| {
-                let vb = vb.pp(format!("layers.{i}"));
+                let name = format!("{name}.layers.{i}");
                 Ok((
-                    layer_norm(n, vb.pp("self_attn_layer_norm"))?,
-                    Attention::load(n, c.encoder_attention_heads, vb.pp("self_attn"))?,
-                    Mlp::load(n, &vb)?,
+                    layer_norm(n, &format!("{name}.self_attn_layer_norm"), src)?,
+                    Attention::load(
+                        n,
+                        c.encoder_attention_heads,
+                        &format!("{name}.self_attn"),
+                        src,
+                    )?,
+                    Mlp::load(n, &name, src)?,
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Encoder {
-            conv1: conv1d(c.num_mel_bins, n, 1, vb.pp("conv1"))?,
-            conv2: conv1d(n, n, 2, vb.pp("conv2"))?,
-            positions: sinusoids(c.max_source_positions, n, vb.device())?,
+            conv1,
+            conv2,
+            positions: sinusoids(c.max_source_positions, n, &src.device())?,
             blocks,
-            ln_post: layer_norm(n, vb.pp("layer_norm"))?,
+            ln_post: layer_norm(n, &format!("{name}.layer_norm"), src)?,
         })
     }
 
@@ -178,16 +175,16 @@ impl Encoder {
         let (_, len, _) = x.dims3()?;
         let mut x = x.broadcast_add(&self.positions.narrow(0, 0, len)?)?;
         for (ln, attn, mlp) in &self.blocks {
-            let h = ln.forward(&x)?;
-            let (k, v) = attn.keys_values(&h)?;
-            x = (&x + attn.attend(&h, &k, &v, None)?)?;
+            let h = values(&ln.forward(&x)?)?;
+            let (k, v) = attn.keys_values(&h);
+            x = add(&x, attn.attend(&h, &k, &v, None))?;
             x = mlp.residual(&x)?;
         }
         self.ln_post.forward(&x)
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct DecoderBlock {
     self_ln: LayerNorm,
     self_attn: Attention,
@@ -197,24 +194,26 @@ struct DecoderBlock {
 }
 
 /// The text decoder.
-#[derive(Debug, Clone)]
 pub(crate) struct Decoder {
-    embedding: Embedding,
+    embedding: Table,
+    /// The output projection: the token embedding, transposed.
+    projection: Linear,
     positions: Tensor,
     blocks: Vec<DecoderBlock>,
     ln: LayerNorm,
     max_positions: usize,
 }
 
-/// The audio's keys and values for every decoder layer: one 30-second window's.
+/// The audio's keys and values for every decoder layer (rows of `d_model`): one 30-second
+/// window's, shared by the decodings of the window.
 #[derive(Debug, Clone)]
-pub(crate) struct Cross(Vec<(Tensor, Tensor)>);
+pub(crate) struct Cross(Arc<Vec<(Vec<f32>, Vec<f32>)>>);
 
 /// One decoding in progress: the keys and values of the tokens seen so far, per layer.
 #[derive(Debug, Clone)]
 pub(crate) struct State {
     cross: Cross,
-    seen: Vec<Option<(Tensor, Tensor)>>,
+    seen: Vec<(Vec<f32>, Vec<f32>)>,
     len: usize,
 }
 
@@ -226,44 +225,53 @@ impl State {
 }
 
 impl Decoder {
-    fn load(vb: VarBuilder, c: &HfConfig) -> Result<Decoder> {
+    fn load(name: &str, c: &HfConfig, src: &mut Source) -> Result<Decoder> {
         let n = c.d_model;
         let heads = c.decoder_attention_heads;
+        let (embedding, projection) =
+            src.embedding(&format!("{name}.embed_tokens.weight"), c.vocab_size, n)?;
+        let positions = src.tensor(
+            &format!("{name}.embed_positions.weight"),
+            &[c.max_target_positions, n],
+        )?;
         let blocks = (0..c.decoder_layers)
             .map(|i| {
-                let vb = vb.pp(format!("layers.{i}"));
+                let name = format!("{name}.layers.{i}");
                 Ok(DecoderBlock {
-                    self_ln: layer_norm(n, vb.pp("self_attn_layer_norm"))?,
-                    self_attn: Attention::load(n, heads, vb.pp("self_attn"))?,
-                    cross_ln: layer_norm(n, vb.pp("encoder_attn_layer_norm"))?,
-                    cross_attn: Attention::load(n, heads, vb.pp("encoder_attn"))?,
-                    mlp: Mlp::load(n, &vb)?,
+                    self_ln: layer_norm(n, &format!("{name}.self_attn_layer_norm"), src)?,
+                    self_attn: Attention::load(n, heads, &format!("{name}.self_attn"), src)?,
+                    cross_ln: layer_norm(n, &format!("{name}.encoder_attn_layer_norm"), src)?,
+                    cross_attn: Attention::load(n, heads, &format!("{name}.encoder_attn"), src)?,
+                    mlp: Mlp::load(n, &name, src)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Decoder {
-            embedding: Embedding::new(vb.pp("embed_tokens").get((c.vocab_size, n), "weight")?, n),
-            positions: vb.get((c.max_target_positions, n), "embed_positions.weight")?,
+            embedding,
+            projection,
+            positions,
             blocks,
-            ln: layer_norm(n, vb.pp("layer_norm"))?,
+            ln: layer_norm(n, &format!("{name}.layer_norm"), src)?,
             max_positions: c.max_target_positions,
         })
     }
 
     /// The audio's keys and values, once per window.
     pub(crate) fn cross(&self, audio: &Tensor) -> Result<Cross> {
-        self.blocks
-            .iter()
-            .map(|b| b.cross_attn.keys_values(audio))
-            .collect::<Result<Vec<_>>>()
-            .map(Cross)
+        let audio = values(audio)?;
+        Ok(Cross(Arc::new(
+            self.blocks
+                .iter()
+                .map(|b| b.cross_attn.keys_values(&audio))
+                .collect(),
+        )))
     }
 
     /// A decoding that has seen no token yet.
     pub(crate) fn start(&self, cross: &Cross) -> State {
         State {
             cross: cross.clone(),
-            seen: vec![None; self.blocks.len()],
+            seen: vec![(Vec::new(), Vec::new()); self.blocks.len()],
             len: 0,
         }
     }
@@ -281,39 +289,22 @@ impl Decoder {
             );
         }
         let device = self.positions.device();
-        let ids = Tensor::new(tokens, device)?.unsqueeze(0)?;
         let mut x = self
             .embedding
-            .forward(&ids)?
+            .rows(tokens, device)?
+            .unsqueeze(0)?
             .broadcast_add(&self.positions.narrow(0, past, n)?)?;
-        // New token i sees the past and the new tokens up to itself.
-        let mask = (n > 1)
-            .then(|| {
-                let m: Vec<f32> = (0..n)
-                    .flat_map(|i| {
-                        (0..past + n).map(
-                            move |j| {
-                                if j > past + i { f32::NEG_INFINITY } else { 0.0 }
-                            },
-                        )
-                    })
-                    .collect();
-                Tensor::from_vec(m, (n, past + n), device)
-            })
-            .transpose()?;
         for (i, b) in self.blocks.iter().enumerate() {
-            let h = b.self_ln.forward(&x)?;
-            let (k, v) = b.self_attn.keys_values(&h)?;
-            let (k, v) = match &state.seen[i] {
-                Some((pk, pv)) => (Tensor::cat(&[pk, &k], 2)?, Tensor::cat(&[pv, &v], 2)?),
-                None => (k, v),
-            };
-            x = (&x + b.self_attn.attend(&h, &k, &v, mask.as_ref())?)?;
-            state.seen[i] = Some((k, v));
+            let h = values(&b.self_ln.forward(&x)?)?;
+            let (k, v) = b.self_attn.keys_values(&h);
+            let (seen_k, seen_v) = &mut state.seen[i];
+            seen_k.extend_from_slice(&k);
+            seen_v.extend_from_slice(&v);
+            // New token i sees the past and the new tokens up to itself.
+            x = add(&x, b.self_attn.attend(&h, seen_k, seen_v, Some(past)))?;
             let (ck, cv) = &state.cross.0[i];
-            x = (&x
-                + b.cross_attn
-                    .attend(&b.cross_ln.forward(&x)?, ck, cv, None)?)?;
+            let h = values(&b.cross_ln.forward(&x)?)?;
+            x = add(&x, b.cross_attn.attend(&h, ck, cv, None))?;
             x = b.mlp.residual(&x)?;
         }
         state.len += n;
@@ -323,27 +314,23 @@ impl Decoder {
     /// The logits of one position's hidden state `(1, 1, d_model)`: the output projection is
     /// the token embedding, transposed.
     pub(crate) fn logits(&self, hidden: &Tensor) -> Result<Vec<f32>> {
-        hidden
-            .flatten_all()?
-            .unsqueeze(0)?
-            .matmul(&self.embedding.embeddings().t()?)?
-            .squeeze(0)?
-            .to_vec1::<f32>()
+        let x = hidden.flatten_all()?.to_vec1::<f32>()?;
+        Ok(self.projection.product(&x, 1))
     }
 }
 
 /// Encoder and decoder.
-#[derive(Debug, Clone)]
 pub(crate) struct Model {
     pub(crate) encoder: Encoder,
     pub(crate) decoder: Decoder,
 }
 
 impl Model {
-    pub(crate) fn load(vb: &VarBuilder, c: &HfConfig) -> Result<Model> {
+    /// Walks the network in one fixed order, taking each weight from `src`.
+    pub(crate) fn load(src: &mut Source, c: &HfConfig) -> Result<Model> {
         Ok(Model {
-            encoder: Encoder::load(vb.pp("model.encoder"), c)?,
-            decoder: Decoder::load(vb.pp("model.decoder"), c)?,
+            encoder: Encoder::load("model.encoder", c, src)?,
+            decoder: Decoder::load("model.decoder", c, src)?,
         })
     }
 }
@@ -351,6 +338,7 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use candle_core::{DType, IndexOp};
+    use candle_nn::VarBuilder;
     use candle_transformers::models::whisper::model::Whisper as CandleWhisper;
 
     use super::*;
@@ -381,7 +369,12 @@ mod tests {
             var.set(&t).unwrap();
         }
         let theirs = CandleWhisper::load(&vb, c.candle()).unwrap();
-        let ours = Model::load(&vb, &c).unwrap();
+        let mut src = Source::Checkpoint {
+            vb: vb.clone(),
+            precision: crate::encoder::Precision::F32,
+            record: None,
+        };
+        let ours = Model::load(&mut src, &c).unwrap();
         (ours, theirs, c)
     }
 

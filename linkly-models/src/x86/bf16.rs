@@ -19,7 +19,7 @@
 
 use rayon::prelude::*;
 
-use crate::linear::{pack_panels, rows_per_task};
+use crate::linear::{by_rows_or_panels, pack_panels};
 use crate::prepared::{Array, Reader, Writer, check};
 
 /// Columns per panel: four AVX-512 registers of 16 f32 sums.
@@ -137,31 +137,46 @@ impl Bf16Linear {
                     }
                 }
             });
-        let mut out = vec![0.0f32; rows * n];
-        let per = rows_per_task(rows, MR);
-        out.par_chunks_mut(n * per)
-            .zip(xb.par_chunks(kp * per))
-            .for_each(|(out, xb)| self.block(xb, out));
-        out
+        by_rows_or_panels(
+            rows,
+            n,
+            PANEL,
+            MR,
+            |out, first_row, panels, width, first_col| {
+                let rows = out.len() / width;
+                let xb = &xb[first_row * kp..(first_row + rows) * kp];
+                self.block(xb, panels, out, width, first_col)
+            },
+        )
     }
 
-    /// The rows of one task, panel by panel (a panel's weights stay in cache across its rows).
-    fn block(&self, xb: &[u16], out: &mut [f32]) {
+    /// Some rows × some panels, panel by panel (a panel's weights stay in cache across its
+    /// rows), into `out`, rows of `width` values whose first is column `first_col`.
+    fn block(
+        &self,
+        xb: &[u16],
+        panels: std::ops::Range<usize>,
+        out: &mut [f32],
+        width: usize,
+        first_col: usize,
+    ) {
         let (kp, n) = (self.kp, self.n);
         let rows = xb.len() / kp;
         let panel_len = kp / 2 * PANEL * 2;
-        for (p, w) in self.packed.chunks_exact(panel_len).enumerate() {
+        for p in panels {
+            let w = &self.packed[p * panel_len..(p + 1) * panel_len];
             let col = p * PANEL;
             let cols = (n - col).min(PANEL);
+            let at = col - first_col;
             let mut r = 0;
             while r < rows {
                 let m = (rows - r).min(MR);
                 let a = &xb[r * kp..(r + m) * kp];
-                let o = &mut out[r * n..(r + m) * n];
+                let o = &mut out[r * width..(r + m) * width];
                 // SAFETY: built only where `supported()` holds; `tile` asserts the lengths its
                 // pointer arithmetic relies on.
                 unsafe {
-                    super::call_with_rows!(m, avx512::tile, (a, kp, w, o, n, col, cols));
+                    super::call_with_rows!(m, avx512::tile, (a, kp, w, o, width, at, cols));
                 }
                 r += m;
             }

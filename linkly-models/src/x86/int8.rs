@@ -18,7 +18,7 @@
 
 use rayon::prelude::*;
 
-use crate::linear::rows_per_task;
+use crate::linear::by_rows_or_panels;
 use crate::prepared::{Array, Reader, Writer, check};
 
 /// Columns per panel: four AVX-512 registers of 16 `i32` sums.
@@ -163,21 +163,41 @@ impl QuantLinear {
                     *s = unsafe { avx512::quantize_row(x, q) };
                 }
             });
-        let mut out = vec![0.0f32; rows * n];
-        let per = rows_per_task(rows, MR);
-        out.par_chunks_mut(n * per)
-            .zip(xq.par_chunks(kp * per))
-            .zip(xs.par_chunks(per))
-            .for_each(|((out, xq), xs)| self.block(xq, xs, out));
-        out
+        by_rows_or_panels(
+            rows,
+            n,
+            PANEL,
+            MR,
+            |out, first_row, panels, width, first_col| {
+                let r = first_row..first_row + out.len() / width;
+                self.block(
+                    &xq[r.start * kp..r.end * kp],
+                    &xs[r],
+                    panels,
+                    out,
+                    width,
+                    first_col,
+                )
+            },
+        )
     }
 
-    /// The rows of one task, panel by panel (a panel's weights stay in cache across its rows).
-    fn block(&self, xq: &[u8], xs: &[f32], out: &mut [f32]) {
+    /// Some rows × some panels, panel by panel (a panel's weights stay in cache across its
+    /// rows), into `out`, rows of `width` values whose first is column `first_col`.
+    fn block(
+        &self,
+        xq: &[u8],
+        xs: &[f32],
+        panels: std::ops::Range<usize>,
+        out: &mut [f32],
+        width: usize,
+        first_col: usize,
+    ) {
         let (kp, n) = (self.kp, self.n);
         let groups = kp / 4;
         let panel_len = groups * PANEL * 4;
-        for (p, w) in self.packed.chunks_exact(panel_len).enumerate() {
+        for p in panels {
+            let w = &self.packed[p * panel_len..(p + 1) * panel_len];
             let col = p * PANEL;
             let cols = (n - col).min(PANEL);
             let scale = &self.scale[col..col + PANEL];
@@ -186,15 +206,16 @@ impl QuantLinear {
             while r < xs.len() {
                 let m = (xs.len() - r).min(MR);
                 let a = &xq[r * kp..(r + m) * kp];
-                let o = &mut out[r * n..(r + m) * n];
+                let o = &mut out[r * width..(r + m) * width];
                 let s = &xs[r..r + m];
+                let at = col - first_col;
                 // SAFETY: built only where `supported()` holds; `tile` asserts the lengths
                 // its pointer arithmetic relies on.
                 unsafe {
                     super::call_with_rows!(
                         m,
                         avx512::tile,
-                        (a, kp, s, w, scale, shift, o, n, col, cols)
+                        (a, kp, s, w, scale, shift, o, width, at, cols)
                     );
                 }
                 r += m;

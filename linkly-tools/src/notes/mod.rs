@@ -66,7 +66,7 @@ impl Linkly {
         let Some(path) = note.path.to_str() else {
             return Ok(None);
         };
-        Ok(self.index().doc_by_path(path)?.and_then(|rec| {
+        Ok(self.corpus().doc_by_path(path)?.and_then(|rec| {
             (rec.size == note.size && rec.modified_at == note.modified_at)
                 .then_some((rec.id, rec.indexed_at))
         }))

@@ -326,7 +326,7 @@ impl Linkly {
                 )
             }
         };
-        let docs = self.index().catalog_summaries(&filter)?;
+        let docs = self.corpus().catalog_summaries(&filter)?;
         // Documents outside every configured root get a root of their own: the directory
         // common to them.
         let root_of = |path: &str, roots: &[String]| -> Option<usize> {

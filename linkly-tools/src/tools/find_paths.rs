@@ -129,7 +129,7 @@ impl Linkly {
         }
         let limit = check_range("limit", p.limit.unwrap_or(10), 1, 50)? as usize;
         let filter = crate::library::scope_filter(self, p.library.as_deref())?;
-        let paths = self.index().catalog_paths(&filter)?;
+        let paths = self.corpus().catalog_paths(&filter)?;
 
         // Paths come sorted, so files of one directory are adjacent: decide once per directory.
         let mut counts: HashMap<String, u64> = HashMap::new();

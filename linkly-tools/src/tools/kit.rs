@@ -345,7 +345,7 @@ pub(crate) fn readable_content(linkly: &Linkly, doc: &linkly_index::DocRecord) -
             ),
         ));
     }
-    Ok(linkly.index().content(doc.id)?.unwrap_or_default())
+    Ok(linkly.corpus().content(doc.id)?.unwrap_or_default())
 }
 
 /// The document types `tokens` name (the contract's tokens, in any case); an unknown token is

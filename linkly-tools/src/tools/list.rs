@@ -328,7 +328,7 @@ impl Linkly {
             ..DocFilter::default()
         };
         let page = self
-            .index()
+            .corpus()
             .catalog_page(&filter, sort, limit as usize, offset as usize)?;
         let mut filters = serde_json::Map::new();
         let (mut unfiltered_total, mut hint) = (None, None);
@@ -349,14 +349,14 @@ impl Linkly {
                     dirs: filter.dirs.clone(),
                     ..DocFilter::default()
                 };
-                unfiltered_total = Some(self.index().catalog_page(&all, sort, 1, 0)?.total);
+                unfiltered_total = Some(self.corpus().catalog_page(&all, sort, 1, 0)?.total);
             }
             hint =
                 Some(self.empty_list_hint(&target, &filters, unfiltered_total, library.as_ref()));
         }
         let readme = match &listed_dir {
             Some(dir) => self
-                .index()
+                .corpus()
                 .readme_in(dir)?
                 .map(|(id, path)| ReadmePointer {
                     doc_id: self.doc_address(id),

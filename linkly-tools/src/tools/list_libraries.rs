@@ -66,7 +66,7 @@ impl Linkly {
         let mut libraries = Vec::new();
         for lib in &self.config().libraries {
             let doc_count = self
-                .index()
+                .corpus()
                 .catalog_count(&LibraryScope::of(self, lib)?.filter())?;
             libraries.push(LibraryInfo {
                 name: lib.name.clone(),

@@ -233,7 +233,7 @@ impl Linkly {
             Ok(_) => saved
                 .path
                 .to_str()
-                .map(|p| self.index().doc_by_path(p))
+                .map(|p| self.corpus().doc_by_path(p))
                 .transpose()?
                 .flatten()
                 .map(|rec| self.doc_address(rec.id)),

@@ -321,7 +321,7 @@ impl Linkly {
                 };
                 let file_str = file.to_string_lossy().into_owned();
                 let line_no = from + i as u32;
-                let rec = self.index().doc_by_path(&file_str)?;
+                let rec = self.corpus().doc_by_path(&file_str)?;
                 let mut image = ImageRef {
                     line: line_no,
                     file: file_str.clone(),
@@ -348,7 +348,7 @@ impl Linkly {
                         if let Some(reason) = &r.skip_reason {
                             image.note = Some(format!("no text: {reason}"));
                         } else {
-                            let text = self.index().content(r.id)?.unwrap_or_default();
+                            let text = self.corpus().content(r.id)?.unwrap_or_default();
                             let count = char_count(&text);
                             image.char_count = Some(count);
                             image.excerpt = Some(

@@ -279,6 +279,11 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "agents.stdio_note",
         "The client starts Linkly itself; it shares this server when one runs.",
     ),
+    ("agents.uvx", "Any client, nothing installed (uvx)"),
+    (
+        "agents.uvx_note",
+        "uv fetches the linkly package and runs it: the same server, with no install step. Use it as the command in any configuration here.",
+    ),
     (
         "agents.desktop_note",
         "Settings → Developer → Edit Config, then restart Claude Desktop.",

@@ -303,6 +303,11 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "agents.stdio_note",
         "El cliente inicia Linkly por sí mismo; comparte este servidor cuando está en marcha.",
     ),
+    ("agents.uvx", "Cualquier cliente, sin instalar nada (uvx)"),
+    (
+        "agents.uvx_note",
+        "uv obtiene el paquete linkly y lo ejecuta: el mismo servidor, sin paso de instalación. Úselo como comando en cualquiera de las configuraciones de esta página.",
+    ),
     (
         "agents.desktop_note",
         "Ajustes → Desarrollador → Editar configuración, y reinicia Claude Desktop.",

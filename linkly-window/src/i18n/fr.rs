@@ -297,6 +297,11 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "agents.stdio_note",
         "Le client lance Linkly lui-même ; il partage ce serveur quand il tourne.",
     ),
+    ("agents.uvx", "Tout client, sans rien installer (uvx)"),
+    (
+        "agents.uvx_note",
+        "uv récupère le paquet linkly et le lance : le même serveur, sans étape d’installation. Utilisez-le comme commande dans chacune des configurations ici.",
+    ),
     (
         "agents.desktop_note",
         "Réglages → Développeur → Modifier la config, puis relancez Claude Desktop.",

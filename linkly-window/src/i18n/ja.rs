@@ -285,6 +285,11 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "agents.stdio_note",
         "クライアントが Linkly を自分で起動します。このサーバーが動いていれば共有します。",
     ),
+    ("agents.uvx", "任意のクライアント、インストール不要（uvx）"),
+    (
+        "agents.uvx_note",
+        "uv が linkly パッケージを取得して実行します。同じサーバーで、インストールの手順はいりません。ここにあるどの設定でもコマンドとして使えます。",
+    ),
     (
         "agents.desktop_note",
         "設定 → 開発者 → 構成を編集、その後 Claude Desktop を再起動します。",

@@ -252,6 +252,11 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "agents.stdio_note",
         "客户端会自行启动 Linkly；如果此服务器正在运行，会与它共享。",
     ),
+    ("agents.uvx", "任意客户端，无需安装（uvx）"),
+    (
+        "agents.uvx_note",
+        "uv 会获取 linkly 包并运行它：同一个服务器，无需安装步骤。可在此处任何配置中用作命令。",
+    ),
     (
         "agents.desktop_note",
         "设置 → 开发者 → 编辑配置，然后重启 Claude Desktop。",

@@ -1,5 +1,6 @@
 //! Agents: ready-to-copy configurations for Claude Desktop, Claude Code, Cursor, VS Code and
-//! plain HTTP with this server's real URL (the texts of `docs/clients.md`), the stdio command,
+//! plain HTTP with this server's real URL (the texts of `docs/clients.md`), the stdio command
+//! (and its `uvx` form, which needs nothing installed),
 //! and the LAN switch with its token, hidden until revealed.
 
 use axum::extract::State;
@@ -14,6 +15,8 @@ use crate::{App, Ctx};
 
 /// The stdio configuration every client's JSON shares.
 pub(crate) const STDIO: &str = r#"{"command": "linkly", "args": ["mcp"]}"#;
+/// The same through uv, which fetches the `linkly` wheel and runs it: nothing to install first.
+pub(crate) const STDIO_UVX: &str = r#"{"command": "uvx", "args": ["linkly", "mcp"]}"#;
 
 fn block(ctx: &Ctx, client: &str, title: &str, note: &str, text: &str) -> Markup {
     let l = ctx.lang;
@@ -59,6 +62,7 @@ pub(crate) async fn page_handler(
         p { (l.t("agents.url")) " " code #mcp-url { (url) } }
         div.agent-grid {
         (block(&ctx, "stdio", l.t("agents.stdio"), l.t("agents.stdio_note"), STDIO))
+        (block(&ctx, "uvx", l.t("agents.uvx"), l.t("agents.uvx_note"), STDIO_UVX))
         (block(&ctx, "claude-desktop", "Claude Desktop", l.t("agents.desktop_note"), &desktop))
         (block(&ctx, "claude-code", "Claude Code", l.t("agents.code_note"), &code))
         (block(&ctx, "cursor", "Cursor", l.t("agents.cursor_note"), &cursor))

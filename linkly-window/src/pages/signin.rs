@@ -8,11 +8,11 @@ use axum::{Extension, Form};
 use maud::html;
 use serde::Deserialize;
 
-use crate::access::constant_time_eq;
 use crate::layout::{Nav, csrf_field, error_box, page};
 use crate::pages::see_other;
 use crate::security::{AUTH_COOKIE, auth_proof};
 use crate::{App, Ctx};
+use linkly_http::constant_time_eq;
 
 fn form(ctx: &Ctx, error: Option<&str>) -> Response {
     let l = ctx.lang;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use ::postgres::types::{ToSql, Type};
 use ::postgres::{Client, NoTls};
 
-use super::{Row, Val};
+use super::rows::{Row, Val};
 use crate::{GatewayError, Result};
 
 /// Idle connections kept for reuse.
@@ -58,26 +58,6 @@ CREATE TABLE IF NOT EXISTS invites (
     PRIMARY KEY (library_id, user_id)
 );
 CREATE INDEX IF NOT EXISTS invites_user ON invites (user_id);
-CREATE TABLE IF NOT EXISTS documents (
-    id BIGSERIAL PRIMARY KEY,
-    library_id BIGINT NOT NULL,
-    path TEXT NOT NULL,
-    doc_type TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    size BIGINT NOT NULL,
-    modified_at BIGINT NOT NULL,
-    title TEXT,
-    body TEXT NOT NULL,
-    outline TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    deleted BIGINT NOT NULL DEFAULT 0,
-    vector_model TEXT,
-    vectors TEXT,
-    UNIQUE (library_id, path)
-);
-CREATE INDEX IF NOT EXISTS documents_seq ON documents (library_id, seq);
-ALTER TABLE documents ADD COLUMN IF NOT EXISTS vector_model TEXT;
-ALTER TABLE documents ADD COLUMN IF NOT EXISTS vectors TEXT;
 CREATE TABLE IF NOT EXISTS publishes (
     id BIGSERIAL PRIMARY KEY,
     library_id BIGINT NOT NULL,
@@ -85,19 +65,64 @@ CREATE TABLE IF NOT EXISTS publishes (
     gone TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS publishes_library ON publishes (library_id);
-CREATE TABLE IF NOT EXISTS staged_documents (
-    publish_id BIGINT NOT NULL,
+ALTER TABLE publishes ADD COLUMN IF NOT EXISTS model TEXT;
+ALTER TABLE publishes ADD COLUMN IF NOT EXISTS dim BIGINT;
+DROP TABLE IF EXISTS staged_documents;
+ALTER TABLE libraries ADD COLUMN IF NOT EXISTS version BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE libraries ADD COLUMN IF NOT EXISTS next_doc BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE libraries ADD COLUMN IF NOT EXISTS roots TEXT NOT NULL DEFAULT '';
+ALTER TABLE libraries ADD COLUMN IF NOT EXISTS vector_model TEXT;
+ALTER TABLE libraries ADD COLUMN IF NOT EXISTS vector_dim BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE libraries ADD COLUMN IF NOT EXISTS chunk_count BIGINT NOT NULL DEFAULT 0;
+";
+
+/// The published libraries' documents, chunks and postings (see `super::documents`): created
+/// after an older `documents` table was set aside for its migration.
+const DOCUMENTS: &str = "
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS documents (
+    library_id BIGINT NOT NULL,
+    doc_id BIGINT NOT NULL,
+    born BIGINT NOT NULL,
+    died BIGINT,
     path TEXT NOT NULL,
     doc_type TEXT NOT NULL,
     hash TEXT NOT NULL,
     size BIGINT NOT NULL,
     modified_at BIGINT NOT NULL,
+    indexed_at BIGINT NOT NULL,
     title TEXT,
     body TEXT NOT NULL,
     outline TEXT NOT NULL,
+    word_count BIGINT NOT NULL,
+    char_count BIGINT NOT NULL,
+    total_lines BIGINT NOT NULL,
+    keywords TEXT NOT NULL,
+    abstract TEXT NOT NULL,
+    terms TEXT NOT NULL,
     vector_model TEXT,
-    vectors TEXT,
-    PRIMARY KEY (publish_id, path)
+    PRIMARY KEY (library_id, doc_id, born)
+);
+CREATE INDEX IF NOT EXISTS documents_by_path ON documents (library_id, path);
+CREATE TABLE IF NOT EXISTS chunks (
+    library_id BIGINT NOT NULL,
+    doc_id BIGINT NOT NULL,
+    born BIGINT NOT NULL,
+    died BIGINT,
+    chunk_no BIGINT NOT NULL,
+    start_line BIGINT NOT NULL,
+    end_line BIGINT NOT NULL,
+    model TEXT NOT NULL,
+    dim BIGINT NOT NULL,
+    embedding vector NOT NULL,
+    PRIMARY KEY (library_id, doc_id, born, chunk_no)
+);
+CREATE TABLE IF NOT EXISTS postings (
+    library_id BIGINT NOT NULL,
+    version BIGINT NOT NULL,
+    term TEXT NOT NULL,
+    docs BYTEA NOT NULL,
+    PRIMARY KEY (library_id, version, term)
 );
 ";
 
@@ -116,23 +141,51 @@ impl Pool {
     /// Connects once and creates the schema when missing; safe when several processes start
     /// at once (the creation holds a transaction-scoped advisory lock).
     pub(super) fn open(url: &str) -> Result<Pool> {
-        let host = url.split_once("://").map_or(url, |(_, rest)| rest);
-        let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
-        let pool = Pool {
-            url: url.to_string(),
-            host: host.split(['/', '?']).next().unwrap_or(host).to_string(),
-            idle: Mutex::new(Vec::new()),
-        };
+        let pool = Pool::new(url);
         let mut client = pool.take()?;
         {
             let mut tx = client.transaction().map_err(failed)?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
                 .map_err(failed)?;
             tx.batch_execute(SCHEMA).map_err(failed)?;
-            tx.commit().map_err(failed)?;
+            let older: bool = tx
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM information_schema.columns \
+                     WHERE table_schema = current_schema() AND table_name = 'documents' \
+                     AND column_name = 'deleted')",
+                    &[],
+                )
+                .map_err(failed)?
+                .get(0);
+            if older {
+                tx.batch_execute(
+                    "ALTER TABLE documents RENAME TO documents_v1; DROP INDEX IF EXISTS documents_seq;",
+                )
+                .map_err(failed)?;
+            }
+            tx.batch_execute(DOCUMENTS).map_err(|e| {
+                let e = failed(e);
+                GatewayError::Database(format!(
+                    "{e} (the gateway keeps vectors with the pgvector extension: install it on this server, as docs/gateway.md says)"
+                ))
+            })?;
+            let mut wrapped = super::Tx::Pg(tx);
+            super::documents::migrate(&mut wrapped)?;
+            wrapped.commit()?;
         }
         pool.give(client);
         Ok(pool)
+    }
+
+    /// A pool of connections to `url`, none made yet (a standby's: it takes no schema).
+    pub(super) fn new(url: &str) -> Pool {
+        let host = url.split_once("://").map_or(url, |(_, rest)| rest);
+        let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+        Pool {
+            url: url.to_string(),
+            host: host.split(['/', '?']).next().unwrap_or(host).to_string(),
+            idle: Mutex::new(Vec::new()),
+        }
     }
 
     /// An idle connection, or a new one.
@@ -151,7 +204,7 @@ impl Pool {
 
     /// The error of a server that cannot be reached (down, restarting, refusing connections).
     pub(super) fn unreachable(&self, why: &str) -> GatewayError {
-        GatewayError::Database(format!(
+        GatewayError::Unavailable(format!(
             "PostgreSQL at {} cannot be reached ({why}); the gateway reconnects by itself, try again shortly",
             self.host
         ))
@@ -161,7 +214,7 @@ impl Pool {
     /// or ended it), rather than for what it asked. Only a database error is checked, with
     /// one round trip when the driver has not yet seen the connection close.
     pub(super) fn lost(&self, client: &mut Client, e: &GatewayError) -> bool {
-        if !matches!(e, GatewayError::Database(_)) {
+        if !matches!(e, GatewayError::Database(_) | GatewayError::Unavailable(_)) {
             return false;
         }
         client.is_closed() || client.is_valid(VALID_TIMEOUT).is_err()
@@ -201,28 +254,82 @@ pub(super) fn failed(e: ::postgres::Error) -> GatewayError {
     GatewayError::Database(describe(&e))
 }
 
+/// An embedding as pgvector's binary `vector`: its width and an unused word (16 bits each),
+/// then the values as big-endian `f32`s.
+#[derive(Debug)]
+struct PgVector<'a>(&'a [f32]);
+
+impl ToSql for PgVector<'_> {
+    fn to_sql(
+        &self,
+        _ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> std::result::Result<::postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>>
+    {
+        let dim = u16::try_from(self.0.len()).map_err(|_| "a vector wider than 65,535")?;
+        out.extend_from_slice(&dim.to_be_bytes());
+        out.extend_from_slice(&0u16.to_be_bytes());
+        for x in self.0 {
+            out.extend_from_slice(&x.to_be_bytes());
+        }
+        Ok(::postgres::types::IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        ty.name() == "vector"
+    }
+
+    ::postgres::types::to_sql_checked!();
+}
+
+/// A parameter as the driver takes it.
+enum Param<'a> {
+    Ref(&'a (dyn ToSql + Sync)),
+    Vector(PgVector<'a>),
+}
+
 /// The parameters as the driver takes them.
-fn bind(params: &[Val]) -> Vec<&(dyn ToSql + Sync)> {
+fn bind(params: &[Val]) -> Vec<Param<'_>> {
     const NULL: &Option<String> = &None;
     params
         .iter()
         .map(|v| match v {
-            Val::I(i) => i as &(dyn ToSql + Sync),
-            Val::T(s) => s as &(dyn ToSql + Sync),
-            Val::N => NULL as &(dyn ToSql + Sync),
+            Val::I(i) => Param::Ref(i),
+            Val::T(s) => Param::Ref(s),
+            Val::N => Param::Ref(NULL),
+            Val::F(f) => Param::Ref(f),
+            Val::B(b) => Param::Ref(b),
+            Val::V(v) => Param::Vector(PgVector(v)),
+            Val::Texts(t) => Param::Ref(t),
+            Val::Ints(i) => Param::Ref(i),
         })
         .collect()
 }
 
-/// Runs a query and reads every row (integers, booleans as 0/1, text).
+fn refs<'a>(params: &'a [Param<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
+    params
+        .iter()
+        .map(|p| match p {
+            Param::Ref(r) => *r,
+            Param::Vector(v) => v as &(dyn ToSql + Sync),
+        })
+        .collect()
+}
+
+/// Runs a query and reads every row, its columns by name (integers, booleans as 0/1, text).
 pub(super) fn query(
     tx: &mut ::postgres::Transaction<'_>,
     sql: &str,
     params: &[Val],
 ) -> Result<Vec<Row>> {
-    let rows = tx.query(sql, &bind(params)).map_err(failed)?;
+    let bound = bind(params);
+    let rows = tx.query(sql, &refs(&bound)).map_err(failed)?;
     let mut out = Vec::with_capacity(rows.len());
+    let mut names: Option<std::sync::Arc<[String]>> = None;
     for row in rows {
+        let names = names
+            .get_or_insert_with(|| row.columns().iter().map(|c| c.name().to_string()).collect())
+            .clone();
         let mut vals = Vec::with_capacity(row.len());
         for (i, col) in row.columns().iter().enumerate() {
             let t = col.type_();
@@ -239,6 +346,13 @@ pub(super) fn query(
                     .map(|v| Val::I(i64::from(v)))
             } else if *t == Type::TEXT || *t == Type::VARCHAR || *t == Type::NAME {
                 row.try_get::<_, Option<String>>(i)?.map(Val::T)
+            } else if *t == Type::FLOAT8 {
+                row.try_get::<_, Option<f64>>(i)?.map(Val::F)
+            } else if *t == Type::FLOAT4 {
+                row.try_get::<_, Option<f32>>(i)?
+                    .map(|v| Val::F(f64::from(v)))
+            } else if *t == Type::BYTEA {
+                row.try_get::<_, Option<Vec<u8>>>(i)?.map(Val::B)
             } else {
                 return Err(GatewayError::Database(format!(
                     "unexpected column type {t} of {}",
@@ -247,7 +361,7 @@ pub(super) fn query(
             };
             vals.push(v.unwrap_or(Val::N));
         }
-        out.push(Row(vals));
+        out.push(Row::new(names, vals));
     }
     Ok(out)
 }
@@ -258,5 +372,6 @@ pub(super) fn execute(
     sql: &str,
     params: &[Val],
 ) -> Result<u64> {
-    tx.execute(sql, &bind(params)).map_err(failed)
+    let bound = bind(params);
+    tx.execute(sql, &refs(&bound)).map_err(failed)
 }

@@ -7,11 +7,11 @@ use std::time::Duration;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::{Row, Val};
+use super::rows::{Row, Val};
 use crate::Result;
 
-/// The schema, idempotent: a database made before a table was added gains it at the next open
-/// (`publishes` and `staged_documents` came with the all-or-nothing publish), its data kept.
+/// The schema, idempotent: a database made before a table or column was added gains it at the
+/// next open, its data kept (an older `documents` table is migrated by `super::documents`).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS users (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -51,24 +51,6 @@ CREATE TABLE IF NOT EXISTS invites (
     PRIMARY KEY (library_id, user_id)
 );
 CREATE INDEX IF NOT EXISTS invites_user ON invites (user_id);
-CREATE TABLE IF NOT EXISTS documents (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    library_id INTEGER NOT NULL,
-    path TEXT NOT NULL,
-    doc_type TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    modified_at INTEGER NOT NULL,
-    title TEXT,
-    body TEXT NOT NULL,
-    outline TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    deleted INTEGER NOT NULL DEFAULT 0,
-    vector_model TEXT,
-    vectors TEXT,
-    UNIQUE (library_id, path)
-);
-CREATE INDEX IF NOT EXISTS documents_seq ON documents (library_id, seq);
 CREATE TABLE IF NOT EXISTS publishes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     library_id INTEGER NOT NULL,
@@ -76,19 +58,50 @@ CREATE TABLE IF NOT EXISTS publishes (
     gone TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS publishes_library ON publishes (library_id);
-CREATE TABLE IF NOT EXISTS staged_documents (
-    publish_id INTEGER NOT NULL,
+DROP TABLE IF EXISTS staged_documents;
+CREATE TABLE IF NOT EXISTS documents (
+    library_id INTEGER NOT NULL,
+    doc_id INTEGER NOT NULL,
+    born INTEGER NOT NULL,
+    died INTEGER,
     path TEXT NOT NULL,
     doc_type TEXT NOT NULL,
     hash TEXT NOT NULL,
     size INTEGER NOT NULL,
     modified_at INTEGER NOT NULL,
+    indexed_at INTEGER NOT NULL,
     title TEXT,
     body TEXT NOT NULL,
     outline TEXT NOT NULL,
+    word_count INTEGER NOT NULL,
+    char_count INTEGER NOT NULL,
+    total_lines INTEGER NOT NULL,
+    keywords TEXT NOT NULL,
+    abstract TEXT NOT NULL,
+    terms TEXT NOT NULL,
     vector_model TEXT,
-    vectors TEXT,
-    PRIMARY KEY (publish_id, path)
+    PRIMARY KEY (library_id, doc_id, born)
+);
+CREATE INDEX IF NOT EXISTS documents_by_path ON documents (library_id, path);
+CREATE TABLE IF NOT EXISTS chunks (
+    library_id INTEGER NOT NULL,
+    doc_id INTEGER NOT NULL,
+    born INTEGER NOT NULL,
+    died INTEGER,
+    chunk_no INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    model TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    embedding BLOB NOT NULL,
+    PRIMARY KEY (library_id, doc_id, born, chunk_no)
+);
+CREATE TABLE IF NOT EXISTS postings (
+    library_id INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    term TEXT NOT NULL,
+    docs BLOB NOT NULL,
+    PRIMARY KEY (library_id, version, term)
 );
 ";
 
@@ -108,12 +121,14 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
     let mut pause = Duration::from_millis(2);
     loop {
         match setup(path) {
-            Err(e) if is_busy(&e) && started.elapsed() < BUSY_TIMEOUT => {
+            Err(Setup::Sqlite(e)) if is_busy(&e) && started.elapsed() < BUSY_TIMEOUT => {
                 tracing::debug!(path = %path.display(), error = %e, "database busy while opening; retrying");
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(200));
             }
-            done => return Ok(done?),
+            Err(Setup::Sqlite(e)) => return Err(e.into()),
+            Err(Setup::Gateway(e)) => return Err(e),
+            Ok(conn) => return Ok(conn),
         }
     }
 }
@@ -121,40 +136,58 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
 /// How long a connection waits on another's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// One attempt at opening the file, switching it to WAL and creating the schema.
-fn setup(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open(path)?;
+/// One attempt at opening the file, switching it to WAL and creating (or migrating) the
+/// schema, in one write transaction.
+fn setup(path: &Path) -> Result<Connection, Setup> {
+    let mut conn = Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.execute_batch(SCHEMA)?;
-    add_vector_columns(&conn)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let has = |table: &str, column: &str| -> rusqlite::Result<bool> {
+        tx.query_row(
+            "SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2",
+            [table, column],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+    };
+    if has("documents", "deleted")? {
+        // The layout before search moved into the database: set aside, migrated below.
+        tx.execute_batch("ALTER TABLE documents RENAME TO documents_v1")?;
+    }
+    tx.execute_batch(SCHEMA)?;
+    for (table, column, kind) in [
+        ("publishes", "model", "TEXT"),
+        ("publishes", "dim", "INTEGER"),
+        ("libraries", "version", "INTEGER NOT NULL DEFAULT 0"),
+        ("libraries", "next_doc", "INTEGER NOT NULL DEFAULT 0"),
+        ("libraries", "roots", "TEXT NOT NULL DEFAULT ''"),
+        ("libraries", "vector_model", "TEXT"),
+        ("libraries", "vector_dim", "INTEGER NOT NULL DEFAULT 0"),
+        ("libraries", "chunk_count", "INTEGER NOT NULL DEFAULT 0"),
+    ] {
+        if !has(table, column)? {
+            tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))?;
+        }
+    }
+    let mut wrapped = super::Tx::Lite(tx);
+    super::documents::migrate(&mut wrapped).map_err(Setup::Gateway)?;
+    wrapped.commit().map_err(Setup::Gateway)?;
     Ok(conn)
 }
 
-/// Adds the documents' vector columns to a database made before them.
-fn add_vector_columns(conn: &Connection) -> rusqlite::Result<()> {
-    let has: i64 = conn.query_row(
-        "SELECT COUNT(*) FROM pragma_table_info('documents') WHERE name = 'vectors'",
-        [],
-        |r| r.get(0),
-    )?;
-    if has > 0 {
-        return Ok(());
+/// Why one attempt at [`setup`] failed: SQLite (perhaps busy: retried), or the migration.
+#[derive(Debug)]
+enum Setup {
+    Sqlite(rusqlite::Error),
+    Gateway(crate::GatewayError),
+}
+
+impl From<rusqlite::Error> for Setup {
+    fn from(e: rusqlite::Error) -> Setup {
+        Setup::Sqlite(e)
     }
-    for sql in [
-        "ALTER TABLE documents ADD COLUMN vector_model TEXT",
-        "ALTER TABLE documents ADD COLUMN vectors TEXT",
-    ] {
-        match conn.execute(sql, []) {
-            // Another process added it meanwhile.
-            Err(e) if e.to_string().contains("duplicate column") => {}
-            other => {
-                other?;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Whether an error is another connection's lock (worth waiting out), not a fault.
@@ -237,33 +270,45 @@ pub(super) fn placeholders(sql: &str) -> String {
 
 impl rusqlite::ToSql for Val {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        let json = |v: serde_json::Result<String>| {
+            v.map(ToSqlOutput::from)
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+        };
         Ok(match self {
             Val::I(v) => ToSqlOutput::from(*v),
             Val::T(s) => ToSqlOutput::from(s.as_str()),
             Val::N => ToSqlOutput::from(rusqlite::types::Null),
+            Val::F(f) => ToSqlOutput::from(*f),
+            Val::B(b) => ToSqlOutput::from(b.as_slice()),
+            Val::V(v) => {
+                ToSqlOutput::from(v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())
+            }
+            Val::Texts(t) => json(serde_json::to_string(t))?,
+            Val::Ints(i) => json(serde_json::to_string(i))?,
         })
     }
 }
 
-/// Runs a query and reads every row.
+/// Runs a query and reads every row, its columns by name.
 pub(super) fn query(tx: &rusqlite::Transaction<'_>, sql: &str, params: &[Val]) -> Result<Vec<Row>> {
     let mut stmt = tx.prepare_cached(&placeholders(sql))?;
-    let n = stmt.column_count();
+    let names: std::sync::Arc<[String]> = stmt.column_names().map(str::to_string).collect();
     let mut rows = stmt.query(rusqlite::params_from_iter(params.iter()))?;
     let mut out = Vec::new();
     while let Some(row) = rows.next()? {
-        let mut vals = Vec::with_capacity(n);
-        for i in 0..n {
+        let mut vals = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
             vals.push(match row.get_ref(i)? {
                 ValueRef::Null => Val::N,
                 ValueRef::Integer(v) => Val::I(v),
-                ValueRef::Real(v) => Val::I(v as i64),
-                ValueRef::Text(t) | ValueRef::Blob(t) => {
-                    Val::T(String::from_utf8_lossy(t).into_owned())
-                }
+                ValueRef::Text(t) => Val::T(String::from_utf8(t.to_vec()).map_err(|_| {
+                    crate::GatewayError::Database(format!("column {name:?} is not UTF-8"))
+                })?),
+                ValueRef::Real(f) => Val::F(f),
+                ValueRef::Blob(b) => Val::B(b.to_vec()),
             });
         }
-        out.push(Row(vals));
+        out.push(Row::new(names.clone(), vals));
     }
     Ok(out)
 }
@@ -293,10 +338,10 @@ mod tests {
         let tx = begin(&mut conn, false).unwrap();
         let rows = query(
             &tx,
-            "SELECT $2 || $1 || $2",
+            "SELECT $2 || $1 || $2 AS v",
             &[Val::T("a".into()), Val::T("b".into())],
         )
         .unwrap();
-        assert_eq!(rows[0].t(0), "bab");
+        assert_eq!(rows[0].get::<String>("v").unwrap(), "bab");
     }
 }

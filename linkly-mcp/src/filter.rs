@@ -1,55 +1,19 @@
-//! The HTTP server's gates: who may call (the window's rule, [`linkly_window::Access`]: the LAN
-//! token, the DNS-rebinding `Host` check, for `/health` as for `/mcp`), and what reaches rmcp at `/mcp` (a size limit, the JSON-RPC check
-//! of [`crate::inbound`] with proper error codes, a cap on sessions, `DELETE` answered 200).
+//! What reaches rmcp at `/mcp`: a size limit, the JSON-RPC check of [`crate::inbound`] with
+//! proper error codes, a cap on sessions, `DELETE` answered 200. Who may call is the host's
+//! (`linkly_http`).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use linkly_window::{Access, HOST_REFUSED, constant_time_eq};
 use rmcp::model::{ClientRequest, JsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use crate::inbound::{Inbound, Rejection, check_message};
-
-/// Every request: the token where one is required; otherwise a local `Host`.
-pub(crate) async fn guard(State(access): State<Arc<Access>>, req: Request, next: Next) -> Response {
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip());
-    if access.exempt(peer) {
-        let host = req
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok());
-        if !access.host_allowed(host) {
-            return (StatusCode::FORBIDDEN, HOST_REFUSED).into_response();
-        }
-        return next.run(req).await;
-    }
-    let token = access.token().unwrap_or_default();
-    let presented = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    if presented.is_some_and(|p| constant_time_eq(p.as_bytes(), token.as_bytes())) {
-        return next.run(req).await;
-    }
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, "Bearer")],
-        "missing or wrong bearer token: LAN clients must send Authorization: Bearer <token> (see `linkly status` on the server)",
-    )
-        .into_response()
-}
 
 /// What `/mcp` lets through (the state of [`filter_mcp`]).
 #[derive(Debug)]
