@@ -3,7 +3,7 @@
 //! CJK runs become overlapping character bigrams (a lone CJK character stays a unigram); runs
 //! of other letters and digits become words. Then lower-casing and ASCII folding (`café` and
 //! `cafe` meet). Bigrams need no dictionary, treat Chinese and Japanese alike, and a query word
-//! inside a CJK run is found because its bigrams are all there (see ARCHITECTURE.md).
+//! inside a CJK run is found because its bigrams are all there (see docs/internals.md).
 
 use linkly_core::is_cjk;
 use rustc_hash::FxHashMap;

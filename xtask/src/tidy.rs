@@ -15,9 +15,11 @@
 //! - **`unsafe` in one module:** only [`UNSAFE_MODULE`] may allow `unsafe_code` (the workspace
 //!   denies it; `linkly-index` forbids it).
 //! - **Each `lib.rs` says its job:** its first line is a `//!` line with words.
-//! - **`docs/ARCHITECTURE.md` reads line by line:** no line over [`MAX_DOC_LINE`] characters
-//!   outside code blocks (one sentence a line), and its first diagram names the crates in the
-//!   order of [`LAYERS`], top layer first (siblings of one floor in any order).
+//! - **`docs/ARCHITECTURE.md` stays a short, true map:** at most [`MAX_DOC_LINES`] lines, no
+//!   line over [`MAX_DOC_LINE`] characters outside code blocks (one sentence a line), its first
+//!   diagram names the crates in the order of [`LAYERS`], top layer first (siblings of one floor
+//!   in any order), and every repository path it names (in backticks, or a link to a page
+//!   beside it) exists.
 //! - **The gateway's client never uses its server:** no file under [`GATEWAY_CLIENT`] names
 //!   `crate::server` (by path or in a `use crate::{…}` group).
 //! - **One test binary per crate runs every test file:** a package whose integration tests are
@@ -103,6 +105,20 @@ const INDEX_CRATES: &[&str] = &[
 
 /// The longest line `docs/ARCHITECTURE.md` may hold outside code blocks, in characters.
 pub(crate) const MAX_DOC_LINE: usize = 400;
+/// The most lines `docs/ARCHITECTURE.md` may hold: a map read first, not the internals
+/// (those are `docs/internals.md`).
+pub(crate) const MAX_DOC_LINES: usize = 150;
+/// The first folders of the repository paths `docs/ARCHITECTURE.md` may name and tidy checks.
+const REPOSITORY_ROOTS: &[&str] = &[
+    "linkly-",
+    "xtask/",
+    "docs/",
+    "interop/",
+    "testdata/",
+    "fuzz/",
+    ".ci/",
+    ".github/",
+];
 /// The gateway's client half (`linkly publish`, `mcp --remote`): it shares `model` and the
 /// error with the server half, `src/server/`, and never uses it.
 pub(crate) const GATEWAY_CLIENT: &str = "linkly-gateway/src/client/";
@@ -224,15 +240,16 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
         }
     }
     let architecture = root.join("docs/ARCHITECTURE.md");
-    problems.extend(check_architecture_page(
-        "docs/ARCHITECTURE.md",
-        &fs_err::read_to_string(&architecture)?,
-    ));
+    let page = fs_err::read_to_string(&architecture)?;
+    problems.extend(check_architecture_page("docs/ARCHITECTURE.md", &page));
+    problems.extend(check_named_paths("docs/ARCHITECTURE.md", &page, |path| {
+        root.join(path).exists()
+    }));
     if problems.is_empty() {
         println!(
             "tidy: ok ({} crates, {} library sources; layers, no printing, no storage or model \
              types in linkly-index's and linkly-models' public items, lib.rs openings, unsafe \
-             only in {UNSAFE_MODULE}, docs/ARCHITECTURE.md's lines and diagram, the gateway's client apart from its server, \
+             only in {UNSAFE_MODULE}, docs/ARCHITECTURE.md's length, lines, diagram and paths, the gateway's client apart from its server, \
              every test file in its crate's test binary)",
             graph.len(),
             files
@@ -390,11 +407,17 @@ pub(crate) fn check_layers(graph: &[(String, Vec<String>)]) -> Vec<String> {
     out
 }
 
-/// `docs/ARCHITECTURE.md`'s lines over [`MAX_DOC_LINE`] characters outside code blocks, and
-/// its first diagram (the first fenced block) when the Linkly crates it names, in the order
+/// `docs/ARCHITECTURE.md` over [`MAX_DOC_LINES`] lines, its lines over [`MAX_DOC_LINE`]
+/// characters outside code blocks, and its first diagram (the first fenced block) when the Linkly crates it names, in the order
 /// they first appear, are not [`LAYERS`] top layer first.
 pub(crate) fn check_architecture_page(file: &str, text: &str) -> Vec<String> {
     let mut out = Vec::new();
+    let lines = text.lines().count();
+    if lines > MAX_DOC_LINES {
+        out.push(format!(
+            "{file}: {lines} lines (at most {MAX_DOC_LINES}: the map; details go to docs/internals.md)"
+        ));
+    }
     let (mut in_code, mut diagram, mut diagram_done) = (false, Vec::<String>::new(), false);
     for (i, line) in text.lines().enumerate() {
         if line.trim_start().starts_with("```") {
@@ -427,6 +450,54 @@ pub(crate) fn check_architecture_page(file: &str, text: &str) -> Vec<String> {
             diagram.join(", "),
             layers_text()
         ));
+    }
+    out
+}
+
+/// The repository paths a page of `docs/` names that do not exist (`exists` is asked with a
+/// path from the repository root): spans in backticks outside code blocks that start with one
+/// of [`REPOSITORY_ROOTS`] and hold no space, and links to a page beside it (`[x](page.md)`).
+pub(crate) fn check_named_paths(
+    file: &str,
+    text: &str,
+    exists: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_code = false;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            continue;
+        }
+        let mut named = Vec::new();
+        for (k, span) in line.split('`').enumerate() {
+            if k % 2 == 1
+                && !span.contains(char::is_whitespace)
+                && span.contains('/')
+                && REPOSITORY_ROOTS.iter().any(|r| span.starts_with(r))
+            {
+                named.push(span.trim_end_matches('/').to_string());
+            }
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let target = rest.split([')', '#']).next().unwrap_or_default();
+            if target.ends_with(".md") && !target.contains(':') && !target.contains('/') {
+                named.push(format!("docs/{target}"));
+            }
+        }
+        for path in named {
+            if !exists(&path) {
+                out.push(format!(
+                    "{file}:{}: names `{path}`, which does not exist",
+                    i + 1
+                ));
+            }
+        }
     }
     out
 }
@@ -851,6 +922,34 @@ mod tests {
         assert!(problems[0].contains("tests/b.rs"), "{problems:?}");
         assert!(problems[1].contains("tests/omitted.rs"), "{problems:?}");
         assert!(check_test_binary("it.rs", "mod a;\nmod b;\n", &siblings[..2]).is_empty());
+    }
+
+    #[test]
+    fn the_architecture_page_names_only_paths_that_exist() {
+        let page = "See `linkly-core/src/lib.rs` and `docs/gone.md`, [the long form](internals.md), \
+                    [ext](https://x.org/a.md), `x86/mod.rs`, `a b/c`.\n```\n`linkly-x/y.rs`\n```\n";
+        let present = ["linkly-core/src/lib.rs", "docs/internals.md"];
+        let problems = check_named_paths("A.md", page, |p| present.contains(&p));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("docs/gone.md"), "{problems:?}");
+        let gone = check_named_paths("A.md", "[x](missing.md)\n", |_| false);
+        assert!(gone[0].contains("docs/missing.md"), "{gone:?}");
+    }
+
+    #[test]
+    fn the_architecture_page_is_held_to_its_length() {
+        let diagram: String = LAYERS
+            .iter()
+            .rev()
+            .flat_map(|floor| floor.iter())
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let page = |extra: usize| format!("```\n{diagram}```\n{}", "A line.\n".repeat(extra));
+        let fits = MAX_DOC_LINES - diagram.lines().count() - 2;
+        assert!(check_architecture_page("A.md", &page(fits)).is_empty());
+        let problems = check_architecture_page("A.md", &page(fits + 1));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("lines (at most 150"), "{problems:?}");
     }
 
     #[test]
