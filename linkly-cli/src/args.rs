@@ -435,7 +435,8 @@ pub(crate) struct PublishArgs {
     /// The slug of its address `cloud://<you>/<slug>` (default: from the library's name).
     #[arg(long)]
     pub(crate) slug: Option<String>,
-    /// Who may see and link it (default for a new library: public).
+    /// Who may see and link it (default for a new library: private, seen by its owner and the
+    /// users it invites only; an existing library keeps its own).
     #[arg(long, value_enum)]
     pub(crate) visibility: Option<VisibilityArg>,
     /// Its category: ai-ml, programming, design, science, business, lifestyle, education or

@@ -497,6 +497,8 @@ fn two_gateway_processes_share_a_postgresql_catalogue() {
         &[
             "publish",
             "shared-docs",
+            "--visibility",
+            "public",
             "--gateway",
             &one.base(),
             "--token",

@@ -254,8 +254,11 @@ fn link_statuses() {
     let f = fixture();
     let limits = Limits::default();
     let (dave, _) = f.db.add_user("dave", Plan::Free).unwrap();
-    f.db.upsert_library(&dave, "other", &LibraryMeta::default())
-        .unwrap();
+    let public = LibraryMeta {
+        visibility: Some(Visibility::Public),
+        ..LibraryMeta::default()
+    };
+    f.db.upsert_library(&dave, "other", &public).unwrap();
 
     // Carol (free plan, one slot) in turn: linked, the same again, a showcase she is not
     // invited to, another library past her one slot. None is an error; one slot stays used.

@@ -157,7 +157,11 @@ fn libraries_take_defaults_and_given_fields() {
         assert_eq!(lib.key, key("alice", "rust-book"));
         assert_eq!(lib.title, "rust-book");
         assert_eq!(lib.category, "other");
-        assert_eq!(lib.visibility, Visibility::Public);
+        assert_eq!(
+            lib.visibility,
+            Visibility::Private,
+            "a new library is private unless made public"
+        );
         assert_eq!(
             (lib.doc_count, lib.stars, lib.links, lib.content_seq),
             (0, 0, 0, 0)
@@ -430,7 +434,7 @@ fn link_rules_and_slots() {
         let (alice, bob, carol) = catalogue(&db);
         let limits = Limits::default();
         let (dave, _) = db.add_user("dave", Plan::Pro).unwrap();
-        db.upsert_library(&dave, "extra", &LibraryMeta::default())
+        db.upsert_library(&dave, "extra", &meta("", "", "", Visibility::Public))
             .unwrap();
         // Link, then unlink, with the default limits, in this order (`owner/slug`): what each
         // came to.
@@ -536,7 +540,7 @@ fn racing_links_on_a_free_plan_link_exactly_one() {
         }
         for slug in ["one", "two"] {
             setup
-                .upsert_library(&owner, slug, &LibraryMeta::default())
+                .upsert_library(&owner, slug, &meta("", "", "", Visibility::Public))
                 .unwrap();
         }
         let a = Db::open(spec).unwrap();

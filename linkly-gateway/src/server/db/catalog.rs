@@ -120,7 +120,7 @@ impl Db {
                                 Val::T(category.unwrap_or("other").into()),
                                 Val::T(
                                     meta.visibility
-                                        .unwrap_or(Visibility::Public)
+                                        .unwrap_or(Visibility::Private)
                                         .as_str()
                                         .into(),
                                 ),
