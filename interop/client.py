@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import sys
@@ -434,6 +435,11 @@ async def connect(stack: AsyncExitStack, args: argparse.Namespace) -> tuple[Any,
         params = StdioServerParameters(command=words[0], args=words[1:], env=parse_pairs(args.env, "=", "--env"))
         return await stack.enter_async_context(stdio_client(params))
     headers = parse_pairs(args.header, ":", "--header")
+    if args.bearer_env:
+        token = os.environ.get(args.bearer_env, "").strip()
+        if not token:
+            raise SystemExit(f"client.py: --bearer-env {args.bearer_env}: the variable is empty or unset")
+        headers["Authorization"] = f"Bearer {token}"
     http = await stack.enter_async_context(
         httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(args.timeout, read=300.0))
     )
@@ -534,6 +540,11 @@ def main(argv: list[str] | None = None) -> int:
     target.add_argument("--http", metavar="URL", help="a Streamable HTTP endpoint, e.g. http://127.0.0.1:60606/mcp")
     parser.add_argument("--env", action="append", default=[], metavar="K=V", help="stdio: an environment variable")
     parser.add_argument("--header", action="append", default=[], metavar="'K: V'", help="HTTP: a request header")
+    parser.add_argument(
+        "--bearer-env",
+        metavar="VAR",
+        help="HTTP: send Authorization: Bearer with the token in this environment variable (kept out of argv)",
+    )
     parser.add_argument("--scenario", metavar="FILE", help="steps to run (JSON)")
     parser.add_argument("--require-tool", action="append", default=[], metavar="NAME", help="fail if not listed")
     parser.add_argument("--strict", action="store_true", help="a result without isError fails")

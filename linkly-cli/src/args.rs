@@ -27,8 +27,9 @@ pub(crate) struct Cli {
     /// server running for the data directory, if any, else the tools run embedded.
     #[arg(long, global = true, value_name = "URL")]
     pub(crate) endpoint: Option<String>,
-    /// The server's LAN bearer token (with --endpoint); for `publish` and `mcp --remote`, your
-    /// token on the gateway (default: $LINKLY_GATEWAY_TOKEN).
+    /// The server's LAN bearer token (with --endpoint; default: $LINKLY_TOKEN, which keeps it
+    /// out of `ps`); for `publish` and `mcp --remote`, your token on the gateway (default:
+    /// $LINKLY_GATEWAY_TOKEN).
     #[arg(long, global = true, value_name = "TOKEN")]
     pub(crate) token: Option<String>,
     #[command(subcommand)]
@@ -251,8 +252,10 @@ pub(crate) struct ServeArgs {
     /// The first port to try (the next ones are tried while it is busy).
     #[arg(long, default_value_t = DEFAULT_PORT)]
     pub(crate) port: u16,
-    /// Also accept LAN clients: binds 0.0.0.0 (or --bind) and requires a bearer token from
-    /// non-local clients (generated once and kept in the config; `linkly status` shows it).
+    /// Also accept LAN clients: binds 0.0.0.0 (or --bind); they send the LAN token (generated
+    /// once and kept in the config; `linkly status` shows it) and may search and read only the
+    /// libraries in `lan_shared_libraries`. The token travels over plain HTTP: trusted
+    /// networks only, or an SSH tunnel or TLS proxy.
     #[arg(long)]
     pub(crate) lan: bool,
     /// The address to bind with --lan.

@@ -10,7 +10,7 @@ use linkly_mcp::RemoteClient;
 use linkly_tools::{Linkly, ToolOutput};
 use serde::Serialize;
 
-use crate::health::{Target, read_port_file};
+use crate::health::{Target, read_port_file_full};
 
 /// The connection flags, set once from the command line.
 #[derive(Debug, Clone, Default)]
@@ -71,10 +71,10 @@ pub(crate) fn server_target(data: &DataDir) -> anyhow::Result<Option<Target>> {
     if let Some(endpoint) = conn.endpoint {
         return Ok(Some(Target::parse(&endpoint, conn.token)?));
     }
-    let Ok(Some(port)) = read_port_file(&data.port_file()) else {
+    let Ok(Some(file)) = read_port_file_full(&data.port_file()) else {
         return Ok(None);
     };
-    let target = Target::local(port);
+    let target = Target::of_port_file(&file);
     Ok(target
         .health_json(Duration::from_millis(1500))
         .is_ok()

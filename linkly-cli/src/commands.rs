@@ -24,6 +24,8 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         .clone()
         .map(DataDir::new)
         .unwrap_or_else(DataDir::from_env);
+    // Every command opens the data directory the one way: created 0700, or tightened to it.
+    data.ensure()?;
     let printer = Printer {
         json: cli.json,
         exit_code: cli.exit_code,
@@ -35,9 +37,17 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if cli.token.is_some() && cli.endpoint.is_none() && !gateway_client {
         bail!("--token goes with --endpoint (or with `publish` and `mcp --remote`)");
     }
+    // A token in the environment rather than on the command line (`ps` shows argv to every
+    // local account).
+    let token = cli.token.clone().or_else(|| {
+        cli.endpoint
+            .as_ref()
+            .and_then(|_| std::env::var("LINKLY_TOKEN").ok())
+            .filter(|t| !t.is_empty())
+    });
     backend::set_connection(backend::Connection {
         endpoint: cli.endpoint.clone(),
-        token: cli.token.clone(),
+        token,
     });
     match cli.command {
         Command::Folders(cmd) => folders(&data, cmd, printer),

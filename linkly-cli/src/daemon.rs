@@ -130,6 +130,8 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
             port: a.port,
             port_file: Some(data.port_file()),
             control_token: Some(new_token()),
+            // Per start, like Jupyter's: the person's clients read it from the 0600 port file.
+            local_secret: Some(linkly_http::new_token()),
             ..HttpOptions::default()
         })
         .await?;
@@ -157,7 +159,7 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         if a.lan {
             eprintln!(
-                "LAN access on {bind}:{}: clients must send `Authorization: Bearer <token>` (the token is in `linkly status`)",
+                "LAN access on {bind}:{}: clients must send `Authorization: Bearer <token>` (the token is in `linkly status`); they read only the libraries in lan_shared_libraries. The token travels over plain HTTP: use trusted networks, or an SSH tunnel or TLS proxy",
                 bound.port()
             );
         }
@@ -177,7 +179,8 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
             )
             .map_err(|e| anyhow::anyhow!("{}", e.message))?;
         let stop = stop_when(state.clone(), data.root().to_path_buf(), a.exit_when_unused);
-        let app = compose(&bound, linkly, state.clone(), window_live);
+        let agent_token = data.agent_token()?;
+        let app = compose(&bound, linkly, state.clone(), window_live, agent_token);
         let close_sessions = app.close_sessions;
         let served = linkly_http::serve(bound, app.router, state, async move {
             stop.await;
@@ -198,14 +201,14 @@ struct App {
     close_sessions: Box<dyn FnOnce() + Send>,
 }
 
-/// Composes the server: `/health` and `/control/stop` (the host's) and `/mcp` behind the host's
-/// guard (the LAN bearer token, or a local `Host`), and the window at `/` with its own gate (a
-/// browser cannot send a bearer token: LAN visitors sign in for a cookie).
+/// Composes the server: `/health` and `/control/stop` (the host's), `/mcp` and the window at
+/// `/`, behind the one gate (every route's class, the local secret, the agent and LAN tokens).
 fn compose(
     bound: &linkly_http::BoundHttp,
     linkly: Arc<Linkly>,
     state: Arc<ServerState>,
     live: Arc<linkly_window::Live>,
+    agent_token: String,
 ) -> App {
     let mcp = linkly_mcp::router(
         linkly.clone(),
@@ -213,6 +216,11 @@ fn compose(
         &linkly_mcp::McpOptions::default(),
     );
     let close_sessions = Box::new(mcp.closer());
+    let shared_of = linkly.clone();
+    let gate = bound.gate(
+        Some(agent_token.clone()),
+        Arc::new(move || shared_of.config().lan_shared_libraries.clone()),
+    );
     let window = linkly_window::router(
         linkly.clone(),
         live,
@@ -220,14 +228,20 @@ fn compose(
             endpoint: bound.endpoint(),
             bind: bound.bind(),
             lan_token: bound.access().token().map(str::to_string),
+            agent_token: Some(agent_token),
+            gate: gate.clone(),
         },
     );
-    let guarded = linkly_http::guarded(
-        bound.host_routes(linkly, state).merge(mcp.router),
-        bound.access(),
-    );
+    let routes = bound
+        .host_routes(linkly, state)
+        .mount(
+            &["/mcp", "/mcp/{*rest}"],
+            linkly_http::Class::Read,
+            mcp.router,
+        )
+        .merge(window);
     App {
-        router: guarded.merge(window),
+        router: gate.wrap(routes),
         close_sessions,
     }
 }
@@ -406,7 +420,7 @@ fn ask_to_stop(file: &PortFile, handover: bool) -> anyhow::Result<()> {
             file.pid
         );
     };
-    let target = Target::local(file.port);
+    let target = Target::of_port_file(file);
     let body = json!({"handover": handover, "by_pid": std::process::id()}).to_string();
     let (status, answer, _) = target.request(
         "POST",
@@ -578,8 +592,8 @@ fn gone(data: &DataDir, file: &PortFile) -> bool {
 
 /// The running server of the data directory, if its port file answers `/health`.
 pub(crate) fn running(data: &DataDir) -> Option<Target> {
-    let port = read_port_file_full(&data.port_file()).ok().flatten()?.port;
-    let target = Target::local(port);
+    let file = read_port_file_full(&data.port_file()).ok().flatten()?;
+    let target = Target::of_port_file(&file);
     target
         .health(Duration::from_millis(1500))
         .ok()

@@ -28,6 +28,15 @@ impl Target {
         }
     }
 
+    /// The local server of a port file, with its per-start secret as the bearer token (what
+    /// the person's clients send: `linkly mcp`, client mode, `linkly open`, `linkly stop`).
+    pub(crate) fn of_port_file(file: &PortFile) -> Target {
+        Target {
+            token: file.secret.clone(),
+            ..Target::local(file.port)
+        }
+    }
+
     /// Normalises an endpoint: strips a trailing `/` and `/mcp`.
     pub(crate) fn parse(endpoint: &str, token: Option<String>) -> anyhow::Result<Target> {
         let mut base = endpoint.trim().trim_end_matches('/').to_string();

@@ -1,7 +1,8 @@
 //! `linkly open`: the window of this data directory in the default browser. It finds the
 //! data directory's server (or starts one in the background, as `linkly mcp` does) and opens
-//! its address with the system's opener (`xdg-open`, `open`, `start`); the address is printed
-//! either way, for a machine without a browser.
+//! a one-time sign-in address (`/signin/link/{code}`, made from the server's per-start secret
+//! in the 0600 port file: valid once, for two minutes) with the system's opener (`xdg-open`,
+//! `open`, `start`); the address is printed either way, for a machine without a browser.
 
 use std::process::{ExitCode, Stdio};
 
@@ -12,7 +13,14 @@ use crate::daemon::ensure_server;
 
 pub(crate) fn open(data: &DataDir, args: OpenArgs) -> anyhow::Result<ExitCode> {
     let target = ensure_server(data)?;
-    let url = format!("{}/", target.base);
+    let url = match &target.token {
+        Some(secret) => format!(
+            "{}/signin/link/{}",
+            target.base,
+            linkly_http::sign_in_link_code(secret)
+        ),
+        None => format!("{}/", target.base),
+    };
     println!("{url}");
     if args.no_browser {
         return Ok(ExitCode::SUCCESS);

@@ -62,7 +62,8 @@ pub(crate) fn mcp(data: &DataDir, args: McpArgs) -> anyhow::Result<ExitCode> {
                     url: "(the data directory's server)".into(),
                     message: format!("{e:#}"),
                 })?;
-            RemoteClient::connect(&target.mcp_url(), None).await
+            // The server's per-start secret (from its 0600 port file), as a bearer token.
+            RemoteClient::connect(&target.mcp_url(), target.token.as_deref()).await
         })
     });
     runtime()?.block_on(linkly_mcp::serve_stdio_bridge_with(connect))?;

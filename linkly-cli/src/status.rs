@@ -10,7 +10,7 @@ use linkly_index::{Index, ModelStatus};
 use serde_json::{Value, json};
 
 use crate::backend::{connection, runtime, server_target};
-use crate::health::{Target, describe, read_port_file};
+use crate::health::{Target, describe, read_port_file_full};
 use crate::output::Printer;
 
 fn index_label(status: IndexStatus) -> &'static str {
@@ -276,13 +276,13 @@ pub(crate) fn doctor(data: &DataDir, fix: bool, printer: Printer) -> anyhow::Res
             Err(e) => checks.push(Check::fail("Connection", e.to_string(), "fix --endpoint")),
         }
     } else {
-        match read_port_file(&data.port_file()) {
-            Ok(Some(port)) => {
+        match read_port_file_full(&data.port_file()) {
+            Ok(Some(file)) => {
                 checks.push(Check::ok(
                     "Port file",
-                    format!("{} → {port}", data.port_file().display()),
+                    format!("{} → {}", data.port_file().display(), file.port),
                 ));
-                target = Some(Target::local(port));
+                target = Some(Target::of_port_file(&file));
             }
             Ok(None) => checks.push(Check::fail(
                 "Port file",

@@ -287,3 +287,19 @@ fn open_without_a_browser_prints_the_address() {
         .unwrap_or_else(|| panic!("no address printed: {stdout}"));
     assert!(stderr.contains(&format!("open {url} yourself")), "{stderr}");
 }
+
+/// Every command opens the data directory the one way: `linkly status` on a fresh home makes
+/// it 0700, and tightens one that other accounts could read.
+#[cfg(unix)]
+#[test]
+fn status_on_a_fresh_home_leaves_the_data_directory_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = Env::new(&[]);
+    assert!(!env.home.exists());
+    let mode = |env: &Env| fs_err::metadata(&env.home).unwrap().permissions().mode() & 0o777;
+    let _ = env.run(&["status"]);
+    assert_eq!(mode(&env), 0o700, "a new data directory");
+    fs_err::set_permissions(&env.home, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _ = env.run(&["--json", "search", "anything"]);
+    assert_eq!(mode(&env), 0o700, "an existing data directory, tightened");
+}

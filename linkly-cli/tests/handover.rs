@@ -196,10 +196,15 @@ fn linkly_stop_stops_the_server_and_says_so_when_none_runs() {
         assert_eq!(mode & 0o077, 0, "{mode:o}");
     }
     // Without the token, or with a wrong one, the control request is refused.
+    let secret = env.local_secret();
     for header in [None, Some("not-the-token")] {
-        let answer = control_stop(port, header);
+        let answer = control_stop(port, header, Some(&secret));
         assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
     }
+    // The right control token without the local secret: the stop is the person's, 401.
+    let control = file["control"].as_str().unwrap();
+    let answer = control_stop(port, Some(control), None);
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
     assert!(alive(u64::from(server.0.id())));
 
     let out = env.run_ok(&["--json", "stop"]);
@@ -222,13 +227,17 @@ fn linkly_stop_stops_the_server_and_says_so_when_none_runs() {
     assert!(!env.home.join("port").exists());
 }
 
-/// `POST /control/stop` by hand, with a `Linkly-Control` header or none: the raw answer.
-fn control_stop(port: u16, token: Option<&str>) -> String {
+/// `POST /control/stop` by hand, with a `Linkly-Control` header or none, as the person (with
+/// the local secret) or not: the raw answer.
+fn control_stop(port: u16, token: Option<&str>, secret: Option<&str>) -> String {
     use std::io::Read as _;
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     let header = token
         .map(|t| format!("Linkly-Control: {t}\r\n"))
-        .unwrap_or_default();
+        .unwrap_or_default()
+        + &secret
+            .map(|s| format!("Authorization: Bearer {s}\r\n"))
+            .unwrap_or_default();
     write!(
         s,
         "POST /control/stop HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{header}Content-Length: 0\r\nConnection: close\r\n\r\n"

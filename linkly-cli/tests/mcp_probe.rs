@@ -125,21 +125,34 @@ fn http_with_the_python_sdk_client() {
     assert!(body["version"].is_string());
     run_probe(
         &env,
-        &["--http".into(), format!("http://127.0.0.1:{port}/mcp")],
+        &[
+            "--http".into(),
+            format!("http://127.0.0.1:{port}/mcp"),
+            "--bearer-env".into(),
+            "LINKLY_AGENT_TOKEN".into(),
+        ],
     );
 
     // A browser page from another origin is refused (DNS-rebinding protection).
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let req = |origin: &str| {
+    let agent = fs_err::read_to_string(env.home.join("agent-token")).unwrap();
+    let req = |origin: &str, token: &str| {
         format!(
-            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {origin}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{init}",
-            init.len()
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {origin}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{init}",
+            init.len(),
+            token = token.trim(),
         )
     };
-    let evil = http(port, &req("http://evil.example"));
+    let evil = http(port, &req("http://evil.example", &agent));
     assert!(evil.starts_with("HTTP/1.1 403"), "{evil}");
-    let local = http(port, &req(&format!("http://localhost:{port}")));
+    let local = http(port, &req(&format!("http://localhost:{port}"), &agent));
     assert!(local.starts_with("HTTP/1.1 200"), "{local}");
+    // Without the agent token (or the local secret), nothing: 401.
+    let stranger = http(
+        port,
+        &req(&format!("http://localhost:{port}"), "not-the-token"),
+    );
+    assert!(stranger.starts_with("HTTP/1.1 401"), "{stranger}");
 
     // A second server on a busy port takes the next one.
     let port_file = env.home.join("port");

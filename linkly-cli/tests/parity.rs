@@ -216,7 +216,7 @@ fn each_tool_answers_the_cli_as_it_answers_mcp() {
 
     let embedded: Vec<Value> = cases.iter().map(|(args, _, _)| cli(&env, args)).collect();
     let (_server, port) = env.serve_watching(&["--no-model-download"]);
-    let (rt, client) = common::connect_remote(port);
+    let (rt, client) = common::connect_remote(&env, port);
     for ((args, tool, mcp_args), embedded) in cases.iter().zip(embedded) {
         let mut mcp_args = mcp_args.clone();
         if !matches!(*tool, "list_libraries" | "note_save") {

@@ -24,8 +24,8 @@ struct Mcp {
 }
 
 impl Mcp {
-    fn connect(port: u16) -> Mcp {
-        let (rt, client) = common::connect_remote(port);
+    fn connect(env: &Env, port: u16) -> Mcp {
+        let (rt, client) = common::connect_remote(env, port);
         Mcp { rt, client }
     }
 
@@ -54,7 +54,7 @@ fn changes_are_followed_live_and_caught_up_after_a_restart() {
     let env = Env::sample();
     env.run(&["folders", "add", env.docs.to_str().unwrap()]);
     let (server, port) = start(&env, &[]);
-    let mcp = Mcp::connect(port);
+    let mcp = Mcp::connect(&env, port);
     let limit = Duration::from_secs(10);
     let docs = env.docs.clone();
     let ends = |paths: Vec<String>, file: &str| paths.iter().any(|p| p.ends_with(file));
@@ -106,7 +106,7 @@ fn changes_are_followed_live_and_caught_up_after_a_restart() {
     fs_err::write(docs.join("while-down.md"), "pangolin\n").unwrap();
     fs_err::remove_file(docs.join("burst-0.txt")).unwrap();
     let (_server, port) = start(&env, &[]);
-    let mcp = Mcp::connect(port);
+    let mcp = Mcp::connect(&env, port);
     assert!(ends(mcp.paths("pangolin"), "while-down.md"));
     assert_eq!(mcp.search("burstword")["total"], 299);
 }
@@ -170,14 +170,19 @@ fn one_server_per_data_directory_and_cli_client_mode() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("note_id"), "{text}");
     assert!(!env.home.join("etc").exists());
-    // And to an explicit endpoint.
-    let v = env.json(&[
-        "--endpoint",
-        &format!("http://127.0.0.1:{port}/mcp"),
-        "search",
-        "budget",
-    ]);
-    assert_eq!(v["total"], 2);
+    // And to an explicit endpoint, with the agent token from the environment (not argv).
+    let endpoint = format!("http://127.0.0.1:{port}/mcp");
+    let out = env.run(&["--json", "--endpoint", &endpoint, "search", "budget"]);
+    assert!(!out.status.success(), "no token: refused");
+    let agent = fs_err::read_to_string(env.home.join("agent-token")).unwrap();
+    let out = env
+        .cmd()
+        .env("LINKLY_TOKEN", agent.trim())
+        .args(["--json", "--endpoint", &endpoint, "search", "budget"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["total"], 2, "{v}");
     let s = status(&env);
     assert_eq!(s["server"], "running");
     let out = env.run(&["--json", "doctor"]);
@@ -188,6 +193,11 @@ fn one_server_per_data_directory_and_cli_client_mode() {
 
 /// Sends GET /health from a given local source address.
 fn health_from(source: &str, port: u16, token: Option<&str>) -> String {
+    get_from(source, port, "/health", token)
+}
+
+/// Sends GET `path` from a given local source address.
+fn get_from(source: &str, port: u16, path: &str, token: Option<&str>) -> String {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -205,7 +215,7 @@ fn health_from(source: &str, port: u16, token: Option<&str>) -> String {
             .unwrap_or_default();
         s.write_all(
             format!(
-                "GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Connection: close\r\n\r\n"
+                "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Connection: close\r\n\r\n"
             )
             .as_bytes(),
         )
@@ -221,26 +231,65 @@ fn health_from(source: &str, port: u16, token: Option<&str>) -> String {
 fn lan_mode_requires_the_token_from_other_hosts() {
     let env = Env::sample();
     env.run(&["folders", "add", env.docs.to_str().unwrap()]);
-    let (_server, port) = start(&env, &["--lan"]);
+    let (server, port) = start(&env, &["--lan"]);
     let token = status(&env)["lan_token"].as_str().unwrap().to_string();
     assert_eq!(token.len(), 32);
     let config = fs_err::read_to_string(env.home.join("config.toml")).unwrap();
     assert!(config.contains(&token), "the token is kept in the config");
-    // 127.0.0.2 stands for another host: no token → 401, wrong token → 401, token → 200.
-    assert!(health_from("127.0.0.2", port, None).starts_with("HTTP/1.1 401"));
+    // 127.0.0.2 stands for another host: /mcp without a token → 401, a wrong token → 401
+    // (anywhere, /health included), with the token → through; /health is public.
+    assert!(get_from("127.0.0.2", port, "/mcp", None).starts_with("HTTP/1.1 401"));
     assert!(health_from("127.0.0.2", port, Some("wrong")).starts_with("HTTP/1.1 401"));
     assert!(health_from("127.0.0.2", port, Some(&token)).starts_with("HTTP/1.1 200"));
-    // Loopback never needs it.
-    assert!(health_from("127.0.0.1", port, None).starts_with("HTTP/1.1 200"));
-    // The CLI reaches it with --endpoint and --token, like a LAN client.
-    let v = env.json(&[
-        "--endpoint",
-        &format!("http://127.0.0.1:{port}"),
-        "--token",
-        &token,
-        "search",
-        "budget",
-    ]);
+    assert!(health_from("127.0.0.2", port, None).starts_with("HTTP/1.1 200"));
+    // Loopback is no proof either: /mcp without a token → 401, the window → the sign-in.
+    assert!(get_from("127.0.0.1", port, "/mcp", None).starts_with("HTTP/1.1 401"));
+    let page = get_from("127.0.0.1", port, "/search?q=budget", None);
+    assert!(
+        page.starts_with("HTTP/1.1 303") && page.contains("location: /signin"),
+        "{page}"
+    );
+    // The CLI reaches it with --endpoint and the token (from the environment), like a LAN
+    // client: refused while the person shares nothing on the LAN, then through.
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let search = || {
+        env.cmd()
+            .env("LINKLY_TOKEN", &token)
+            .args(["--json", "--endpoint", &endpoint, "search", "budget"])
+            .output()
+            .unwrap()
+    };
+    let out = search();
+    assert!(!out.status.success());
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("403"), "{said}");
+    // Shared from the next start on.
+    drop(server);
+    env.run_ok(&["library", "add", "docs", env.docs.to_str().unwrap()]);
+    let config = fs_err::read_to_string(env.home.join("config.toml")).unwrap();
+    assert!(config.contains("lan_shared_libraries = []"), "{config}");
+    fs_err::write(
+        env.home.join("config.toml"),
+        config.replace(
+            "lan_shared_libraries = []",
+            "lan_shared_libraries = [\"docs\"]",
+        ),
+    )
+    .unwrap();
+    let (_server, port) = start(&env, &["--lan"]);
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let search = || {
+        env.cmd()
+            .env("LINKLY_TOKEN", &token)
+            .args(["--json", "--endpoint", &endpoint, "search", "budget"])
+            .output()
+            .unwrap()
+    };
+    let v: Value = serde_json::from_slice(&search().stdout).unwrap();
     assert_eq!(v["total"], 2);
 }
 

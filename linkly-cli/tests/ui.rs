@@ -194,8 +194,18 @@ fn the_window_in_chromium() {
     let (_server, port) = serve(&env);
     let base = format!("http://127.0.0.1:{port}");
 
+    // Without the local secret, the window is the sign-in page, never the data.
+    let stranger = browser::http_get(&format!("{base}/search?q=zanzibarite")).unwrap();
+    let text = String::from_utf8_lossy(&stranger.body).to_string();
+    assert!(text.contains("signin-form"), "{text}");
+    assert!(!text.contains("data-testid=\"result\""), "{text}");
     // The headers of every page: a strict CSP, no framing.
-    let home = browser::http_get(&format!("{base}/")).unwrap();
+    let port_file: Value =
+        serde_json::from_str(&fs_err::read_to_string(env.home.join("port")).unwrap()).unwrap();
+    let secret = port_file["secret"]
+        .as_str()
+        .expect("the port file's secret");
+    let home = browser::http_get_as(&format!("{base}/"), Some(secret)).unwrap();
     assert_eq!(home.status, 200, "{}", String::from_utf8_lossy(&home.body));
     let csp = home
         .header("content-security-policy")
@@ -257,6 +267,11 @@ fn the_window_in_chromium() {
 fn scenario(s: &mut Session<'_>, env: &Env, base: &str) {
     let en = "en";
 
+    // `linkly open`'s one-time address signs the browser in and lands on the overview.
+    let open = env.run_ok(&["open", "--no-browser"]);
+    let link = String::from_utf8_lossy(&open.stdout).trim().to_string();
+    assert!(link.starts_with(&format!("{base}/signin/link/")), "{link}");
+    s.goto(&link).at("sign in through linkly open");
     // Overview: nothing yet; add the folder and watch the count rise.
     s.goto(&format!("{base}/")).at("open the app");
     let count = s.text_of("[data-testid=doc-count]").at("document count");

@@ -60,16 +60,43 @@ impl DataDir {
             .unwrap_or_else(|| self.root.join("models").join("speech"))
     }
 
+    /// `agent-token`: the bearer token MCP clients over HTTP send (0600).
+    pub fn agent_token_file(&self) -> PathBuf {
+        self.root.join("agent-token")
+    }
+
+    /// The agent token: read from [`DataDir::agent_token_file`], or drawn (256 bits) and
+    /// written there, readable by its owner only, the first time.
+    pub fn agent_token(&self) -> Result<String> {
+        let path = self.agent_token_file();
+        match fs_err::read_to_string(&path) {
+            Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_string()),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+        self.ensure()?;
+        let token = format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        write_private(&path, &token)?;
+        Ok(token)
+    }
+
     /// The default notes folder.
     pub fn default_notes_dir(&self) -> PathBuf {
         self.root.join("notes")
     }
 
-    /// Creates the root folder if needed: readable by its owner only (0700 on Unix), since it
-    /// holds the config (with the LAN token) and an index of the user's documents. A folder that
-    /// exists already keeps its mode.
+    /// Opens the data directory, the one way every command does: creates the root readable by
+    /// its owner only (0700 on Unix), since it holds the tokens, the config, the databases and
+    /// the extracted text of the person's documents; an existing root that others may read or
+    /// enter is tightened to 0700 (with a warning, once a process).
     pub fn ensure(&self) -> Result<()> {
         if self.root.is_dir() {
+            self.tighten();
             return Ok(());
         }
         if let Some(parent) = self.root.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -81,13 +108,71 @@ impl DataDir {
         match builder.create(&self.root) {
             Ok(()) => Ok(()),
             // Created meanwhile by another process.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && self.root.is_dir() => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && self.root.is_dir() => {
+                self.tighten();
+                Ok(())
+            }
             Err(e) => Err(Error::Io(std::io::Error::new(
                 e.kind(),
                 format!("cannot create {}: {e}", self.root.display()),
             ))),
         }
     }
+
+    /// Sets an existing root that others may read or enter to 0700 (Unix).
+    fn tighten(&self) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            static WARNED: std::sync::atomic::AtomicBool =
+                std::sync::atomic::AtomicBool::new(false);
+            let Ok(meta) = std::fs::metadata(&self.root) else {
+                return;
+            };
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 == 0 {
+                return;
+            }
+            let result =
+                std::fs::set_permissions(&self.root, std::fs::Permissions::from_mode(0o700));
+            if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                match result {
+                    Ok(()) => tracing::warn!(
+                        dir = %self.root.display(),
+                        was = format!("{mode:o}"),
+                        "the data directory was readable by other accounts: made it 0700"
+                    ),
+                    Err(e) => tracing::warn!(
+                        dir = %self.root.display(),
+                        was = format!("{mode:o}"),
+                        error = %e,
+                        "the data directory is readable by other accounts and cannot be made 0700"
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// Writes `text` to `path` readable by its owner only (0600 on Unix): a temporary file renamed
+/// over it.
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+    let mut f = open.open(&tmp).map_err(|e| {
+        Error::Io(std::io::Error::new(
+            e.kind(),
+            format!("{}: {e}", tmp.display()),
+        ))
+    })?;
+    f.write_all(text.as_bytes())?;
+    drop(f);
+    fs_err::rename(&tmp, path)?;
+    Ok(())
 }
 
 /// The one config file (`<data dir>/config.toml`). Every field has a documented default, so an
@@ -109,6 +194,11 @@ pub struct Config {
     /// Libraries: named sets of folders inside the watched ones (see `library.rs`). Default:
     /// none.
     pub libraries: Vec<crate::Library>,
+    /// The libraries (by name) a LAN visitor signed in with the LAN token may search and read.
+    /// Default: none (a visitor can sign in and read nothing).
+    pub lan_shared_libraries: Vec<String>,
+    /// Follow symlinked folders out of the watched folders. Default: false.
+    pub follow_symlinks: bool,
     /// OCR of images and scanned PDF pages (the `[ocr]` table). Default: on, with
     /// [`OcrConfig::DEFAULT_LANGUAGES`].
     pub ocr: OcrConfig,

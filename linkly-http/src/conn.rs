@@ -41,7 +41,38 @@ pub struct ConnLimits {
 struct Slot {
     /// Requests in flight, responses streaming included.
     active: AtomicUsize,
+    /// Of those, the requests of callers who have not signed in: a connection whose requests
+    /// are all such may be closed for a new one, as an idle one is.
+    anonymous: AtomicUsize,
     evict: Notify,
+}
+
+impl Slot {
+    fn evictable(&self) -> bool {
+        self.active.load(Ordering::Acquire) <= self.anonymous.load(Ordering::Acquire)
+    }
+}
+
+/// The connection a request came on (in its extensions), for the gate to say that its caller
+/// has not signed in.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnSlot(Arc<Slot>);
+
+impl ConnSlot {
+    /// Counts the request as a caller's who has not signed in, until the guard is dropped.
+    pub(crate) fn evictable(&self) -> Evictable {
+        self.0.anonymous.fetch_add(1, Ordering::AcqRel);
+        Evictable(self.0.clone())
+    }
+}
+
+/// See [`ConnSlot::evictable`].
+pub(crate) struct Evictable(Arc<Slot>);
+
+impl Drop for Evictable {
+    fn drop(&mut self) {
+        self.0.anonymous.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -51,14 +82,14 @@ struct Registry {
 }
 
 impl Registry {
-    /// Room for one more connection: evicts the oldest idle one when full; `None` when full
-    /// of busy ones.
+    /// Room for one more connection: evicts the oldest idle one (or one serving only callers
+    /// who have not signed in) when full; `None` when full of busy ones.
     fn admit(&mut self, max: usize) -> Option<(u64, Arc<Slot>)> {
         if self.open.len() >= max.max(1) {
             let idle = self
                 .open
                 .iter()
-                .find(|(_, s)| s.active.load(Ordering::Acquire) == 0)
+                .find(|(_, s)| s.evictable())
                 .map(|(&id, _)| id)?;
             if let Some(slot) = self.open.remove(&idle) {
                 slot.evict.notify_one();
@@ -212,6 +243,9 @@ async fn connection(
     let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
         let active = Active::new(service_slot.clone());
         request.extensions_mut().insert(ConnectInfo(peer));
+        request
+            .extensions_mut()
+            .insert(ConnSlot(service_slot.clone()));
         let mut app = app.clone();
         async move {
             let response = tower_service::Service::call(&mut app, request).await?;

@@ -101,6 +101,10 @@ pub struct PortFile {
     /// The token `POST /control/stop` must carry in its `Linkly-Control` header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control: Option<String>,
+    /// The per-start local secret: the person's clients (`linkly mcp`, client mode, `linkly
+    /// open`) send it as `Authorization: Bearer …` (see `linkly_http::Gate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
 }
 
 impl PortFile {
@@ -172,6 +176,7 @@ mod tests {
             port: 60606,
             pid: 42,
             control: None,
+            secret: None,
         };
         let text = p.to_json();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -16,6 +16,7 @@ use linkly_tools::Linkly;
 
 use crate::access::{Access, constant_time_eq};
 use crate::conn::ConnLimits;
+use crate::gate::{Class, Gate, GateOptions, Routes};
 use crate::health::{
     CONTROL_HEADER, Health, IndexStatus, PortFile, ServerInfo, StartedBy, StopRequest,
 };
@@ -117,6 +118,10 @@ pub struct HttpOptions {
     /// carries it (written to the port file, so `linkly stop` and a server taking over can
     /// read it; 404 without one).
     pub control_token: Option<String>,
+    /// The per-start local secret (written to the port file, 0600): with one, every caller,
+    /// local peers included, must present it (or the agent or LAN token) to reach more than
+    /// the public routes ([`crate::Gate`]). `linkly serve` always draws one.
+    pub local_secret: Option<String>,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -133,6 +138,7 @@ impl std::fmt::Debug for HttpOptions {
                 "control_token",
                 &self.control_token.as_ref().map(|_| "<set>"),
             )
+            .field("local_secret", &self.local_secret.as_ref().map(|_| "<set>"))
             .finish()
     }
 }
@@ -148,6 +154,7 @@ impl Default for HttpOptions {
             max_connections: 128,
             header_read_timeout: Duration::from_secs(10),
             control_token: None,
+            local_secret: None,
         }
     }
 }
@@ -281,22 +288,39 @@ impl BoundHttp {
         format!("{}/mcp", self.base_url())
     }
 
-    /// Who may call this server (the rule [`crate::guarded`] and the window's gate apply).
+    /// Who may call this server by address (the LAN token, the `Host` check).
     pub fn access(&self) -> Access {
         Access::new(self.opts.bind, self.opts.lan_token.clone())
     }
 
-    /// The server's own routes, `GET /health` and `POST /control/stop`, over these tools and
-    /// this state.
-    pub fn host_routes(&self, linkly: Arc<Linkly>, state: Arc<ServerState>) -> Router {
-        Router::new()
-            .route("/health", get(health))
-            .route("/control/stop", post(control_stop))
-            .with_state(HostState {
-                linkly,
-                state,
-                endpoint: self.endpoint(),
-                control: self.opts.control_token.as_deref().map(Arc::from),
+    /// The gate of this server: its access rule and local secret, with `agent_token` and the
+    /// libraries shared on the LAN (`lan_shared`, read at each visitor's request).
+    pub fn gate(
+        &self,
+        agent_token: Option<String>,
+        lan_shared: Arc<dyn Fn() -> Vec<String> + Send + Sync>,
+    ) -> Gate {
+        Gate::new(GateOptions {
+            access: self.access(),
+            local_secret: self.opts.local_secret.clone(),
+            agent_token,
+            lan_shared,
+        })
+    }
+
+    /// The server's own routes, `GET /health` (public) and `POST /control/stop` (the person's),
+    /// over these tools and this state.
+    pub fn host_routes(&self, linkly: Arc<Linkly>, state: Arc<ServerState>) -> Routes {
+        Routes::new()
+            .route("/health", Class::Public, get(health))
+            .route("/control/stop", Class::Person, post(control_stop))
+            .map(|r| {
+                r.with_state(HostState {
+                    linkly,
+                    state,
+                    endpoint: self.endpoint(),
+                    control: self.opts.control_token.as_deref().map(Arc::from),
+                })
             })
     }
 }
@@ -322,6 +346,18 @@ pub async fn bind(opts: HttpOptions) -> Result<BoundHttp, HttpError> {
                 });
             }
             Err(e) => {
+                // Another account listening there would receive this person's agent traffic
+                // (clients configured for this port): refuse rather than move on.
+                if e.kind() == std::io::ErrorKind::AddrInUse
+                    && let Some(holder) = port_holder(port)
+                    && holder.uid != own_uid().unwrap_or(holder.uid)
+                {
+                    return Err(HttpError::HeldByAnotherAccount {
+                        port,
+                        uid: holder.uid,
+                        process: holder.process,
+                    });
+                }
                 tracing::info!(port, error = %e, "port busy, trying the next one");
                 last_err = Some(e);
             }
@@ -350,9 +386,83 @@ pub enum HttpError {
         /// The last error.
         last: String,
     },
+    /// Another account listens on the port: its clients would be this person's.
+    #[error("port {port} is held by another account (uid {uid}{}): refusing to start, since clients configured for this port would talk to it; stop that process or choose another port with --port", process.as_deref().map(|p| format!(", process {p}")).unwrap_or_default())]
+    HeldByAnotherAccount {
+        /// The port.
+        port: u16,
+        /// The account that holds it.
+        uid: u32,
+        /// The process that holds it (`pid (name)`), when this account may see it.
+        process: Option<String>,
+    },
     /// Reading the socket or writing the port file failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// Who listens on a local TCP port (Linux: `/proc/net/tcp*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Holder {
+    uid: u32,
+    process: Option<String>,
+}
+
+/// The listener of `port`, as `/proc/net/tcp` and `/proc/net/tcp6` tell (None elsewhere).
+fn port_holder(port: u16) -> Option<Holder> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let (uid, inode) = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .find_map(|table| listener_in(&table, port))?;
+    Some(Holder {
+        uid,
+        process: process_of_socket(inode),
+    })
+}
+
+/// The uid and socket inode of the listener of `port` in a `/proc/net/tcp` table.
+fn listener_in(table: &str, port: u16) -> Option<(u32, u64)> {
+    table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let local_port = f.get(1)?.rsplit_once(':')?.1;
+        if *f.get(3)? != "0A" || u16::from_str_radix(local_port, 16).ok()? != port {
+            return None;
+        }
+        Some((f.get(7)?.parse().ok()?, f.get(9)?.parse().ok()?))
+    })
+}
+
+/// `pid (name)` of the process holding socket `inode`, when its descriptors may be read.
+fn process_of_socket(inode: u64) -> Option<String> {
+    let wanted = format!("socket:[{inode}]");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|p| {
+        let pid: u32 = p.file_name().to_str()?.parse().ok()?;
+        let holds = std::fs::read_dir(p.path().join("fd"))
+            .ok()?
+            .flatten()
+            .any(|fd| {
+                std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == wanted.as_str())
+            });
+        holds.then(|| {
+            let name = std::fs::read_to_string(p.path().join("comm")).unwrap_or_default();
+            format!("{pid} ({})", name.trim())
+        })
+    })
+}
+
+/// This process's uid (Linux: `/proc/self/status`).
+fn own_uid() -> Option<u32> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Writes `text` to `path`, readable by its owner only (it may hold the control token): to a
@@ -403,6 +513,7 @@ pub async fn serve(
                 port,
                 pid: std::process::id(),
                 control: opts.control_token.clone(),
+                secret: opts.local_secret.clone(),
             }
             .to_json(),
         )?;
@@ -417,4 +528,32 @@ pub async fn serve(
         let _ = fs_err::remove_file(file);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listener_of_a_port_is_found_in_proc_net_tcp() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:ECCE 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1001        0 4242 1 0000000000000000 100 0 0 10 0\n   1: 0100007F:ECCF 0100007F:9C40 01 00000000:00000000 00:00000000 00000000  1000        0 99 1\n";
+        assert_eq!(listener_in(table, 60622), Some((1001, 4242)));
+        // Not listening: a connection from that port.
+        assert_eq!(listener_in(table, 60623), None);
+        assert_eq!(listener_in(table, 1), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_port_this_account_holds_is_found_with_its_process() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let holder = port_holder(port).expect("the listener");
+        assert_eq!(Some(holder.uid), own_uid());
+        let process = holder.process.expect("this account's process");
+        assert!(
+            process.starts_with(&std::process::id().to_string()),
+            "{process}"
+        );
+    }
 }

@@ -6,3 +6,4 @@
 mod common;
 
 mod conn;
+mod gate;

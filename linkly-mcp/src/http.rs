@@ -78,7 +78,7 @@ impl McpRoutes {
 
 /// `/mcp` over these tools, for a server bound to `bind`: browser requests whose `Origin` is
 /// not local (or the bind address) are refused; the `Host` check is the host's
-/// (`linkly_http::guarded`).
+/// (`linkly_http::Gate`).
 pub fn router(linkly: Arc<Linkly>, bind: IpAddr, opts: &McpOptions) -> McpRoutes {
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(opts.session_idle_timeout);

@@ -8,9 +8,10 @@
 //! small script are embedded in the binary and served under a hashed URL. Reading works with
 //! JavaScript off; every change is a `<form method=post>` the script enhances.
 //!
-//! Safety (see `security`): loopback `Host` only (with `--lan`, a sign-in with the token that
-//! sets an HttpOnly, SameSite=Strict cookie); every POST checks `Origin` and the session's
-//! CSRF token; a strict Content-Security-Policy without inline script or style; documents are
+//! Safety (see `security` and `linkly_http::Gate`): every route has a class (public, read, the
+//! person's) declared in [`router`] and enforced by the host's one gate; the person signs in with
+//! the per-start local secret (`linkly open`'s one-time link), a LAN visitor with the LAN token
+//! (HttpOnly, SameSite=Strict cookies); every POST checks `Origin` and the session's CSRF token; a strict Content-Security-Policy without inline script or style; documents are
 //! served by id only, never by a path from the URL.
 //!
 //! # Selectors for browser tests
@@ -47,9 +48,8 @@ mod security;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use axum::Router;
 use axum::routing::{get, post};
-use linkly_http::Access;
+use linkly_http::{Caller, Class, Gate, Routes};
 use linkly_tools::Linkly;
 
 pub use crate::i18n::Lang;
@@ -63,9 +63,13 @@ pub struct WindowOptions {
     pub endpoint: String,
     /// The address the server is bound to.
     pub bind: IpAddr,
-    /// The LAN token when the server is reachable beyond loopback (`--lan`): then every peer
-    /// but a local one signs in with it.
+    /// The LAN token when the server is reachable beyond loopback (`--lan`): LAN visitors sign
+    /// in with it.
     pub lan_token: Option<String>,
+    /// The agent token MCP clients over HTTP send (shown on the Agents page).
+    pub agent_token: Option<String>,
+    /// The server's gate: who calls (the window's sign-in makes its cookies).
+    pub gate: Gate,
 }
 
 impl std::fmt::Debug for WindowOptions {
@@ -74,7 +78,8 @@ impl std::fmt::Debug for WindowOptions {
             .field("endpoint", &self.endpoint)
             .field("bind", &self.bind)
             .field("lan_token", &self.lan_token.as_ref().map(|_| "<set>"))
-            .finish()
+            .field("agent_token", &self.agent_token.as_ref().map(|_| "<set>"))
+            .finish_non_exhaustive()
     }
 }
 
@@ -86,9 +91,7 @@ pub(crate) struct AppInner {
     pub(crate) linkly: Arc<Linkly>,
     pub(crate) live: Arc<Live>,
     pub(crate) opts: WindowOptions,
-    /// Who may use the window (the rule of `/mcp`).
-    pub(crate) access: Access,
-    /// Drawn at start: the CSRF tokens and sign-in proofs derive from it.
+    /// Drawn at start: the CSRF tokens derive from it.
     pub(crate) secret: [u8; 32],
 }
 
@@ -108,56 +111,68 @@ pub(crate) struct Ctx {
     pub(crate) csrf: String,
     /// The session id.
     pub(crate) sid: String,
-    /// True when the visitor signed in with the LAN token (not a local peer).
+    /// Who calls (the gate's finding).
+    pub(crate) caller: Caller,
+    /// True when the caller is a LAN visitor (signed in with the LAN token).
     pub(crate) lan: bool,
     /// The path and query of this page (where the language switch comes back to).
     pub(crate) here: String,
 }
 
 /// The window, to mount at `/` (its routes are `/`, `/search`, `/doc/…`, `/notes…`,
-/// `/libraries…`, `/agents…`, `/folders/…`, `/lang`, `/signin`, `/api/status`, `/assets/…`).
+/// `/libraries…`, `/agents…`, `/folders/…`, `/lang`, `/signin…`, `/api/status`, `/assets/…`),
+/// each with its [`Class`]: the host puts them behind `opts.gate` ([`linkly_http::Gate::wrap`]),
+/// whose refusals this window renders (a page in the visitor's language).
 ///
 /// `live` is where the server's keep-fresh engine reports its progress (see [`Live::record`]).
-pub fn router(linkly: Arc<Linkly>, live: Arc<Live>, opts: WindowOptions) -> Router {
+pub fn router(linkly: Arc<Linkly>, live: Arc<Live>, opts: WindowOptions) -> Routes {
+    opts.gate
+        .set_refusal_page(Arc::new(pages::refusal) as linkly_http::RefusalPage);
     let app = App(Arc::new(AppInner {
         linkly,
         live,
-        access: Access::new(opts.bind, opts.lan_token.clone()),
         opts,
         secret: security::new_secret(),
     }));
-    Router::new()
-        .route("/", get(pages::overview::page_handler))
-        .route("/folders/add", post(pages::overview::add_folder))
-        .route("/folders/remove", post(pages::overview::remove_folder))
-        .route("/api/status", get(pages::overview::status))
-        .route("/model/download", post(pages::overview::download_model))
-        .route("/search", get(pages::search::page_handler))
-        .route("/doc/{id}", get(pages::document::page_handler))
-        .route("/doc/{id}/file", get(pages::document::file))
-        .route("/notes", get(pages::notes::list))
-        .route("/notes/new", get(pages::notes::new))
-        .route("/notes/edit/{note_id}", get(pages::notes::edit))
-        .route("/notes/save", post(pages::notes::save))
-        .route("/notes/delete", post(pages::notes::delete))
-        .route("/notes/trash", get(pages::notes::trash))
-        .route("/notes/restore", post(pages::notes::restore))
-        .route("/libraries", get(pages::libraries::page_handler))
-        .route("/libraries/create", post(pages::libraries::create))
-        .route("/libraries/edit", post(pages::libraries::edit))
-        .route("/libraries/delete", post(pages::libraries::delete))
-        .route("/agents", get(pages::agents::page_handler))
-        .route("/agents/lan", post(pages::agents::lan))
-        .route("/lang", post(pages::set_lang))
+    use Class::{Person, Public, Read};
+    use pages::{agents, document, libraries, notes, overview, search, signin};
+    // One line a route: its path, who may call it (the gate enforces it), its handlers.
+    Routes::new()
+        .route("/", Read, get(overview::page_handler))
+        .route("/folders/add", Person, post(overview::add_folder))
+        .route("/folders/remove", Person, post(overview::remove_folder))
+        .route("/api/status", Read, get(overview::status))
+        .route("/model/download", Person, post(overview::download_model))
+        .route("/search", Read, get(search::page_handler))
+        .route("/doc/{id}", Read, get(document::page_handler))
+        .route("/doc/{id}/file", Person, get(document::file))
+        .route("/notes", Read, get(notes::list))
+        .route("/notes/new", Person, get(notes::new))
+        .route("/notes/edit/{note_id}", Read, get(notes::edit))
+        .route("/notes/save", Person, post(notes::save))
+        .route("/notes/delete", Person, post(notes::delete))
+        .route("/notes/trash", Person, get(notes::trash))
+        .route("/notes/restore", Person, post(notes::restore))
+        .route("/libraries", Read, get(libraries::page_handler))
+        .route("/libraries/create", Person, post(libraries::create))
+        .route("/libraries/edit", Person, post(libraries::edit))
+        .route("/libraries/delete", Person, post(libraries::delete))
+        .route("/agents", Person, get(agents::page_handler))
+        .route("/agents/lan", Person, post(agents::lan))
+        .route("/lang", Public, post(pages::set_lang))
         .route(
             "/signin",
-            get(pages::signin::page_handler).post(pages::signin::submit),
+            Public,
+            get(signin::page_handler).post(signin::submit),
         )
-        .route("/assets/{name}", get(layout::asset))
-        .fallback(pages::not_found)
-        .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            security::gate,
-        ))
-        .with_state(app)
+        .route("/signin/link/{code}", Public, get(signin::link))
+        .route("/assets/{name}", Public, get(layout::asset))
+        .map(|r| {
+            r.fallback(pages::not_found)
+                .layer(axum::middleware::from_fn_with_state(
+                    app.clone(),
+                    security::gate,
+                ))
+                .with_state(app)
+        })
 }

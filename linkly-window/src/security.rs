@@ -1,28 +1,24 @@
-//! The window's gates, in one middleware: who may look (a loopback `Host`, or with `--lan` a
-//! sign-in with the token), the session cookie and its CSRF token, the `Origin` and CSRF
-//! checks of every POST, and the security headers of every answer.
+//! The window's own checks, in one middleware behind the host's gate (`linkly_http::Gate`,
+//! which decided who calls and whether they may use the route): the session cookie and its
+//! CSRF token, the `Origin` and CSRF checks of every POST, and the security headers of every
+//! answer.
 //!
-//! Sessions are stateless: the session cookie is a random id; its CSRF token and its sign-in
-//! proof are SHA-256 digests of a secret drawn when the server starts and that id, so nothing
-//! grows with the number of visitors and a restart signs everyone out.
-
-use std::net::SocketAddr;
+//! Sessions are stateless: the session cookie is a random id; its CSRF token (and the gate's
+//! sign-in proof) are SHA-256 digests of a secret drawn when the server starts and that id, so
+//! nothing grows with the number of visitors and a restart signs everyone out.
 
 use axum::body::{Body, to_bytes};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 use crate::i18n::Lang;
 use crate::{App, Ctx};
-use linkly_http::{HOST_REFUSED, constant_time_eq};
+pub(crate) use linkly_http::{AUTH_COOKIE, SESSION_COOKIE, cookie};
+use linkly_http::{Caller, constant_time_eq};
 
-/// The session cookie.
-pub(crate) const SESSION_COOKIE: &str = "linkly_sid";
-/// The sign-in cookie (LAN mode).
-pub(crate) const AUTH_COOKIE: &str = "linkly_auth";
 /// The language cookie.
 pub(crate) const LANG_COOKIE: &str = "linkly_lang";
 /// The form field holding the CSRF token.
@@ -60,23 +56,6 @@ pub(crate) fn csrf_token(secret: &[u8; 32], sid: &str) -> String {
     digest(secret, "csrf", sid)
 }
 
-/// The sign-in proof of a session.
-pub(crate) fn auth_proof(secret: &[u8; 32], sid: &str) -> String {
-    digest(secret, "auth", sid)
-}
-
-/// A cookie's value from the request's `Cookie` headers.
-pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|kv| kv.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.trim())
-}
-
 fn valid_sid(s: &str) -> bool {
     s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
@@ -86,7 +65,7 @@ fn forbidden(msg: &'static str) -> Response {
 }
 
 /// The language of a request: the cookie, else `Accept-Language`, else English.
-fn lang_of(headers: &HeaderMap) -> Lang {
+pub(crate) fn lang_of(headers: &HeaderMap) -> Lang {
     cookie(headers, LANG_COOKIE)
         .and_then(Lang::from_code)
         .or_else(|| {
@@ -121,7 +100,11 @@ fn form_csrf(body: &[u8]) -> Option<String> {
 
 /// Every request of the window.
 pub(crate) async fn gate(State(app): State<App>, req: Request, next: Next) -> Response {
-    let mut res = gate_inner(app, req, next).await;
+    with_security_headers(gate_inner(app, req, next).await)
+}
+
+/// `res` with the security headers every answer of the window carries.
+pub(crate) fn with_security_headers(mut res: Response) -> Response {
     let h = res.headers_mut();
     h.insert(
         header::CONTENT_SECURITY_POLICY,
@@ -142,38 +125,16 @@ pub(crate) async fn gate(State(app): State<App>, req: Request, next: Next) -> Re
 }
 
 async fn gate_inner(app: App, mut req: Request, next: Next) -> Response {
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip());
-    let path = req.uri().path().to_string();
-    let exempt = app.access.exempt(peer);
-    if exempt
-        && !app.access.host_allowed(
-            req.headers()
-                .get(header::HOST)
-                .and_then(|v| v.to_str().ok()),
-        )
-    {
-        return forbidden(HOST_REFUSED);
-    }
+    // The host's gate said who calls; without it (a window served without its gate) nothing.
+    let Some(caller) = req.extensions().get::<Caller>().copied() else {
+        tracing::error!("the window is served without the host's gate: refusing");
+        return forbidden("Forbidden: this server has no gate");
+    };
     // The session.
     let (sid, new_session) = match cookie(req.headers(), SESSION_COOKIE).filter(|s| valid_sid(s)) {
         Some(s) => (s.to_string(), false),
         None => (uuid::Uuid::new_v4().simple().to_string(), true),
     };
-    let signed_in = exempt
-        || cookie(req.headers(), AUTH_COOKIE).is_some_and(|p| {
-            constant_time_eq(p.as_bytes(), auth_proof(&app.secret, &sid).as_bytes())
-        });
-    let public = path.starts_with("/assets/") || path == "/signin";
-    if !signed_in && !public {
-        return if req.method() == Method::GET || req.method() == Method::HEAD {
-            Redirect::to("/signin").into_response()
-        } else {
-            (StatusCode::UNAUTHORIZED, "sign in first: /signin").into_response()
-        };
-    }
     let csrf = csrf_token(&app.secret, &sid);
     if req.method() == Method::POST {
         if !same_origin(req.headers()) {
@@ -212,7 +173,8 @@ async fn gate_inner(app: App, mut req: Request, next: Next) -> Response {
         lang,
         csrf,
         sid: sid.clone(),
-        lan: !exempt,
+        caller,
+        lan: caller == Caller::Visitor,
     });
     let mut res = next.run(req).await;
     if new_session
@@ -241,10 +203,9 @@ mod tests {
     }
 
     #[test]
-    fn tokens_depend_on_the_session_and_purpose() {
+    fn tokens_depend_on_the_session() {
         let s = [7u8; 32];
         assert_ne!(csrf_token(&s, "a"), csrf_token(&s, "b"));
-        assert_ne!(csrf_token(&s, "a"), auth_proof(&s, "a"));
         assert_eq!(csrf_token(&s, "a").len(), 40);
     }
 

@@ -11,7 +11,8 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
-use linkly_core::{Config, DataDir};
+use linkly_core::{Config, DataDir, Library};
+use linkly_http::{Access, Gate, GateOptions};
 use linkly_tools::Linkly;
 use linkly_window::{CSP, Live, WindowOptions, router};
 use tower::ServiceExt;
@@ -19,12 +20,17 @@ use tower::ServiceExt;
 const HOST: &str = "127.0.0.1:60606";
 const ORIGIN: &str = "http://127.0.0.1:60606";
 const HOSTILE: &str = "<img src=x onerror=alert(1)>.md";
+/// The server's per-start local secret: the person's requests carry it (as `linkly open`'s
+/// sign-in or the bridge's bearer token would).
+const SECRET: &str = "the-local-secret-of-this-start";
 
 struct Fixture {
     _tmp: tempfile::TempDir,
     root: PathBuf,
     linkly: Arc<Linkly>,
     app: Router,
+    /// Every route the window declares, with its class.
+    table: Vec<linkly_http::RouteClass>,
 }
 
 fn fixture_with(lan_token: Option<&str>) -> Fixture {
@@ -47,27 +53,50 @@ fn fixture_with(lan_token: Option<&str>) -> Fixture {
     data.ensure().unwrap();
     let mut config = Config::default();
     config.add_folder(&docs).unwrap();
+    if lan_token.is_some() {
+        // The person shares one library (the documents) with LAN visitors.
+        config.libraries.push(Library {
+            name: "team".into(),
+            id: 1,
+            folders: vec![fs_err::canonicalize(&docs).unwrap()],
+            ..Library::default()
+        });
+        config.lan_shared_libraries = vec!["team".into()];
+    }
     config.save(&data).unwrap();
     let linkly = Arc::new(Linkly::open(data).unwrap());
     linkly.index_now(&mut |_| {}).unwrap();
-    let app = router(
+    let bind = if lan_token.is_some() {
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+    } else {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    };
+    let shared_of = linkly.clone();
+    let gate = Gate::new(GateOptions {
+        access: Access::new(bind, lan_token.map(str::to_string)),
+        local_secret: Some(SECRET.into()),
+        agent_token: None,
+        lan_shared: Arc::new(move || shared_of.config().lan_shared_libraries.clone()),
+    });
+    let routes = router(
         linkly.clone(),
         Arc::new(Live::default()),
         WindowOptions {
             endpoint: "http://127.0.0.1:60606/mcp".into(),
-            bind: if lan_token.is_some() {
-                IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-            } else {
-                IpAddr::V4(Ipv4Addr::LOCALHOST)
-            },
+            bind,
             lan_token: lan_token.map(str::to_string),
+            agent_token: None,
+            gate: gate.clone(),
         },
     );
+    let table = routes.table().to_vec();
+    let app = gate.wrap(routes);
     Fixture {
         root: tmp.path().to_path_buf(),
         _tmp: tmp,
         linkly,
         app,
+        table,
     }
 }
 
@@ -84,21 +113,48 @@ async fn send(app: &Router, req: Request<Body>) -> (StatusCode, Response<Body>, 
     (status, Response::from_parts(parts, Body::empty()), text)
 }
 
+/// A GET of the person's (with the local secret).
 fn get(path: &str, cookie: Option<&str>) -> Request<Body> {
+    get_as(path, cookie, true)
+}
+
+/// A GET of someone without the local secret (a visitor, or anyone).
+fn anon(path: &str, cookie: Option<&str>) -> Request<Body> {
+    get_as(path, cookie, false)
+}
+
+fn get_as(path: &str, cookie: Option<&str>, person: bool) -> Request<Body> {
     let mut b = Request::get(path).header(header::HOST, HOST);
     if let Some(c) = cookie {
         b = b.header(header::COOKIE, c);
     }
+    if person {
+        b = b.header(header::AUTHORIZATION, format!("Bearer {SECRET}"));
+    }
     b.body(Body::empty()).unwrap()
 }
 
+/// A form POST of the person's.
 fn post(path: &str, cookie: &str, origin: Option<&str>, form: &str) -> Request<Body> {
+    post_as(path, cookie, origin, form, true)
+}
+
+fn post_as(
+    path: &str,
+    cookie: &str,
+    origin: Option<&str>,
+    form: &str,
+    person: bool,
+) -> Request<Body> {
     let mut b = Request::post(path)
         .header(header::HOST, HOST)
         .header(header::COOKIE, cookie)
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
     if let Some(o) = origin {
         b = b.header(header::ORIGIN, o);
+    }
+    if person {
+        b = b.header(header::AUTHORIZATION, format!("Bearer {SECRET}"));
     }
     b.body(Body::from(form.to_string())).unwrap()
 }
@@ -116,6 +172,8 @@ fn enc(s: &str) -> String {
 struct Session {
     cookie: String,
     csrf: String,
+    /// Whether its requests carry the local secret (the person's).
+    person: bool,
 }
 
 /// A session from a first page.
@@ -132,6 +190,7 @@ async fn session(app: &Router) -> Session {
     Session {
         cookie: cookie_pair(cookie),
         csrf: csrf_of(&body),
+        person: true,
     }
 }
 
@@ -179,7 +238,11 @@ async fn submit(
     fields: &str,
 ) -> (StatusCode, Response<Body>, String) {
     let form = format!("{fields}&_csrf={}", session.csrf);
-    send(app, post(path, &session.cookie, Some(ORIGIN), &form)).await
+    send(
+        app,
+        post_as(path, &session.cookie, Some(ORIGIN), &form, session.person),
+    )
+    .await
 }
 
 fn notes_on_disk(f: &Fixture) -> usize {
@@ -303,14 +366,15 @@ async fn hostile_names_and_texts_are_escaped() {
 async fn lan_visitors_sign_in_with_the_token() {
     let f = fixture_with(Some("s3cret-token"));
     // Not signed in: every page sends to the sign-in, every change is refused.
-    let (status, res, _) = send(&f.app, get("/search?q=budget", None)).await;
+    let (status, res, _) = send(&f.app, anon("/search?q=budget", None)).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(res.headers()[header::LOCATION], "/signin");
-    let (status, res, body) = send(&f.app, get("/signin", None)).await;
+    let (status, res, body) = send(&f.app, anon("/signin", None)).await;
     assert_eq!(status, StatusCode::OK);
     let s = Session {
         cookie: cookie_pair(res.headers()[header::SET_COOKIE].to_str().unwrap()),
         csrf: csrf_of(&body),
+        person: false,
     };
     let (status, _, _) = submit(&f.app, &s, "/notes/save", "mode=create&content=x").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
@@ -328,7 +392,7 @@ async fn lan_visitors_sign_in_with_the_token() {
     assert!(auth.starts_with("linkly_auth="));
     assert!(auth.contains("HttpOnly") && auth.contains("SameSite=Strict"));
     let both = format!("{}; {}", s.cookie, cookie_pair(&auth));
-    let (status, _, body) = send(&f.app, get("/search?q=budget", Some(&both))).await;
+    let (status, _, body) = send(&f.app, anon("/search?q=budget", Some(&both))).await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.contains("data-testid=\"result\""));
     // The proof belongs to its session: with another session id it is refused.
@@ -336,7 +400,7 @@ async fn lan_visitors_sign_in_with_the_token() {
         "linkly_sid=0123456789abcdef0123456789abcdef; {}",
         cookie_pair(&auth)
     );
-    let (status, _, _) = send(&f.app, get("/", Some(&stolen))).await;
+    let (status, _, _) = send(&f.app, anon("/", Some(&stolen))).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
 }
 
@@ -517,11 +581,9 @@ async fn a_folder_that_does_not_exist_is_refused_with_a_message() {
 #[tokio::test]
 async fn every_language_renders_and_the_switch_is_remembered() {
     let f = fixture();
-    let req = Request::get("/")
-        .header(header::HOST, HOST)
-        .header(header::ACCEPT_LANGUAGE, "ja,en;q=0.5")
-        .body(Body::empty())
-        .unwrap();
+    let mut req = get("/", None);
+    req.headers_mut()
+        .insert(header::ACCEPT_LANGUAGE, "ja,en;q=0.5".parse().unwrap());
     let (_, _, body) = send(&f.app, req).await;
     assert!(body.contains("lang=\"ja\"") && body.contains("概要"));
     let s = session(&f.app).await;
@@ -576,4 +638,353 @@ async fn libraries_are_created_edited_and_deleted_from_their_page() {
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert!(f.linkly.config().libraries.is_empty());
     assert_eq!(f.linkly.config().folders.len(), 1);
+}
+
+/// A LAN visitor signed in with the LAN token: its session (cookie with the proof, CSRF).
+async fn visitor(app: &Router, lang: &str) -> Session {
+    let req = Request::get("/signin")
+        .header(header::HOST, HOST)
+        .header(header::ACCEPT_LANGUAGE, lang)
+        .body(Body::empty())
+        .unwrap();
+    let (status, res, body) = send(app, req).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let s = Session {
+        cookie: cookie_pair(res.headers()[header::SET_COOKIE].to_str().unwrap()),
+        csrf: csrf_of(&body),
+        person: false,
+    };
+    let (status, res, _) = submit(app, &s, "/signin", "token=s3cret-token").await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let auth = cookie_pair(res.headers()[header::SET_COOKIE].to_str().unwrap());
+    Session {
+        cookie: format!("{}; {auth}", s.cookie),
+        ..s
+    }
+}
+
+#[tokio::test]
+async fn a_lan_visitor_cannot_add_ssh_nor_change_anything_nor_see_tokens() {
+    let f = fixture_with(Some("s3cret-token"));
+    // What an attacker wants: a private key in a hidden folder.
+    let ssh = f.root.join(".ssh");
+    fs_err::create_dir_all(&ssh).unwrap();
+    fs_err::write(
+        ssh.join("id_ed25519"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n",
+    )
+    .unwrap();
+    let v = visitor(&f.app, "fr").await;
+    let docs_before = f.linkly.index().doc_count().unwrap();
+    let config_before = f.linkly.config();
+    let lang = |r: Request<Body>| {
+        let (mut parts, body) = r.into_parts();
+        parts
+            .headers
+            .insert(header::ACCEPT_LANGUAGE, "fr".parse().unwrap());
+        Request::from_parts(parts, body)
+    };
+    let ssh_form = format!("path={}", enc(&ssh.display().to_string()));
+    for (path, fields) in [
+        ("/folders/add", ssh_form.as_str()),
+        ("/folders/remove", "path=%2F"),
+        (
+            "/libraries/create",
+            &format!("name=keys&folders={}", enc(&ssh.display().to_string())),
+        ),
+        ("/libraries/edit", "name=team&folders=%2F"),
+        ("/libraries/delete", "name=team"),
+        ("/notes/save", "mode=create&content=x"),
+        ("/model/download", ""),
+        ("/agents/lan", "enable=0"),
+    ] {
+        let form = format!("{fields}&_csrf={}", v.csrf);
+        let req = lang(post_as(path, &v.cookie, Some(ORIGIN), &form, false));
+        let (status, res, body) = send(&f.app, req).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{path}: {body}");
+        // The refusal says why, in the visitor's language, with the security headers.
+        assert!(body.contains("Non autorisé"), "{path}: {body}");
+        assert!(body.contains("id=\"refused\""), "{path}: {body}");
+        assert_eq!(res.headers()[header::CONTENT_SECURITY_POLICY], CSP);
+    }
+    // Nothing changed, nothing indexed (a sync would find the key if the folder had been added).
+    assert_eq!(*f.linkly.config(), *config_before);
+    f.linkly.index_now(&mut |_| {}).unwrap();
+    assert_eq!(f.linkly.index().doc_count().unwrap(), docs_before);
+    // The originals and the agents page (with the tokens) are the person's.
+    let (_, _, results) = send(&f.app, anon("/search?q=budget", Some(&v.cookie))).await;
+    let id = first_doc_id(&results);
+    for path in [
+        format!("/doc/{id}/file"),
+        "/agents".to_string(),
+        "/notes/trash".into(),
+    ] {
+        let (status, _, body) = send(&f.app, anon(&path, Some(&v.cookie))).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{path}");
+        assert!(!body.contains("s3cret-token"), "{path} shows the LAN token");
+        assert!(!body.contains("budget"), "{path} shows the document");
+    }
+    // Reading what is shared works.
+    let (status, _, body) = send(&f.app, anon(&format!("/doc/{id}"), Some(&v.cookie))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn a_lan_visitor_reads_nothing_while_nothing_is_shared() {
+    let f = fixture_with(Some("s3cret-token"));
+    f.linkly
+        .update_config(|c| {
+            c.lan_shared_libraries.clear();
+            Ok(())
+        })
+        .unwrap();
+    let v = visitor(&f.app, "es").await;
+    for path in [
+        "/",
+        "/search?q=budget",
+        "/notes",
+        "/libraries",
+        "/api/status",
+    ] {
+        let req = Request::get(path)
+            .header(header::HOST, HOST)
+            .header(header::COOKIE, &v.cookie)
+            .header(header::ACCEPT_LANGUAGE, "es")
+            .body(Body::empty())
+            .unwrap();
+        let (status, _, body) = send(&f.app, req).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{path}");
+        assert!(body.contains("No se comparte nada"), "{path}: {body}");
+    }
+}
+
+/// Every route the window declares, with its parameters filled from the fixture.
+async fn every_route(f: &Fixture) -> Vec<String> {
+    let (_, _, results) = send(&f.app, get("/search?q=budget", None)).await;
+    let doc = first_doc_id(&results);
+    let s = session(&f.app).await;
+    let (_, res, _) = submit(&f.app, &s, "/notes/save", "mode=create&content=budget+note").await;
+    let note = location(&res)
+        .trim_start_matches("/notes/edit/")
+        .to_string();
+    let (_, _, home) = send(&f.app, get("/", None)).await;
+    let asset = home
+        .split("href=\"/assets/")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    f.table
+        .iter()
+        .map(|r| {
+            r.path
+                .replace("{id}", &doc)
+                .replace("{note_id}", &note)
+                .replace("{name}", &asset)
+                .replace("{code}", "1-2-3")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn without_the_local_secret_no_route_gives_document_text() {
+    for lan in [None, Some("s3cret-token")] {
+        let f = fixture_with(lan);
+        let routes = every_route(&f).await;
+        assert!(routes.len() >= 20, "{routes:?}");
+        // A stranger's session: a cookie and the CSRF token of the public sign-in page.
+        let (_, res, page) = send(&f.app, anon("/signin", None)).await;
+        let cookie = cookie_pair(res.headers()[header::SET_COOKIE].to_str().unwrap());
+        let csrf = csrf_of(&page);
+        let forged = format!("{cookie}; linkly_auth=0123456789abcdef0123456789abcdef01234567");
+        for path in &routes {
+            for cookie in [None, Some(cookie.as_str()), Some(forged.as_str())] {
+                let (status, _, body) = send(&f.app, anon(path, cookie)).await;
+                for secret in ["budget", "zebra", "line number", "s3cret-token"] {
+                    assert!(
+                        !body.contains(secret),
+                        "GET {path} ({status}) gave {secret:?}"
+                    );
+                }
+            }
+            let form = format!("_csrf={csrf}&path=%2F&mode=create&content=x&name=x&token=nope");
+            let (status, _, body) =
+                send(&f.app, post_as(path, &cookie, Some(ORIGIN), &form, false)).await;
+            assert!(
+                !(200..300).contains(&status.as_u16()) || path == "/lang",
+                "POST {path} answered {status}"
+            );
+            for secret in ["budget", "zebra", "line number", "s3cret-token"] {
+                assert!(
+                    !body.contains(secret),
+                    "POST {path} ({status}) gave {secret:?}"
+                );
+            }
+        }
+        // Nothing changed.
+        assert_eq!(f.linkly.config().folders.len(), 1);
+        // A wrong bearer token is 401 with a message.
+        let req = Request::get("/search?q=budget")
+            .header(header::HOST, HOST)
+            .header(header::AUTHORIZATION, "Bearer wrong")
+            .body(Body::empty())
+            .unwrap();
+        let (status, _, body) = send(&f.app, req).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert!(body.contains("wrong bearer token"), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn the_one_time_link_signs_the_person_in_once() {
+    let f = fixture();
+    let code = linkly_http::sign_in_link_code(SECRET);
+    let (status, res, _) = send(&f.app, anon(&format!("/signin/link/{code}"), None)).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location(&res), "/");
+    let cookies: Vec<String> = res
+        .headers()
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    let auth = cookies
+        .iter()
+        .find(|c| c.starts_with("linkly_auth="))
+        .unwrap();
+    assert!(auth.contains("HttpOnly") && auth.contains("SameSite=Strict"));
+    let sid = cookies
+        .iter()
+        .find(|c| c.starts_with("linkly_sid="))
+        .unwrap();
+    let both = format!("{}; {}", cookie_pair(sid), cookie_pair(auth));
+    // The cookie alone is the person's now: the originals download.
+    let (_, _, results) = send(&f.app, anon("/search?q=budget", Some(&both))).await;
+    let id = first_doc_id(&results);
+    let (status, _, body) = send(&f.app, anon(&format!("/doc/{id}/file"), Some(&both))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("budget"));
+    // Replayed: 401, a clear message, no cookie.
+    let (status, res, body) = send(&f.app, anon(&format!("/signin/link/{code}"), None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(body.contains("already used"), "{body}");
+    assert!(
+        !res.headers()
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .any(|c| c.to_str().unwrap().starts_with("linkly_auth="))
+    );
+    // Another start's code: refused as well.
+    let other = linkly_http::sign_in_link_code("another-start");
+    let (status, _, body) = send(&f.app, anon(&format!("/signin/link/{other}"), None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(body.contains("not valid"), "{body}");
+}
+
+/// The rows of docs/ui.md's security table: route → class.
+fn security_table() -> std::collections::BTreeMap<String, String> {
+    let doc = fs_err::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/ui.md"),
+    )
+    .unwrap();
+    doc.lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            // | `route` | methods | class | changes | test |
+            let route = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((route.to_string(), cells.get(3)?.to_string()))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_route_has_a_row_in_the_security_table() {
+    let f = fixture();
+    let bound = linkly_http::bind(linkly_http::HttpOptions {
+        port: 0,
+        port_attempts: 1,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let host = bound.host_routes(
+        f.linkly.clone(),
+        linkly_http::ServerState::new(linkly_http::IndexStatus::Idle),
+    );
+    let rows = security_table();
+    let mcp = [("/mcp", "Read"), ("/mcp/{*rest}", "Read")];
+    let mut routes: Vec<(String, String)> = f
+        .table
+        .iter()
+        .chain(host.table())
+        .map(|r| (r.path.clone(), r.class.as_str().to_string()))
+        .collect();
+    routes.extend(mcp.iter().map(|(p, c)| (p.to_string(), c.to_string())));
+    for (path, class) in &routes {
+        match rows.get(path) {
+            None => panic!("{path} has no row in docs/ui.md's security table"),
+            Some(c) => assert_eq!(c, class, "{path}: the table says {c}, the router {class}"),
+        }
+    }
+    assert_eq!(rows.len(), routes.len(), "rows for routes no router knows");
+}
+
+/// This process's resident memory, in bytes (Linux).
+#[cfg(target_os = "linux")]
+fn rss() -> u64 {
+    let status = fs_err::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kb * 1024
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+#[allow(clippy::print_stderr)] // the figure, for the log
+async fn an_original_download_is_streamed_not_read_whole() {
+    const SIZE: u64 = 512 << 20;
+    let f = fixture();
+    let docs = f.root.join("docs");
+    // A 512 MiB video (sparse: no disk used), catalogued by its name.
+    let big = fs_err::File::create(docs.join("holiday-film.mp4")).unwrap();
+    big.set_len(SIZE).unwrap();
+    drop(big);
+    f.linkly.index_now(&mut |_| {}).unwrap();
+    let (_, _, results) = send(&f.app, get("/search?q=holiday+film", None)).await;
+    let id = first_doc_id(&results);
+    let before = rss();
+    let res = f
+        .app
+        .clone()
+        .oneshot(get(&format!("/doc/{id}/file"), None))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()[header::CONTENT_LENGTH], SIZE.to_string());
+    let mut body = res.into_body();
+    let (mut bytes, mut peak) = (0u64, before);
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.unwrap().into_data() {
+            bytes += data.len() as u64;
+        }
+        if bytes % (64 << 20) < 65536 {
+            peak = peak.max(rss());
+        }
+    }
+    assert_eq!(bytes, SIZE);
+    let grown = peak.saturating_sub(before);
+    eprintln!(
+        "a 512 MiB download: the process grew by {} MiB at most",
+        grown >> 20
+    );
+    assert!(grown < 150 << 20, "grew by {} MiB", grown >> 20);
 }

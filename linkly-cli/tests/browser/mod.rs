@@ -572,7 +572,16 @@ impl Answer {
 
 /// A plain HTTP GET without a browser.
 pub fn http_get(url: &str) -> Result<Answer> {
-    let res = match ureq::get(url).call() {
+    http_get_as(url, None)
+}
+
+/// `GET url` with `Authorization: Bearer <bearer>` when given (the server's local secret).
+pub fn http_get_as(url: &str, bearer: Option<&str>) -> Result<Answer> {
+    let mut req = ureq::get(url);
+    if let Some(b) = bearer {
+        req = req.set("Authorization", &format!("Bearer {b}"));
+    }
+    let res = match req.call() {
         Ok(r) => r,
         Err(ureq::Error::Status(_, r)) => r,
         Err(e) => return Err(err(format!("GET {url}: {e}"))),

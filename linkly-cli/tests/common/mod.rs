@@ -37,7 +37,13 @@ impl Env {
     pub fn probe(&self, name: &str, target: &[String], scenario: &Value) -> String {
         let file = self.tmp.path().join(format!("{name}.json"));
         fs_err::write(&file, scenario.to_string()).unwrap();
-        let out = Command::new(probe_python())
+        let mut probe = Command::new(probe_python());
+        // An HTTP target authenticates as a configured MCP client does: the agent token, from
+        // the environment.
+        if let Ok(token) = fs_err::read_to_string(self.home.join("agent-token")) {
+            probe.env("LINKLY_AGENT_TOKEN", token.trim());
+        }
+        let out = probe
             .arg(repo_dir().join("interop/client.py"))
             .args(target)
             .arg("--scenario")
@@ -271,8 +277,23 @@ pub const MEANING: &[(&str, &str)] = &[
 ];
 pub const PARAPHRASE: &str = "making loaves of bread";
 
-/// A runtime and an MCP client connected to `linkly serve` on `port` (Streamable HTTP).
-pub fn connect_remote(port: u16) -> (tokio::runtime::Runtime, linkly_mcp::RemoteClient) {
+impl Env {
+    /// The running server's per-start secret, from its port file (what the person's clients
+    /// send as a bearer token).
+    pub fn local_secret(&self) -> String {
+        let file: Value =
+            serde_json::from_str(&fs_err::read_to_string(self.home.join("port")).unwrap()).unwrap();
+        file["secret"]
+            .as_str()
+            .expect("the port file holds the secret")
+            .to_string()
+    }
+}
+
+/// A runtime and an MCP client connected to `env`'s `linkly serve` on `port` (Streamable HTTP),
+/// with the server's local secret, as `linkly mcp` connects.
+pub fn connect_remote(env: &Env, port: u16) -> (tokio::runtime::Runtime, linkly_mcp::RemoteClient) {
+    let secret = env.local_secret();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -280,7 +301,7 @@ pub fn connect_remote(port: u16) -> (tokio::runtime::Runtime, linkly_mcp::Remote
     let client = rt
         .block_on(linkly_mcp::RemoteClient::connect(
             &format!("http://127.0.0.1:{port}/mcp"),
-            None,
+            Some(&secret),
         ))
         .unwrap();
     (rt, client)

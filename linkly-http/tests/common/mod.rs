@@ -48,7 +48,8 @@ pub(crate) async fn start(opts: HttpOptions) -> Server {
     .unwrap();
     let addr = SocketAddr::new(bound.bind(), bound.port());
     let state = ServerState::new(IndexStatus::Idle);
-    let app = linkly_http::guarded(bound.host_routes(linkly, state.clone()), bound.access());
+    let gate = bound.gate(None, Arc::new(Vec::new));
+    let app = gate.wrap(bound.host_routes(linkly, state.clone()));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(linkly_http::serve(bound, app, state, async move {
         let _ = stopped.await;

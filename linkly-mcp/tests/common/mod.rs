@@ -69,12 +69,13 @@ pub(crate) async fn serve_http(
     let routes = linkly_mcp::router(linkly.clone(), bound.bind(), &mcp);
     let sessions = routes.sessions();
     let close = routes.closer();
-    let app = linkly_http::guarded(
-        bound
-            .host_routes(linkly, state.clone())
-            .merge(routes.router),
-        bound.access(),
-    );
+    // This harness tests the transport: a LAN visitor may read (something is shared).
+    let gate = bound.gate(None, std::sync::Arc::new(|| vec!["shared".to_string()]));
+    let app = gate.wrap(bound.host_routes(linkly, state.clone()).mount(
+        &["/mcp", "/mcp/{*rest}"],
+        linkly_http::Class::Read,
+        routes.router,
+    ));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(linkly_http::serve(bound, app, state, async move {
         let _ = stopped.await;

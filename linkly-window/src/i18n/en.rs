@@ -326,9 +326,34 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ("signin.title", "Sign in"),
     (
         "signin.body",
-        "This Linkly server is shared on the local network. Enter its token (shown by `linkly status` on that computer).",
+        "On the computer that runs Linkly, open the window with `linkly open` (it signs you in). From another computer on the local network, enter the LAN token (shown by `linkly status` on that computer).",
     ),
     ("signin.token", "Token"),
     ("signin.submit", "Sign in"),
     ("signin.wrong", "This token is not the right one."),
+    ("refused.title", "Not allowed"),
+    (
+        "refused.person_only",
+        "Only the person whose documents these are can do this, on their own computer. A visitor signed in over the local network, or an agent, may only search and read.",
+    ),
+    (
+        "refused.nothing_shared",
+        "Nothing is shared on the local network: the person who runs this Linkly shares no library with LAN visitors.",
+    ),
+    (
+        "lan.shared",
+        "Libraries shared with LAN visitors (they may search and read these only):",
+    ),
+    (
+        "lan.shared_none",
+        "None: LAN visitors can sign in but read nothing. Set lan_shared_libraries in config.toml to share libraries.",
+    ),
+    (
+        "lan.plain_http",
+        "The LAN token travels over plain HTTP: anyone on the same network can capture it. Use LAN access on trusted networks only, or through an SSH tunnel or a TLS proxy.",
+    ),
+    (
+        "agents.token_note",
+        "MCP clients over HTTP send the agent token in a header: Authorization: Bearer <agent token> (it is in the agent-token file of the data directory). The stdio command needs nothing.",
+    ),
 ];

@@ -353,9 +353,34 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ("signin.title", "Iniciar sesión"),
     (
         "signin.body",
-        "Este servidor Linkly se comparte en la red local. Escribe su token (lo muestra `linkly status` en ese equipo).",
+        "En el ordenador que ejecuta Linkly, abre la ventana con `linkly open` (inicia tu sesión). Desde otro ordenador de la red local, introduce el token de red (lo muestra `linkly status` en ese ordenador).",
     ),
     ("signin.token", "Token"),
     ("signin.submit", "Iniciar sesión"),
     ("signin.wrong", "Este token no es el correcto."),
+    ("refused.title", "No permitido"),
+    (
+        "refused.person_only",
+        "Solo la persona dueña de estos documentos puede hacer esto, en su propio ordenador. Un visitante conectado por la red local, o un agente, solo puede buscar y leer.",
+    ),
+    (
+        "refused.nothing_shared",
+        "No se comparte nada en la red local: quien ejecuta este Linkly no comparte ninguna biblioteca con los visitantes de la red.",
+    ),
+    (
+        "lan.shared",
+        "Bibliotecas compartidas con los visitantes de la red local (solo pueden buscar y leer estas):",
+    ),
+    (
+        "lan.shared_none",
+        "Ninguna: los visitantes de la red pueden iniciar sesión pero no leen nada. Define lan_shared_libraries en config.toml para compartir bibliotecas.",
+    ),
+    (
+        "lan.plain_http",
+        "El token de red viaja por HTTP sin cifrar: cualquiera en la misma red puede capturarlo. Usa el acceso por red solo en redes de confianza, o a través de un túnel SSH o un proxy TLS.",
+    ),
+    (
+        "agents.token_note",
+        "Los clientes MCP por HTTP envían el token de agente en una cabecera: Authorization: Bearer <agent token> (está en el archivo agent-token del directorio de datos). El comando stdio no necesita nada.",
+    ),
 ];

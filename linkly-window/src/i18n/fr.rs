@@ -350,9 +350,34 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ("signin.title", "Connexion"),
     (
         "signin.body",
-        "Ce serveur Linkly est partagé sur le réseau local. Saisissez son jeton (affiché par `linkly status` sur cet ordinateur).",
+        "Sur l’ordinateur qui fait tourner Linkly, ouvrez la fenêtre avec `linkly open` (elle vous connecte). Depuis un autre ordinateur du réseau local, saisissez le jeton réseau (affiché par `linkly status` sur cet ordinateur).",
     ),
     ("signin.token", "Jeton"),
     ("signin.submit", "Se connecter"),
     ("signin.wrong", "Ce jeton n’est pas le bon."),
+    ("refused.title", "Non autorisé"),
+    (
+        "refused.person_only",
+        "Seule la personne à qui appartiennent ces documents peut faire cela, sur son propre ordinateur. Un visiteur connecté par le réseau local, ou un agent, peut seulement chercher et lire.",
+    ),
+    (
+        "refused.nothing_shared",
+        "Rien n’est partagé sur le réseau local : la personne qui fait tourner ce Linkly ne partage aucune bibliothèque avec les visiteurs du réseau.",
+    ),
+    (
+        "lan.shared",
+        "Bibliothèques partagées avec les visiteurs du réseau local (ils peuvent seulement y chercher et lire) :",
+    ),
+    (
+        "lan.shared_none",
+        "Aucune : les visiteurs du réseau peuvent se connecter mais ne lisent rien. Renseignez lan_shared_libraries dans config.toml pour partager des bibliothèques.",
+    ),
+    (
+        "lan.plain_http",
+        "Le jeton réseau circule en HTTP non chiffré : n’importe qui sur le même réseau peut l’intercepter. N’utilisez l’accès réseau que sur des réseaux de confiance, ou via un tunnel SSH ou un proxy TLS.",
+    ),
+    (
+        "agents.token_note",
+        "Les clients MCP en HTTP envoient le jeton d’agent dans un en-tête : Authorization: Bearer <agent token> (il est dans le fichier agent-token du dossier de données). La commande stdio n’a besoin de rien.",
+    ),
 ];

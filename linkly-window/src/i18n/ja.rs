@@ -335,9 +335,34 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ("signin.title", "サインイン"),
     (
         "signin.body",
-        "この Linkly サーバーはローカルネットワークで共有されています。トークン（そのコンピューターで `linkly status` が表示）を入力してください。",
+        "Linkly を動かしているコンピューターでは `linkly open` でウィンドウを開いてください（サインインされます）。LAN の別のコンピューターからは LAN トークン（そのコンピューターの `linkly status` に表示）を入力してください。",
     ),
     ("signin.token", "トークン"),
     ("signin.submit", "サインイン"),
     ("signin.wrong", "トークンが正しくありません。"),
+    ("refused.title", "許可されていません"),
+    (
+        "refused.person_only",
+        "この操作は、これらの文書の持ち主が自分のコンピューターでのみ行えます。LAN からサインインした訪問者やエージェントは検索と閲覧のみ可能です。",
+    ),
+    (
+        "refused.nothing_shared",
+        "LAN では何も共有されていません。この Linkly を動かしている人は LAN の訪問者とライブラリを共有していません。",
+    ),
+    (
+        "lan.shared",
+        "LAN の訪問者と共有しているライブラリ（訪問者はこれらの検索と閲覧のみ可能）：",
+    ),
+    (
+        "lan.shared_none",
+        "なし：LAN の訪問者はサインインできますが、何も読めません。ライブラリを共有するには config.toml の lan_shared_libraries を設定してください。",
+    ),
+    (
+        "lan.plain_http",
+        "LAN トークンは暗号化されていない HTTP で送られます。同じネットワークの誰でも傍受できます。信頼できるネットワークでのみ使うか、SSH トンネルや TLS プロキシを経由してください。",
+    ),
+    (
+        "agents.token_note",
+        "HTTP の MCP クライアントはエージェントトークンをヘッダーで送ります：Authorization: Bearer <agent token>（データディレクトリの agent-token ファイルにあります）。stdio コマンドには何も要りません。",
+    ),
 ];

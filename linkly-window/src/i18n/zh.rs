@@ -293,9 +293,34 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ("signin.title", "登录"),
     (
         "signin.body",
-        "此 Linkly 服务器在局域网中共享。请输入其令牌（在那台电脑上运行 `linkly status` 可查看）。",
+        "在运行 Linkly 的电脑上，用 `linkly open` 打开窗口（会自动登录）。从局域网中的其他电脑，输入局域网令牌（在那台电脑上由 `linkly status` 显示）。",
     ),
     ("signin.token", "令牌"),
     ("signin.submit", "登录"),
     ("signin.wrong", "令牌不正确。"),
+    ("refused.title", "不允许"),
+    (
+        "refused.person_only",
+        "只有这些文档的主人才能在自己的电脑上执行此操作。通过局域网登录的访客或代理只能搜索和阅读。",
+    ),
+    (
+        "refused.nothing_shared",
+        "局域网上没有共享任何内容：运行此 Linkly 的人没有与局域网访客共享任何资料库。",
+    ),
+    (
+        "lan.shared",
+        "与局域网访客共享的资料库（访客只能搜索和阅读这些）：",
+    ),
+    (
+        "lan.shared_none",
+        "无：局域网访客可以登录，但什么也读不到。在 config.toml 中设置 lan_shared_libraries 以共享资料库。",
+    ),
+    (
+        "lan.plain_http",
+        "局域网令牌通过未加密的 HTTP 传输：同一网络中的任何人都能截获它。请只在可信网络上使用局域网访问，或通过 SSH 隧道或 TLS 代理。",
+    ),
+    (
+        "agents.token_note",
+        "通过 HTTP 的 MCP 客户端在请求头中发送代理令牌：Authorization: Bearer <agent token>（位于数据目录的 agent-token 文件中）。stdio 命令无需任何设置。",
+    ),
 ];

@@ -40,26 +40,42 @@ pub(crate) async fn page_handler(
 ) -> Response {
     let l = ctx.lang;
     let url = app.opts.endpoint.clone();
-    let token = blocking(&app, |linkly| linkly.config().lan_token.clone()).await;
+    // Only the person reaches this page (the gate's class), so the LAN token may show.
+    let (token, shared) = blocking(&app, |linkly| {
+        let c = linkly.config();
+        (c.lan_token.clone(), c.lan_shared_libraries.clone())
+    })
+    .await;
+    let agent_token = app.opts.agent_token.clone().unwrap_or_default();
     let lan_live = app.opts.lan_token.is_some() && !app.opts.bind.is_loopback();
     let desktop = "{\n  \"mcpServers\": {\n    \"linkly\": {\n      \"command\": \"linkly\",\n      \"args\": [\"mcp\"]\n    }\n  }\n}".to_string();
     let code = format!(
-        "claude mcp add linkly -- linkly mcp\n\n# {}\nclaude mcp add --transport http linkly {url}",
+        "claude mcp add linkly -- linkly mcp\n\n# {}\nclaude mcp add --transport http linkly {url} --header \"Authorization: Bearer $LINKLY_AGENT_TOKEN\"",
         l.t("agents.or_http")
     );
     let cursor = format!(
-        "{{\n  \"mcpServers\": {{\n    \"linkly\": {{\n      \"url\": \"{url}\"\n    }}\n  }}\n}}"
+        "{{\n  \"mcpServers\": {{\n    \"linkly\": {{\n      \"url\": \"{url}\",\n      \"headers\": {{ \"Authorization\": \"Bearer ${{env:LINKLY_AGENT_TOKEN}}\" }}\n    }}\n  }}\n}}"
     );
     let vscode = format!(
-        "{{\n  \"servers\": {{\n    \"linkly\": {{\n      \"type\": \"http\",\n      \"url\": \"{url}\"\n    }}\n  }}\n}}"
+        "{{\n  \"servers\": {{\n    \"linkly\": {{\n      \"type\": \"http\",\n      \"url\": \"{url}\",\n      \"headers\": {{ \"Authorization\": \"Bearer ${{env:LINKLY_AGENT_TOKEN}}\" }}\n    }}\n  }}\n}}"
     );
     let http = format!(
-        "POST {url}\nContent-Type: application/json\nAccept: application/json, text/event-stream"
+        "POST {url}\nAuthorization: Bearer {agent_token}\nContent-Type: application/json\nAccept: application/json, text/event-stream"
     );
     let main = html! {
         header.page-head { h1 { (l.t("agents.title")) } }
         p { (l.t("agents.intro")) }
         p { (l.t("agents.url")) " " code #mcp-url { (url) } }
+        p.muted #agent-token-note { (l.t("agents.token_note")) }
+        @if !agent_token.is_empty() {
+            details #agent-token-reveal {
+                summary { (l.t("lan.reveal")) }
+                div.token-row {
+                    code #agent-token { (agent_token) }
+                    button.copy type="button" data-testid="copy" data-copy="agent-token" { (l.t("agents.copy")) }
+                }
+            }
+        }
         div.agent-grid {
         (block(&ctx, "stdio", l.t("agents.stdio"), l.t("agents.stdio_note"), STDIO))
         (block(&ctx, "uvx", l.t("agents.uvx"), l.t("agents.uvx_note"), STDIO_UVX))
@@ -72,6 +88,15 @@ pub(crate) async fn page_handler(
         section.panel #lan {
             h2 { (l.t("lan.title")) }
             p { (if lan_live { l.t("lan.on") } else { l.t("lan.off") }) }
+            p.muted #lan-plain-http { (l.t("lan.plain_http")) }
+            @if shared.is_empty() {
+                p #lan-shared data-testid="lan-shared" { (l.t("lan.shared_none")) }
+            } @else {
+                p { (l.t("lan.shared")) }
+                ul #lan-shared data-testid="lan-shared" {
+                    @for name in &shared { li { (name) } }
+                }
+            }
             @if let Some(t) = &token {
                 details #lan-reveal {
                     summary { (l.t("lan.reveal")) }

@@ -350,7 +350,8 @@ fn bump(count: &mut usize) -> bool {
 }
 
 /// `GET /doc/{id}/file`: the original file, found by the document's id (never by a path from
-/// the URL), as an attachment.
+/// the URL), as an attachment, streamed from the disk (a multi-gigabyte video never sits in
+/// memory).
 pub(crate) async fn file(
     State(app): State<App>,
     Extension(ctx): Extension<Ctx>,
@@ -365,17 +366,20 @@ pub(crate) async fn file(
         if !linkly.documents_are_files() {
             return None;
         }
-        let bytes = fs_err::read(&rec.path).ok()?;
+        let file = std::fs::File::open(&rec.path).ok()?;
+        let len = file.metadata().ok().filter(|m| m.is_file())?.len();
         let name = std::path::Path::new(&rec.path)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "document".into());
-        Some((name, bytes))
+        Some((name, file, len))
     })
     .await;
-    let Some((name, bytes)) = found else {
+    let Some((name, file, len)) = found else {
         return failure(&ctx, StatusCode::NOT_FOUND, l.t("doc.missing"));
     };
+    let stream =
+        tokio_util::io::ReaderStream::with_capacity(tokio::fs::File::from_std(file), 64 * 1024);
     let ascii: String = name
         .chars()
         .map(|c| {
@@ -390,12 +394,13 @@ pub(crate) async fn file(
         "attachment; filename=\"{ascii}\"; filename*=UTF-8''{}",
         enc(&name)
     );
-    let mut res = bytes.into_response();
+    let mut res = axum::body::Body::from_stream(stream).into_response();
     let h = res.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/octet-stream"),
     );
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     if let Ok(v) = HeaderValue::from_str(&disposition) {
         h.insert(header::CONTENT_DISPOSITION, v);
     }

@@ -80,6 +80,35 @@ pub(crate) async fn not_found(Extension(ctx): Extension<Ctx>) -> Response {
     res
 }
 
+/// The gate's refusal (403), in the visitor's language: why, and the way back.
+pub(crate) fn refusal(headers: &HeaderMap, why: linkly_http::Refusal) -> Response {
+    let lang = crate::security::lang_of(headers);
+    let ctx = Ctx {
+        lang,
+        csrf: String::new(),
+        sid: String::new(),
+        caller: linkly_http::Caller::Visitor,
+        lan: true,
+        here: "/".to_string(),
+    };
+    let reason = match why {
+        linkly_http::Refusal::PersonOnly => lang.t("refused.person_only"),
+        linkly_http::Refusal::NothingShared => lang.t("refused.nothing_shared"),
+    };
+    let mut res = page(
+        &ctx,
+        Nav::None,
+        lang.t("refused.title"),
+        html! {
+            h1 { (lang.t("refused.title")) }
+            p.error #refused role="alert" { (reason) }
+            p { a href="/" { (lang.t("nav.overview")) } }
+        },
+    );
+    *res.status_mut() = StatusCode::FORBIDDEN;
+    crate::security::with_security_headers(res)
+}
+
 /// A page that reports a failure (a tool's message), with a status.
 pub(crate) fn failure(ctx: &Ctx, status: StatusCode, message: &str) -> Response {
     let l = ctx.lang;

@@ -1,5 +1,6 @@
-//! Sign-in for LAN visitors: the server's LAN token, once, sets an HttpOnly, SameSite=Strict
-//! cookie that proves it for this session (until the server restarts).
+//! Sign-in: the person with the per-start local secret (typed, or through the one-time link
+//! `linkly open` opens), a LAN visitor with the LAN token; either sets an HttpOnly,
+//! SameSite=Strict cookie that proves it for this session (until the server restarts).
 
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -9,10 +10,11 @@ use maud::html;
 use serde::Deserialize;
 
 use crate::layout::{Nav, csrf_field, error_box, page};
-use crate::pages::see_other;
-use crate::security::{AUTH_COOKIE, auth_proof};
+use crate::pages::{failure, see_other};
+use crate::security::AUTH_COOKIE;
 use crate::{App, Ctx};
-use linkly_http::constant_time_eq;
+use axum::extract::Path;
+use linkly_http::Caller;
 
 fn form(ctx: &Ctx, error: Option<&str>) -> Response {
     let l = ctx.lang;
@@ -37,7 +39,7 @@ fn form(ctx: &Ctx, error: Option<&str>) -> Response {
 
 /// `GET /signin`.
 pub(crate) async fn page_handler(Extension(ctx): Extension<Ctx>) -> Response {
-    if !ctx.lan {
+    if ctx.caller != Caller::Anonymous {
         return see_other("/");
     }
     form(&ctx, None)
@@ -48,26 +50,43 @@ pub(crate) struct SignInForm {
     token: String,
 }
 
-/// `POST /signin`.
+/// The answer of a sign-in: back to the overview, with the proof for this session.
+fn signed_in(proof: &str) -> Response {
+    let mut res = see_other("/");
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "{AUTH_COOKIE}={proof}; Path=/; HttpOnly; SameSite=Strict"
+    )) {
+        res.headers_mut().append(header::SET_COOKIE, v);
+    }
+    res
+}
+
+/// `POST /signin`: the local secret signs the person in, the LAN token a visitor; anything
+/// else is 401 and changes nothing.
 pub(crate) async fn submit(
     State(app): State<App>,
     Extension(ctx): Extension<Ctx>,
     Form(f): Form<SignInForm>,
 ) -> Response {
-    let Some(token) = app.opts.lan_token.as_deref().filter(|t| !t.is_empty()) else {
-        return see_other("/");
-    };
-    if !constant_time_eq(f.token.trim().as_bytes(), token.as_bytes()) {
-        let mut res = form(&ctx, Some(ctx.lang.t("signin.wrong")));
-        *res.status_mut() = StatusCode::UNAUTHORIZED;
-        return res;
+    match app.opts.gate.sign_in(&f.token, &ctx.sid) {
+        Some((_, proof)) => signed_in(&proof),
+        None => {
+            let mut res = form(&ctx, Some(ctx.lang.t("signin.wrong")));
+            *res.status_mut() = StatusCode::UNAUTHORIZED;
+            res
+        }
     }
-    let mut res = see_other("/");
-    if let Ok(v) = HeaderValue::from_str(&format!(
-        "{AUTH_COOKIE}={}; Path=/; HttpOnly; SameSite=Strict",
-        auth_proof(&app.secret, &ctx.sid)
-    )) {
-        res.headers_mut().append(header::SET_COOKIE, v);
+}
+
+/// `GET /signin/link/{code}`: the one-time link of `linkly open` signs the person in; a
+/// replayed, expired or foreign code is 401 with the reason, and changes nothing.
+pub(crate) async fn link(
+    State(app): State<App>,
+    Extension(ctx): Extension<Ctx>,
+    Path(code): Path<String>,
+) -> Response {
+    match app.opts.gate.redeem_link(&code) {
+        Ok(()) => signed_in(&app.opts.gate.person_proof(&ctx.sid)),
+        Err(e) => failure(&ctx, StatusCode::UNAUTHORIZED, &e.to_string()),
     }
-    res
 }
