@@ -110,6 +110,10 @@ pub struct SyncOptions {
     /// How risky formats (PDF) are extracted: in a worker process with a time and memory
     /// budget when one is configured, else in-process behind `catch_unwind`.
     pub sandbox: linkly_extract::Sandbox,
+    /// Follow symlinked folders out of the watched folders (the watcher, and the paths it
+    /// names). Default: false: a link to `~/.ssh` committed into a watched repository is not
+    /// followed.
+    pub follow_symlinks: bool,
 }
 
 impl SyncOptions {
@@ -298,6 +302,18 @@ fn admitted(root: &Path, path: &Path, excluded: &GlobSet) -> bool {
     true
 }
 
+/// Whether `path`'s folder resolves outside `root` (a symlinked folder on the way): `W/keys/x`
+/// with `keys -> ~/.ssh`. A path that cannot be resolved (gone) does not escape.
+fn escapes(root: &Path, path: &Path) -> bool {
+    let Some(parent) = path.parent() else {
+        return false;
+    };
+    match (std::fs::canonicalize(root), std::fs::canonicalize(parent)) {
+        (Ok(root), Ok(parent)) => !parent.starts_with(&root),
+        _ => false,
+    }
+}
+
 /// Which files a scoped sync looks at, from the paths a watcher (or a tool) names.
 #[derive(Default)]
 struct Scope {
@@ -330,7 +346,7 @@ impl Scope {
             if !root.is_dir() {
                 continue;
             }
-            if !admitted(root, p, excluded) {
+            if !admitted(root, p, excluded) || (!opts.follow_symlinks && escapes(root, p)) {
                 scope.gone.push(p.clone());
                 continue;
             }

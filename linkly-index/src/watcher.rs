@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use notify::RecursiveMode;
-use notify_debouncer_full::{DebounceEventResult, new_debouncer};
+use notify_debouncer_full::{DebounceEventResult, RecommendedCache, new_debouncer_opt};
 
 use crate::{Index, Result, SyncOptions, SyncReport};
 
@@ -90,36 +90,40 @@ impl Watcher {
     ) -> Result<Watcher> {
         let (tx, rx) = mpsc::channel::<Msg>();
         let events_tx = tx.clone();
-        let mut debouncer =
-            new_debouncer(
-                DEBOUNCE,
-                None,
-                move |result: DebounceEventResult| match result {
-                    Ok(events) => {
-                        if events.iter().any(|e| e.event.need_rescan()) {
-                            let _ = events_tx.send(Msg::Rescan);
-                        }
-                        // Reads (our own walks open folders and files) change nothing: left
-                        // out, or every sync would trigger the next one.
-                        let paths: Vec<PathBuf> = events
-                            .into_iter()
-                            .filter(|e| !matches!(e.event.kind, notify::EventKind::Access(_)))
-                            .flat_map(|e| e.event.paths)
-                            .collect();
-                        if paths.is_empty() {
-                            return;
-                        }
-                        let _ = events_tx.send(Msg::Changed(paths));
-                    }
-                    Err(errors) => {
-                        for e in errors {
-                            tracing::warn!(error = %e, "file watcher error; a full sync follows");
-                        }
+        // notify follows symlinked folders by default (and watches their targets): not unless
+        // the setting says so.
+        let notify_config = notify::Config::default().with_follow_symlinks(opts.follow_symlinks);
+        let mut debouncer = new_debouncer_opt::<_, notify::RecommendedWatcher, RecommendedCache>(
+            DEBOUNCE,
+            None,
+            move |result: DebounceEventResult| match result {
+                Ok(events) => {
+                    if events.iter().any(|e| e.event.need_rescan()) {
                         let _ = events_tx.send(Msg::Rescan);
                     }
-                },
-            )
-            .map_err(|e| crate::Error::Io(std::io::Error::other(e.to_string())))?;
+                    // Reads (our own walks open folders and files) change nothing: left
+                    // out, or every sync would trigger the next one.
+                    let paths: Vec<PathBuf> = events
+                        .into_iter()
+                        .filter(|e| !matches!(e.event.kind, notify::EventKind::Access(_)))
+                        .flat_map(|e| e.event.paths)
+                        .collect();
+                    if paths.is_empty() {
+                        return;
+                    }
+                    let _ = events_tx.send(Msg::Changed(paths));
+                }
+                Err(errors) => {
+                    for e in errors {
+                        tracing::warn!(error = %e, "file watcher error; a full sync follows");
+                    }
+                    let _ = events_tx.send(Msg::Rescan);
+                }
+            },
+            RecommendedCache::new(),
+            notify_config,
+        )
+        .map_err(|e| crate::Error::Io(std::io::Error::other(e.to_string())))?;
         for root in &opts.roots {
             if let Err(e) = debouncer.watch(root, RecursiveMode::Recursive) {
                 tracing::warn!(root = %root.display(), error = %e, "cannot watch folder");

@@ -215,3 +215,34 @@ fn a_huge_document_is_searchable_by_its_start_and_kept_whole() {
         "read and grep see it all"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_folder_out_of_the_watched_ones_is_not_followed() {
+    let f = fixture();
+    // `docs/keys -> <outside>`, as a link committed into a watched repository to `~/.ssh`.
+    let outside = f._tmp.path().join("outside");
+    fs_err::create_dir_all(&outside).unwrap();
+    fs_err::write(outside.join("known_hosts"), "secret host keys\n").unwrap();
+    std::os::unix::fs::symlink(&outside, f.docs.join("keys")).unwrap();
+    // What a watcher that went through the link would name.
+    let through = f.docs.join("keys/known_hosts");
+    let r = f
+        .index
+        .sync_paths(&f.opts, &[through.clone(), f.docs.join("keys")])
+        .unwrap();
+    assert_eq!(r.added, 0, "{r:?}");
+    assert!(f.index.doc_by_path(&key(&through)).unwrap().is_none());
+    assert!(!indexed(&f.index).iter().any(|p| p.contains("known_hosts")));
+    f.assert_full_sync_agrees();
+    // With the setting on, it is followed.
+    let follow = SyncOptions {
+        follow_symlinks: true,
+        ..f.opts.clone()
+    };
+    let r = f
+        .index
+        .sync_paths(&follow, std::slice::from_ref(&through))
+        .unwrap();
+    assert_eq!(r.added, 1, "{r:?}");
+}

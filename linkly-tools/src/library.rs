@@ -169,10 +169,10 @@ pub(crate) fn dir_in_library(
     Ok((dirs, notes, dir))
 }
 
-/// Checks a `path` argument: absolute, existing, a directory, and — once `..` and symlinks are
-/// resolved — inside one of `roots`. Returns the resolved directory. When the documents are not
-/// files of this machine (a gateway's library), `..` is resolved without the disk and a
-/// directory no document lies in is simply empty.
+/// Checks a `path` argument: absolute, inside one of `roots` once `..` is resolved without the
+/// disk (checked before anything is read), then existing, a directory, and still inside once
+/// symlinks are resolved. Returns the resolved directory. When the documents are not files of
+/// this machine (a gateway's library), a directory no document lies in is simply empty.
 pub(crate) fn allowed_dir(
     linkly: &Linkly,
     raw: &str,
@@ -185,26 +185,17 @@ pub(crate) fn allowed_dir(
             "path must be an absolute directory, not a pattern or relative path (got {raw:?}); use find_paths to locate a folder"
         )));
     }
-    if !linkly.documents_are_files() {
-        let mut resolved = PathBuf::from("/");
-        for c in given.components() {
-            match c {
-                std::path::Component::ParentDir => {
-                    resolved.pop();
-                }
-                std::path::Component::Normal(n) => resolved.push(n),
-                _ => {}
+    // `..` resolved without the disk, and the roots checked, before the file system is
+    // touched: a refusal tells nothing of whether a path outside exists or where a link points.
+    let mut lexical = PathBuf::from("/");
+    for c in given.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                lexical.pop();
             }
+            std::path::Component::Normal(n) => lexical.push(n),
+            _ => {}
         }
-        if !roots.iter().any(|r| resolved.starts_with(r)) {
-            return Err(ToolError::new(
-                ErrorCode::PathNotAllowed,
-                format!(
-                    "path {raw:?} is outside the {roots_name}; give a directory of the library (find_paths shows them)"
-                ),
-            ));
-        }
-        return Ok(path_key(&resolved));
     }
     let shown_roots = || {
         if roots.is_empty() {
@@ -217,7 +208,22 @@ pub(crate) fn allowed_dir(
                 .join(", ")
         }
     };
-    let resolved = fs_err::canonicalize(given).map_err(|_| {
+    let outside = || {
+        ToolError::new(
+            ErrorCode::PathNotAllowed,
+            format!(
+                "path {raw:?} is outside the {roots_name}; allowed: {}",
+                shown_roots()
+            ),
+        )
+    };
+    if !roots.iter().any(|r| lexical.starts_with(r)) {
+        return Err(outside());
+    }
+    if !linkly.documents_are_files() {
+        return Ok(path_key(&lexical));
+    }
+    let resolved = fs_err::canonicalize(&lexical).map_err(|_| {
         ToolError::new(
             ErrorCode::PathNotAllowed,
             format!(
@@ -226,19 +232,9 @@ pub(crate) fn allowed_dir(
             ),
         )
     })?;
+    // A link inside that leads out: the same refusal, without saying where it leads.
     if !roots.iter().any(|r| resolved.starts_with(r)) {
-        let via = if resolved != given {
-            format!(" (it resolves to {})", resolved.display())
-        } else {
-            String::new()
-        };
-        return Err(ToolError::new(
-            ErrorCode::PathNotAllowed,
-            format!(
-                "path {raw:?} is outside the {roots_name}{via}; allowed: {}",
-                shown_roots()
-            ),
-        ));
+        return Err(outside());
     }
     if !resolved.is_dir() {
         return Err(ToolError::invalid(format!(

@@ -573,11 +573,27 @@ fn list_paths_outside_the_watched_folders_are_not_allowed() {
             "list",
             json!({"scope": "folder", "path": s(&f.root.join("link"))}),
         );
-        assert!(
-            text.contains(&format!("resolves to {}", s(&secret))),
-            "{text}"
-        );
+        // Where the link leads is not told.
+        assert!(!text.contains(&s(&secret)), "{text}");
     }
+    // A path outside is refused before the disk is read: the same answer whether it exists
+    // or not (nothing tells that `~/.ssh/id_ed25519` is there).
+    let missing = format!("{}/no-such-file", s(&secret));
+    let there = err_call(
+        &f.linkly,
+        "list",
+        json!({"scope": "folder", "path": s(&secret)}),
+    );
+    let not_there = err_call(
+        &f.linkly,
+        "list",
+        json!({"scope": "folder", "path": missing}),
+    );
+    assert_eq!(
+        there.replace(&s(&secret), "P"),
+        not_there.replace(&missing, "P"),
+        "the refusal differs when the path exists"
+    );
     for (path, needle) in [("docs/projects", "absolute"), ("*/projects", "absolute")] {
         let text = err_call(&f.linkly, "list", json!({"scope": "folder", "path": path}));
         assert!(

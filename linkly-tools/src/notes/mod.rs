@@ -45,6 +45,7 @@ pub fn sync_options(config: &Config, data_dir: &DataDir) -> SyncOptions {
     SyncOptions {
         roots,
         exclude: config.exclude.clone(),
+        follow_symlinks: config.follow_symlinks,
         ..SyncOptions::default()
     }
 }
