@@ -360,7 +360,8 @@ async fn health_and_mcp_refuse_foreign_hosts() {
 }
 
 /// LAN mode bound to a loopback address other than 127.0.0.1: the token is required from every
-/// peer, the bind address is a valid `Host`, and the endpoint names it.
+/// peer on `/mcp` (a wrong one is refused anywhere), the bind address is a valid `Host`, and the
+/// endpoint names it.
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lan_mode_on_another_loopback_address() {
@@ -376,7 +377,13 @@ async fn lan_mode_on_another_loopback_address() {
         format!("http://127.0.0.2:{}/mcp", server.addr.port())
     );
     let host = server.addr.to_string();
+    // `/mcp` needs the token (`/health` is public: the gate's Public class).
+    let r = post(server.addr, &[], INIT.as_bytes()).await;
+    assert_eq!(r.status, 401, "{r:?}");
     let r = send(server.addr, &request("GET", "/health", &host, &[], b"")).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let wrong = ["Authorization: Bearer wrong"];
+    let r = send(server.addr, &request("GET", "/health", &host, &wrong, b"")).await;
     assert_eq!(r.status, 401, "{r:?}");
     let auth = ["Authorization: Bearer s3cret"];
     let r = send(server.addr, &request("GET", "/health", &host, &auth, b"")).await;
