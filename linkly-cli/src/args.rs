@@ -41,6 +41,11 @@ pub(crate) enum Command {
     /// Manage the watched folders.
     #[command(subcommand)]
     Folders(FoldersCommand),
+    /// Read or change a setting of config.toml by its key (`folders`, `exclude`, `notes_dir`,
+    /// `lan_token`, `libraries`, `ocr.enabled`, `ocr.languages`, `transcription.audio`,
+    /// `transcription.video`); a running server applies a change within a second.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Index the watched folders (and the folders given, which are added to them).
     Index(IndexArgs),
     /// Find documents.
@@ -126,6 +131,37 @@ pub(crate) enum FoldersCommand {
     },
     /// List the watched folders.
     List,
+}
+
+/// `linkly config`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Print a setting (a list one item per line); without a key, every setting.
+    Get {
+        /// The setting's key.
+        key: Option<String>,
+    },
+    /// Set a switch (true/false), a path, a text, or a whole list (comma-separated).
+    Set {
+        /// The setting's key.
+        key: String,
+        /// The new value.
+        value: String,
+    },
+    /// Add one item to a list (`folders`, `exclude`, `ocr.languages`).
+    Add {
+        /// The setting's key.
+        key: String,
+        /// The item.
+        value: String,
+    },
+    /// Remove one item from a list, or restore a path's or a text's default.
+    Remove {
+        /// The setting's key.
+        key: String,
+        /// The item (lists only).
+        value: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

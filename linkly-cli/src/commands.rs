@@ -5,12 +5,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
-use linkly_core::{Config, DataDir};
+use linkly_core::{Config, DataDir, SettingOp};
 use linkly_index::Index;
 use linkly_tools::{FreshEvent, Linkly};
 use serde_json::json;
 
-use crate::args::{Cli, Command, FoldersCommand, IndexArgs};
+use crate::args::{Cli, Command, ConfigCommand, FoldersCommand, IndexArgs};
 use crate::backend;
 #[cfg(feature = "gateway-server")]
 use crate::gateway;
@@ -51,6 +51,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     });
     match cli.command {
         Command::Folders(cmd) => folders(&data, cmd, printer),
+        Command::Config(cmd) => config(&data, cmd, printer),
         Command::Index(args) => index(&data, args, printer),
         Command::Search(args) => documents::search(&data, args, printer),
         Command::Outline(args) => documents::outline(&data, args, printer),
@@ -96,6 +97,57 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `linkly config get|set|add|remove`: one setting through the same checks as the window's
+/// Settings page; a refused value leaves config.toml untouched.
+fn config(data: &DataDir, cmd: ConfigCommand, printer: Printer) -> anyhow::Result<ExitCode> {
+    let mut config = Config::load(data)?;
+    let (key, op) = match cmd {
+        ConfigCommand::Get { key: None } => {
+            let mut all = serde_json::Map::new();
+            for s in linkly_core::SETTINGS {
+                let value = config.setting(s.key)?;
+                if printer.json {
+                    all.insert(s.key.to_string(), json!(value));
+                } else {
+                    println!("{} = {}", s.key, value.replace('\n', ", "));
+                }
+            }
+            if printer.json {
+                println!("{}", json!({"status": "success", "settings": all}));
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        ConfigCommand::Get { key: Some(key) } => {
+            let value = config.setting(&key)?;
+            if printer.json {
+                println!(
+                    "{}",
+                    json!({"status": "success", "key": key, "value": value})
+                );
+            } else if !value.is_empty() {
+                println!("{value}");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        ConfigCommand::Set { key, value } => (key, SettingOp::Set(value)),
+        ConfigCommand::Add { key, value } => (key, SettingOp::Add(value)),
+        ConfigCommand::Remove { key, value } => (key, SettingOp::Remove(value)),
+    };
+    linkly_tools::check_setting(&key, &op)?;
+    config.change_setting(&key, op)?;
+    config.save(data)?;
+    let value = config.setting(&key)?;
+    if printer.json {
+        println!(
+            "{}",
+            json!({"status": "success", "key": key, "value": value})
+        );
+    } else {
+        println!("{key} = {}", value.replace('\n', ", "));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn folders(data: &DataDir, cmd: FoldersCommand, printer: Printer) -> anyhow::Result<ExitCode> {

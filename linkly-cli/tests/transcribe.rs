@@ -142,7 +142,19 @@ fn english_audio_and_video_are_transcribed_and_bad_files_get_reasons() {
     junk.extend("this is not a frame of sound ".repeat(500).bytes());
     fs_err::write(env.docs.join("broken.mp3"), junk).unwrap();
 
-    // Before a speech model exists, audio waits for one, by name.
+    // Transcription is off by default (as in the app): audio waits for its switch, by name.
+    env.index();
+    let reason = skip_of(&env, "beckett.wav").unwrap();
+    assert!(
+        reason.starts_with("transcription_off") && reason.contains("transcription.audio"),
+        "{reason}"
+    );
+    for key in ["transcription.audio", "transcription.video"] {
+        let out = env.run(&["config", "set", key, "true"]);
+        assert!(out.status.success(), "{out:?}");
+    }
+
+    // Turned on, before a speech model exists, audio waits for one, by name.
     env.index();
     let reason = skip_of(&env, "beckett.wav").unwrap();
     assert!(

@@ -22,7 +22,7 @@ use common::{Env, Proc as Server};
 use serde_json::{Value, json};
 
 /// What a wait may take at most (the whole scenario runs in well under a minute).
-const WAIT: Duration = Duration::from_secs(30);
+pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
 /// The long document's lines: the hit sits far below the first screen.
 const LONG_LINES: usize = 600;
@@ -35,7 +35,7 @@ const HOSTILE: &str = "<img src=x onerror=alert(1)>.md";
 
 /// Chromium and chromedriver, or `None` (with the reason printed) where the test may skip.
 #[allow(clippy::print_stderr)] // the note that says the test was skipped
-fn browser_or_skip() -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn browser_or_skip() -> Option<(PathBuf, PathBuf)> {
     match browser::find() {
         Ok(found) => Some(found),
         Err(why) => {
@@ -53,7 +53,7 @@ fn browser_or_skip() -> Option<(PathBuf, PathBuf)> {
 }
 
 /// Where the screenshots go: `target/ui-screenshots/<lang>/<page>.png`.
-fn shots_dir() -> PathBuf {
+pub(crate) fn shots_dir() -> PathBuf {
     // The binary is `target/<profile>/linkly`.
     common::bin()
         .parent()
@@ -105,7 +105,7 @@ fn documents(env: &Env) {
 }
 
 /// Starts `linkly serve` on a free port without folders and waits until it watches.
-fn serve(env: &Env) -> (Server, u16) {
+pub(crate) fn serve(env: &Env) -> (Server, u16) {
     let port = common::free_port();
     fs_err::create_dir_all(&env.home).unwrap();
     let log = std::fs::File::create(env.home.join("serve.log")).unwrap();
@@ -137,7 +137,7 @@ fn serve(env: &Env) -> (Server, u16) {
 }
 
 /// Unwraps a WebDriver result, naming the step.
-trait Step<T> {
+pub(crate) trait Step<T> {
     fn at(self, step: &str) -> T;
 }
 
@@ -148,12 +148,12 @@ impl<T> Step<T> for browser::Result<T> {
 }
 
 /// A number as the page shows it (`1,234`, `1 234`, `1.234`): its digits.
-fn number(text: &str) -> u64 {
+pub(crate) fn number(text: &str) -> u64 {
     let digits: String = text.chars().filter(char::is_ascii_digit).collect();
     digits.parse().unwrap_or(0)
 }
 
-fn shot(s: &mut Session<'_>, lang: &str, name: &str) {
+pub(crate) fn shot(s: &mut Session<'_>, lang: &str, name: &str) {
     let path = shots_dir().join(lang).join(format!("{name}.png"));
     s.screenshot(&path).at(&format!("screenshot {name}"));
 }

@@ -202,6 +202,9 @@ pub struct Config {
     /// OCR of images and scanned PDF pages (the `[ocr]` table). Default: on, with
     /// [`OcrConfig::DEFAULT_LANGUAGES`].
     pub ocr: OcrConfig,
+    /// Transcription of audio and video with the speech model (the `[transcription]` table).
+    /// Default: both off, as in the app.
+    pub transcription: TranscriptionConfig,
 }
 
 impl Config {
@@ -310,6 +313,24 @@ impl Default for OcrConfig {
             languages: Self::DEFAULT_LANGUAGES.map(str::to_string).to_vec(),
         }
     }
+}
+
+/// The `[transcription]` table: which media the speech model transcribes. Off by default (as
+/// the desktop app ships): a media file is then indexed by name with `skip_reason:
+/// transcription_off`, and the first sync after its switch is turned on transcribes it.
+///
+/// ```toml
+/// [transcription]
+/// audio = true
+/// video = false
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TranscriptionConfig {
+    /// Transcribe audio files (mp3, m4a, wav, ...). Default: false.
+    pub audio: bool,
+    /// Transcribe the sound track of video files (mp4, mov, ...). Default: false.
+    pub video: bool,
 }
 
 #[cfg(test)]

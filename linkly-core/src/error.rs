@@ -27,6 +27,9 @@ pub enum Error {
     /// A library that cannot be defined, changed or found as asked.
     #[error(transparent)]
     Library(#[from] LibraryError),
+    /// A setting that cannot be read or changed as asked.
+    #[error(transparent)]
+    Setting(#[from] crate::SettingError),
     /// A file-system failure; the message names the path.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -76,6 +79,7 @@ impl CodedError for Error {
                 ErrorCode::InvalidArgument
             }
             Error::Library(e) => e.error_code(),
+            Error::Setting(e) => e.error_code(),
             // A broken config file or a failing disk: nothing the caller's arguments can fix.
             Error::Config { .. } | Error::Io(_) => ErrorCode::Internal,
         }

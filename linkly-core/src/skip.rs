@@ -40,6 +40,9 @@ impl SkipReason {
     /// after one is (`linkly model download whisper-base`, `linkly model import <folder>`)
     /// transcribes it.
     pub const TRANSCRIPTION_UNAVAILABLE: &'static str = "transcription_unavailable";
+    /// An audio or video file whose kind of transcription is turned off (`[transcription]`
+    /// in config.toml, off by default); a sync after it is turned on transcribes it.
+    pub const TRANSCRIPTION_OFF: &'static str = "transcription_off";
     /// An audio or video file whose sound the speech model heard no words in (silence, music).
     pub const NO_SPEECH: &'static str = "no_speech";
     /// A video (or other media file) without a sound track.
@@ -68,6 +71,7 @@ impl SkipReason {
         SkipReason::OCR_UNAVAILABLE,
         SkipReason::OCR_FOUND_NOTHING,
         SkipReason::TRANSCRIPTION_UNAVAILABLE,
+        SkipReason::TRANSCRIPTION_OFF,
         SkipReason::NO_SPEECH,
         SkipReason::NO_SOUND_TRACK,
         SkipReason::CODEC_UNSUPPORTED,

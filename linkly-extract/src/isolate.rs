@@ -73,6 +73,9 @@ struct WireRequest {
     /// The speech model's folder; absent means none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     speech_model: Option<PathBuf>,
+    /// The transcription switches (audio, video); absent means both on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    transcribe: Option<(bool, bool)>,
 }
 
 /// [`crate::ocr::OcrOptions`] on the wire.
@@ -231,6 +234,7 @@ fn run_in_worker(
             pdf_budget_ms: Some((sandbox.timeout.as_millis() as u64) * 3 / 4),
         }),
         speech_model: sandbox.options.speech.model.clone(),
+        transcribe: Some((sandbox.options.speech.audio, sandbox.options.speech.video)),
     })
     .unwrap_or_default();
     let finished = match child::run(cmd, Some(&request), timeout, MAX_OUTPUT) {
@@ -349,6 +353,10 @@ pub fn run_worker() -> i32 {
         options.ocr.pdf_budget = ocr.pdf_budget_ms.map(Duration::from_millis);
     }
     options.speech.model = request.speech_model;
+    if let Some((audio, video)) = request.transcribe {
+        options.speech.audio = audio;
+        options.speech.video = video;
+    }
     let result = crate::extract_path_with(&request.path, &options);
     let wire = WireResult::from_result(result);
     let mut json = match serde_json::to_vec(&wire) {

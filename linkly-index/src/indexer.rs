@@ -31,6 +31,9 @@ const OCR_PENDING: &str = "+ocr_unavailable";
 /// Appended to the stored hash of an audio or video file skipped as
 /// `transcription_unavailable`, so that the first sync with a speech model transcribes it.
 const SPEECH_PENDING: &str = "+transcription_unavailable";
+/// Appended to the stored hash of an audio or video file skipped as `transcription_off`, so
+/// that the first sync after its switch is turned on transcribes it.
+const SPEECH_OFF: &str = "+transcription_off";
 /// Text of one document the full-text index holds: a document longer than this (a 60 MB log on
 /// one line) is searchable by its first 8 MiB, while `read` and `grep` see all of it. Keeps the
 /// indexing of one huge file within a memory budget.
@@ -197,6 +200,14 @@ pub(crate) fn split_path(path: &str) -> (&str, &str) {
 enum Work {
     Unchanged(u64, i64),
     Index(Box<Prepared>),
+}
+
+/// Whether an exclusion glob parses (the indexer leaves out, with a warning, one that does
+/// not): `Err` says why not.
+pub fn check_exclusion(pattern: &str) -> Result<(), String> {
+    Glob::new(pattern)
+        .map(|_| ())
+        .map_err(|e| e.kind().to_string())
 }
 
 fn exclusion_set(patterns: &[String]) -> GlobSet {
@@ -459,6 +470,9 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
         Err(r) if r.code == linkly_core::SkipReason::TRANSCRIPTION_UNAVAILABLE => {
             format!("{hash}{SPEECH_PENDING}")
         }
+        Err(r) if r.code == linkly_core::SkipReason::TRANSCRIPTION_OFF => {
+            format!("{hash}{SPEECH_OFF}")
+        }
         _ => hash,
     };
     let (doc, content) = match result {
@@ -640,6 +654,9 @@ impl Index {
                     && prev.modified_at == modified_at
                     && !(prev.hash.ends_with(OCR_PENDING) && ocr_ready())
                     && !(prev.hash.ends_with(SPEECH_PENDING) && speech_ready())
+                    && !(prev.hash.ends_with(SPEECH_OFF)
+                        && linkly_extract::doc_type_for(&path)
+                            .is_some_and(|t| opts.sandbox.options.speech.allows(t)))
                 {
                     report.unchanged += 1;
                     return;

@@ -51,7 +51,7 @@ pub use crate::hybrid::{
 pub use crate::impacts::{
     DocAnalysis, DocTerms, ImpactDoc, analyse_document, bm25_impacts, bm25_impacts_of,
 };
-pub use crate::indexer::{Phase, Progress, SyncOptions, SyncReport};
+pub use crate::indexer::{Phase, Progress, SyncOptions, SyncReport, check_exclusion};
 pub use crate::ingest::IngestDoc;
 pub use crate::store::DocRecord;
 pub use crate::vector::{
@@ -220,11 +220,19 @@ impl Index {
         })
     }
 
+    /// Forgets what every stored file looked like, so that the next sync reads and extracts
+    /// every file again (after the person asked to re-extract: a new extractor, new OCR
+    /// languages). Documents stay searchable meanwhile. Returns how many files.
+    pub fn forget_extractions(&self) -> Result<u64> {
+        let _gate = self.sync_gate.lock().unwrap_or_else(|e| e.into_inner());
+        self.store.forget_file_states()
+    }
+
     /// Rebuilds the full-text index from the store (the source of truth: it keeps every
     /// document's extracted text), without extracting any file again. A full [`Index::sync`]
     /// does it by itself when the two disagree (a lost or damaged `lexical` folder, orphans
-    /// after a lost store); `linkly index --rebuild` and `linkly doctor --fix` ask for it.
-    /// Takes the writer lock. Returns the number of documents indexed.
+    /// after a lost store); `linkly index --rebuild`, `linkly doctor --fix` and the window's
+    /// Settings page ask for it. Takes the writer lock. Returns the number of documents indexed.
     pub fn rebuild_lexical(&self, progress: &mut dyn FnMut(&Progress)) -> Result<u64> {
         let _gate = self.sync_gate.lock().unwrap_or_else(|e| e.into_inner());
         self.lexical

@@ -813,6 +813,16 @@ impl Store {
         Ok(conn.query_row("SELECT COUNT(*) FROM docs", [], |r| r.get::<_, i64>(0))? as u64)
     }
 
+    /// Forgets what every stored file looked like (its time stamp and content hash), so that
+    /// the next sync reads and extracts every file again. Returns how many files.
+    pub(crate) fn forget_file_states(&self) -> Result<u64> {
+        let mut conn = self.conn();
+        let tx = write_tx(&mut conn)?;
+        let n = tx.execute("UPDATE docs SET modified_at = -1, hash = ''", [])?;
+        tx.commit()?;
+        Ok(n as u64)
+    }
+
     /// Ids of rows still marked dirty.
     pub(crate) fn dirty_ids(&self) -> Result<HashSet<u64>> {
         select_ids(&self.conn(), "SELECT id FROM docs WHERE dirty = 1")

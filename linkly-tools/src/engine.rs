@@ -301,6 +301,50 @@ impl Linkly {
         Ok(out)
     }
 
+    /// Puts a configuration read elsewhere in effect (the keep-fresh engine's reload of
+    /// `config.toml`), without saving it.
+    pub(crate) fn put_config(&self, config: Config) {
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+    }
+
+    /// Changes one setting (see [`linkly_core::SETTINGS`]) and saves `config.toml`, after
+    /// checking the value (a folder that exists and can be read, an exclusion glob that parses,
+    /// OCR languages that Tesseract has). With `version` (what [`Config::setting_version`] gave
+    /// the caller when it showed the value), a setting that changed meanwhile is refused with
+    /// [`linkly_core::SettingError::Changed`]. Nothing is saved when anything is refused (the
+    /// inner `Err`); the outer one is a failure to read or write `config.toml`. A running
+    /// keep-fresh engine applies the change within a second.
+    pub fn change_setting(
+        &self,
+        key: &str,
+        op: linkly_core::SettingOp,
+        version: Option<&str>,
+    ) -> Result<Result<(), linkly_core::SettingError>> {
+        let mut refused = None;
+        let saved = self.update_config(|c| {
+            let checked = (|| {
+                if let Some(v) = version
+                    && c.setting_version(key)? != v
+                {
+                    return Err(linkly_core::SettingError::Changed {
+                        key: key.to_string(),
+                    });
+                }
+                check_setting(key, &op)?;
+                c.change_setting(key, op)
+            })();
+            if let Err(e) = &checked {
+                refused = Some(e.clone());
+            }
+            checked.map_err(linkly_core::Error::from)
+        });
+        match (saved, refused) {
+            (_, Some(e)) => Ok(Err(e)),
+            (Ok(()), None) => Ok(Ok(())),
+            (Err(e), None) => Err(e),
+        }
+    }
+
     /// Calls a tool with its typed parameters, as [`Linkly::call`] would with them as JSON:
     /// for a front end that routes or adjusts a call on its typed parameters.
     pub fn call_params<P: crate::ToolParams>(&self, params: &P) -> ToolOutput {
@@ -364,4 +408,64 @@ impl Linkly {
         );
         Ok(output)
     }
+}
+
+/// The checks of a setting's value that need more than the config: the glob syntax of an
+/// exclusion, the OCR languages Tesseract has on this machine.
+pub fn check_setting(
+    key: &str,
+    op: &linkly_core::SettingOp,
+) -> Result<(), linkly_core::SettingError> {
+    use linkly_core::{SettingError, SettingOp};
+    let value = match op {
+        SettingOp::Set(v) | SettingOp::Add(v) => v.as_str(),
+        SettingOp::Remove(_) => return Ok(()),
+    };
+    let items = || {
+        value
+            .split([',', '\n'])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    };
+    match key {
+        "exclude" => {
+            let one = match op {
+                SettingOp::Add(v) => vec![v.trim()],
+                _ => items().collect(),
+            };
+            for p in one {
+                if let Err(why) = linkly_index::check_exclusion(p) {
+                    return Err(SettingError::BadValue {
+                        key: key.to_string(),
+                        value: p.to_string(),
+                        expected: format!(
+                            "a glob such as node_modules, *.log or drafts/** ({why})"
+                        ),
+                    });
+                }
+            }
+        }
+        "ocr.languages" => {
+            let status = linkly_extract::ocr::status();
+            for code in items() {
+                if !status.languages.iter().any(|l| l == code) {
+                    let expected = if status.languages.is_empty() {
+                        "a language Tesseract has, and Tesseract is not installed here: install it (with its language data) first".to_string()
+                    } else {
+                        format!(
+                            "a language Tesseract has here ({}); install its data (tesseract-ocr-{code} on Debian) to use it",
+                            status.languages.join(", ")
+                        )
+                    };
+                    return Err(SettingError::BadValue {
+                        key: key.to_string(),
+                        value: code.to_string(),
+                        expected,
+                    });
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }

@@ -38,6 +38,7 @@ mod choice;
 mod engine;
 mod error;
 mod library;
+mod models;
 mod notes;
 mod overview;
 mod render;
@@ -45,8 +46,9 @@ mod snippet;
 mod tools;
 mod upkeep;
 
-pub use crate::engine::{Behind, Linkly, ToolOutput, UnknownTool};
+pub use crate::engine::{Behind, Linkly, ToolOutput, UnknownTool, check_setting};
 pub use crate::error::{Result, ToolError, choice_error};
+pub use crate::models::{EmbeddingModelOnDisk, ModelImported, ModelsOnDisk, SpeechModelOnDisk};
 pub use crate::notes::person::{NoteDeleted, NoteView, TrashedNote};
 pub use crate::notes::sync_options;
 pub use crate::overview::{Overview, SKIPPED_PER_CODE, SkippedFile};

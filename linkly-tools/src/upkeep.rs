@@ -40,6 +40,9 @@ pub const WORKER_ARG: &str = "__extract-worker";
 /// Set once [`extraction_worker_hook`] ran in this process.
 static WORKER_HOOKED: AtomicBool = AtomicBool::new(false);
 
+/// How often a running engine looks at `config.toml` for changes.
+const CONFIG_POLL: Duration = Duration::from_millis(500);
+
 /// A sync older than this, with nothing watching, earns a note in `search` answers.
 const STALE_AFTER_MS: i64 = 15 * 60 * 1000;
 
@@ -395,10 +398,19 @@ impl Linkly {
         let linkly = self.clone();
         let watcher = handle.watcher.clone();
         let stopped = handle.stopped.clone();
+        let on_config = on_event.clone();
+        let engine_opts = opts.clone();
         std::thread::Builder::new()
             .name("linkly-keep-fresh".into())
-            .spawn(move || linkly.run_engine(opts, watcher, stopped, on_event))
+            .spawn(move || linkly.run_engine(engine_opts, watcher, stopped, on_event))
             .map_err(|e| ToolError::internal(format!("cannot start the keep-fresh thread: {e}")))?;
+        let linkly = self.clone();
+        let watcher = handle.watcher.clone();
+        let stopped = handle.stopped.clone();
+        std::thread::Builder::new()
+            .name("linkly-config".into())
+            .spawn(move || linkly.follow_config(opts, watcher, stopped, on_config))
+            .map_err(|e| ToolError::internal(format!("cannot start the config thread: {e}")))?;
         Ok(handle)
     }
 
@@ -426,47 +438,10 @@ impl Linkly {
         state(IndexState::Indexing);
         // The watcher starts before the reconcile, so that nothing saved during it is missed
         // (a burst during the reconcile waits for it and syncs its paths after).
-        if opts.watch && !sync_opts.roots.is_empty() {
-            let events_linkly = self.clone();
-            let events = on_event.clone();
-            let embed_after = self.clone();
-            let embed_events = on_event.clone();
-            let started = Watcher::start(
-                self.index().clone(),
-                sync_opts.clone(),
-                vec![self.data_dir().root().to_path_buf()],
-                move |event| match event {
-                    WatchEvent::Syncing => {
-                        events_linkly.fresh.set(IndexState::Indexing);
-                        events(&FreshEvent::State(IndexState::Indexing));
-                    }
-                    WatchEvent::Synced(r) => {
-                        let changed = r.added + r.updated + r.removed > 0;
-                        events(&FreshEvent::Synced {
-                            report: r,
-                            full: false,
-                        });
-                        events_linkly.fresh.set(IndexState::Watching);
-                        events(&FreshEvent::State(IndexState::Watching));
-                        if changed {
-                            embed_after.embed_in_background(embed_events.clone());
-                        }
-                    }
-                    WatchEvent::Failed(e) => {
-                        events_linkly.fresh.set(IndexState::Error);
-                        events(&FreshEvent::Failed(format!("re-indexing failed: {e}")));
-                    }
-                },
-            );
-            match started {
-                Ok(w) => {
-                    *watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(w);
-                    self.fresh.watching.store(true, Ordering::SeqCst);
-                }
-                Err(e) => on_event(&FreshEvent::Failed(format!(
-                    "cannot watch the folders: {e}"
-                ))),
-            }
+        if opts.watch
+            && let Some(w) = self.start_watcher(&sync_opts, &on_event)
+        {
+            *watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(w);
         }
         if stopped.load(Ordering::SeqCst) {
             return;
@@ -526,6 +501,131 @@ impl Linkly {
         };
         if matches!(model, ModelStatus::Ready { .. }) {
             self.embed_now(&on_event);
+        }
+    }
+
+    /// Starts a watcher over these sync options (none without roots); its bursts sync the
+    /// paths they name and embed what changed.
+    fn start_watcher(
+        self: &Arc<Self>,
+        sync_opts: &SyncOptions,
+        on_event: &Arc<dyn Fn(&FreshEvent) + Send + Sync>,
+    ) -> Option<Watcher> {
+        if sync_opts.roots.is_empty() {
+            return None;
+        }
+        let events_linkly = self.clone();
+        let events = on_event.clone();
+        let embed_after = self.clone();
+        let embed_events = on_event.clone();
+        let started = Watcher::start(
+            self.index().clone(),
+            sync_opts.clone(),
+            vec![self.data_dir().root().to_path_buf()],
+            move |event| match event {
+                WatchEvent::Syncing => {
+                    events_linkly.fresh.set(IndexState::Indexing);
+                    events(&FreshEvent::State(IndexState::Indexing));
+                }
+                WatchEvent::Synced(r) => {
+                    let changed = r.added + r.updated + r.removed > 0;
+                    events(&FreshEvent::Synced {
+                        report: r,
+                        full: false,
+                    });
+                    events_linkly.fresh.set(IndexState::Watching);
+                    events(&FreshEvent::State(IndexState::Watching));
+                    if changed {
+                        embed_after.embed_in_background(embed_events.clone());
+                    }
+                }
+                WatchEvent::Failed(e) => {
+                    events_linkly.fresh.set(IndexState::Error);
+                    events(&FreshEvent::Failed(format!("re-indexing failed: {e}")));
+                }
+            },
+        );
+        match started {
+            Ok(w) => {
+                self.fresh.watching.store(true, Ordering::SeqCst);
+                Some(w)
+            }
+            Err(e) => {
+                on_event(&FreshEvent::Failed(format!(
+                    "cannot watch the folders: {e}"
+                )));
+                None
+            }
+        }
+    }
+
+    /// Follows `config.toml` while the engine runs: a change saved by anyone (the window,
+    /// `linkly config set`, an editor) is put in effect within a second: the watcher restarts
+    /// over the new folders and exclusions, and a full sync indexes what was added, drops what
+    /// left, and extracts again what waited for a switch (transcription, OCR).
+    fn follow_config(
+        self: Arc<Self>,
+        opts: KeepFreshOptions,
+        watcher: Arc<Mutex<Option<Watcher>>>,
+        stopped: Arc<AtomicBool>,
+        on_event: Arc<dyn Fn(&FreshEvent) + Send + Sync>,
+    ) {
+        let path = self.data_dir().config_file();
+        let read = || fs_err::read_to_string(&path).unwrap_or_default();
+        let mut seen = read();
+        let mut applied = (*self.config()).clone();
+        while !stopped.load(Ordering::SeqCst) {
+            std::thread::sleep(CONFIG_POLL);
+            let text = read();
+            if text == seen {
+                continue;
+            }
+            seen = text;
+            let config = match linkly_core::Config::load(self.data_dir()) {
+                Ok(c) => c,
+                Err(e) => {
+                    on_event(&FreshEvent::Failed(format!(
+                        "config.toml changed but cannot be read ({e}); the previous settings stay in effect"
+                    )));
+                    continue;
+                }
+            };
+            if config == applied {
+                continue;
+            }
+            tracing::info!("config.toml changed: applying it");
+            self.put_config(config.clone());
+            applied = config;
+            let sync_opts = self.sync_options();
+            if opts.watch {
+                // The old watcher stops before the new one starts over the new folders.
+                let old = watcher.lock().unwrap_or_else(|e| e.into_inner()).take();
+                drop(old);
+                self.fresh.watching.store(false, Ordering::SeqCst);
+                if let Some(w) = self.start_watcher(&sync_opts, &on_event) {
+                    *watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(w);
+                }
+            }
+            if stopped.load(Ordering::SeqCst) {
+                return;
+            }
+            self.fresh.set(IndexState::Indexing);
+            on_event(&FreshEvent::State(IndexState::Indexing));
+            match self
+                .index()
+                .sync(&sync_opts, &mut |p| on_event(&FreshEvent::Sync(*p)))
+            {
+                Ok(report) => on_event(&FreshEvent::Synced { report, full: true }),
+                Err(e) => on_event(&FreshEvent::Failed(format!("indexing failed: {e}"))),
+            }
+            let state = if self.fresh.watching.load(Ordering::SeqCst) {
+                IndexState::Watching
+            } else {
+                IndexState::Idle
+            };
+            self.fresh.set(state);
+            on_event(&FreshEvent::State(state));
+            self.embed_in_background(on_event.clone());
         }
     }
 
@@ -712,6 +812,7 @@ impl Linkly {
         let speech = ExtractOptions {
             speech: linkly_extract::SpeechOptions {
                 model: Some(self.data_dir().speech_model_dir()),
+                ..linkly_extract::SpeechOptions::default()
             },
             ..ExtractOptions::default()
         };
@@ -740,6 +841,50 @@ impl Linkly {
             last_sync: time(index.last_sync()?),
             watching: self.fresh.watching.load(Ordering::SeqCst),
         })
+    }
+
+    /// The OCR languages Tesseract has on this machine (none when it is not installed).
+    pub fn ocr_languages(&self) -> Vec<String> {
+        linkly_extract::ocr::status().languages
+    }
+
+    /// Whether a speech model is on disk (in the data directory's speech model folder).
+    pub fn speech_model_ready(&self) -> bool {
+        linkly_extract::formats::speech_ready(&ExtractOptions {
+            speech: linkly_extract::SpeechOptions {
+                model: Some(self.data_dir().speech_model_dir()),
+                ..linkly_extract::SpeechOptions::default()
+            },
+            ..ExtractOptions::default()
+        })
+    }
+
+    /// Asks for every file to be read and extracted again, then syncs (progress as events):
+    /// the person's "re-extract" after new OCR languages or a new extractor. Documents stay
+    /// searchable meanwhile.
+    pub fn reextract_all(&self, on_event: &mut dyn FnMut(&FreshEvent)) -> Result<IndexNowReport> {
+        self.index().forget_extractions()?;
+        self.index_now(on_event)
+    }
+
+    /// Rebuilds the full-text index from the store (no file is extracted again).
+    pub fn rebuild_search_index(&self, on_event: &mut dyn FnMut(&FreshEvent)) -> Result<u64> {
+        self.fresh.set(IndexState::Rebuilding);
+        let r = self
+            .index()
+            .rebuild_lexical(&mut |p| on_event(&FreshEvent::Sync(*p)));
+        self.fresh
+            .set(if self.fresh.watching.load(Ordering::SeqCst) {
+                IndexState::Watching
+            } else {
+                IndexState::Idle
+            });
+        Ok(r?)
+    }
+
+    /// True while a keep-fresh engine runs in this process (it applies config changes itself).
+    pub fn keeps_fresh(&self) -> bool {
+        self.fresh.engine.load(Ordering::SeqCst)
     }
 
     /// What the index is doing, as this process's engine knows it.

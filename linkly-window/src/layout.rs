@@ -23,6 +23,7 @@ pub(crate) enum Nav {
     Notes,
     Libraries,
     Agents,
+    Settings,
     None,
 }
 
@@ -98,6 +99,7 @@ pub(crate) fn page(ctx: &Ctx, nav: Nav, title: &str, main: Markup) -> Response {
                         (item("nav-notes", "/notes", "nav.notes", "✎", Nav::Notes))
                         (item("nav-libraries", "/libraries", "nav.libraries", "▤", Nav::Libraries))
                         (item("nav-agents", "/agents", "nav.agents", "⚇", Nav::Agents))
+                        (item("nav-settings", "/settings", "nav.settings", "⚙", Nav::Settings))
                         div.spacer {}
                         form #lang-form.lang method="post" action="/lang" {
                             (csrf_field(ctx))

@@ -20,23 +20,24 @@
 //!
 //! | What | Selector |
 //! |---|---|
-//! | navigation links | `#nav-overview`, `#nav-search`, `#nav-notes`, `#nav-libraries`, `#nav-agents` |
+//! | navigation links | `#nav-overview`, `#nav-search`, `#nav-notes`, `#nav-libraries`, `#nav-agents`, `#nav-settings` |
 //! | language switch (select, button) | `#lang-select`, `#lang-apply` (form `#lang-form`) |
 //! | server unreachable banner | `#offline` |
 //! | overview counts | `[data-testid=doc-count]`, `[data-testid=indexed-count]`, `[data-testid=index-state]` |
 //! | sync progress | `#progress` (`[data-testid=progress-text]`) |
 //! | folders | `#folder-add-form`, `#folder-path`, `#folder-add`, `[data-testid=folder]`, `[data-testid=folder-remove]`, `#folder-error` |
-//! | skipped files | `#skipped`, `[data-testid=skip-group]` (`data-code`), `[data-testid=skipped-file]`, `[data-testid=skip-advice]` |
+//! | skipped files | `#skipped`, `[data-testid=skip-group]` (`data-code`), `[data-testid=skipped-file]`, `[data-testid=skip-advice]`, `[data-testid=skip-media-heading]` (before the audio and video groups) |
 //! | model | `[data-testid=model-status]`, `#model-download-button`, `[data-testid=model-download]` (progress) |
 //! | search | `#search-form`, `#q`, `#search-submit`, `#search-error`, `[data-testid=result]` (`a[data-testid=result-link]`), `[data-testid=result-count]`, `#next-page`, `#prev-page` |
 //! | document | `#doc-title`, `#doc-download`, `#doc-lines`, `#L120` (a line), `.hl` (highlighted lines), `#outline`, `[data-testid=outline-entry]`, `#doc-next-page`, `#doc-prev-page` |
 //! | find in document | `#find-form`, `#find`, `#find-case`, `#find-regex`, `#find-submit`, `#find-count`, `#find-next`, `#find-prev`, `#find-error` |
-//! | notes list | `#note-new`, `#notes-q`, `[data-testid=note]`, `[data-testid=tag-filter]`, `#notes-trash-link` |
+//! | notes list | `#note-new`, `#notes-q`, `[data-testid=note]` (`[data-testid=note-source]`, `data-source` = `you` or `agent`), `[data-testid=tag-filter]`, `#notes-trash-link` |
 //! | note editor | `#note-form`, `#note-body`, `#note-tags`, `#note-save`, `#note-toolbar` (`[data-md=bold]` …), `#note-saved`, `#note-error` |
 //! | note conflict | `#conflict`, `#conflict-theirs`, `#conflict-mine`, `#conflict-overwrite` |
 //! | note delete | `#note-delete` (opens `#delete-confirm`), `#note-delete-confirm`, `#note-delete-cancel` |
 //! | trash | `[data-testid=trashed-note]`, `[data-testid=note-restore]` |
 //! | libraries | `#library-new-form`, `#library-name`, `#library-folders`, `#library-tags`, `#library-create`, `[data-testid=library]`, `[data-testid=library-delete]`, `#library-error` |
+//! | settings | `#settings-folders` (`[data-testid=setting-folder]`, `[data-testid=setting-folder-remove]`, `#settings-folder-path`, `#settings-folder-add`), `#settings-exclude` (`[data-testid=exclusion]`, `[data-testid=exclusion-remove]`, `#exclude-pattern`, `#exclude-add`), `#settings-ocr` (`#ocr-toggle`, `#ocr-languages`, `#ocr-languages-save`), `#settings-transcription` (`#transcribe-audio`, `#transcribe-video`, `[data-testid=media-waiting]`), `#settings-index` (`#reindex-rebuild`, `#reindex-reextract`), `#settings-models` (`[data-testid=model-on-disk]`, `[data-testid=model-remove]`, `#speech-model-remove`, `[data-testid=speech-engine]`, `#model-import-path`, `#model-import`, `#settings-model-download`), `[data-testid=setting-error]` (`data-key`) |
 //! | agents | `[data-testid=agent-config]` (`data-client`: `claude-desktop`, `claude-code`, `cursor`, `vscode`, `http`, `stdio`, `uvx`), `[data-testid=copy]`, `#lan-token` (`#lan-reveal`), `#lan-form` |
 
 mod i18n;
@@ -120,7 +121,7 @@ pub(crate) struct Ctx {
 }
 
 /// The window, to mount at `/` (its routes are `/`, `/search`, `/doc/…`, `/notes…`,
-/// `/libraries…`, `/agents…`, `/folders/…`, `/lang`, `/signin…`, `/api/status`, `/assets/…`),
+/// `/libraries…`, `/agents…`, `/settings…`, `/folders/…`, `/lang`, `/signin…`, `/api/status`, `/assets/…`),
 /// each with its [`Class`]: the host puts them behind `opts.gate` ([`linkly_http::Gate::wrap`]),
 /// whose refusals this window renders (a page in the visitor's language).
 ///
@@ -135,7 +136,7 @@ pub fn router(linkly: Arc<Linkly>, live: Arc<Live>, opts: WindowOptions) -> Rout
         secret: security::new_secret(),
     }));
     use Class::{Person, Public, Read};
-    use pages::{agents, document, libraries, notes, overview, search, signin};
+    use pages::{agents, document, libraries, notes, overview, search, settings, signin};
     // One line a route: its path, who may call it (the gate enforces it), its handlers.
     Routes::new()
         .route("/", Read, get(overview::page_handler))
@@ -159,6 +160,11 @@ pub fn router(linkly: Arc<Linkly>, live: Arc<Live>, opts: WindowOptions) -> Rout
         .route("/libraries/delete", Person, post(libraries::delete))
         .route("/agents", Person, get(agents::page_handler))
         .route("/agents/lan", Person, post(agents::lan))
+        .route("/settings", Person, get(settings::page_handler))
+        .route("/settings/change", Person, post(settings::change))
+        .route("/settings/reindex", Person, post(settings::reindex))
+        .route("/settings/model/import", Person, post(settings::import_model))
+        .route("/settings/model/remove", Person, post(settings::remove_model))
         .route("/lang", Public, post(pages::set_lang))
         .route(
             "/signin",

@@ -132,6 +132,19 @@ fn transcribe(
     input: &Input<'_>,
     options: &ExtractOptions,
 ) -> Result<Extracted, SkipReason> {
+    if !options.speech.allows(doc_type) {
+        let (kind, key) = if doc_type == DocType::Video {
+            ("video", "transcription.video")
+        } else {
+            ("audio", "transcription.audio")
+        };
+        return Err(SkipReason::new(
+            SkipReason::TRANSCRIPTION_OFF,
+            format!(
+                "{kind} transcription is turned off: turn it on in the window's Settings or with `linkly config set {key} true`"
+            ),
+        ));
+    }
     let Some(dir) = model_dir(options) else {
         return Err(unavailable());
     };
@@ -431,5 +444,14 @@ mod tests {
         assert!(!speech_ready(&options));
         let r = Video.extract_with(&input, &options).unwrap_err();
         assert_eq!(r.code, SkipReason::TRANSCRIPTION_UNAVAILABLE);
+        // A switch turned off wins over the model: the file waits for the switch.
+        options.speech.video = false;
+        let r = Video.extract_with(&input, &options).unwrap_err();
+        assert_eq!(r.code, SkipReason::TRANSCRIPTION_OFF);
+        assert!(r.detail.contains("transcription.video"), "{r}");
+        assert_eq!(
+            Audio.extract_with(&input, &options).unwrap_err().code,
+            SkipReason::TRANSCRIPTION_UNAVAILABLE
+        );
     }
 }

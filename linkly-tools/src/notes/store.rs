@@ -93,6 +93,9 @@ pub(crate) struct SaveRequest {
     pub(crate) add_tags: Vec<String>,
     /// The sanitised app name.
     pub(crate) source: Option<String>,
+    /// Written by the person in their window: any Markdown (the agents' whitelist does not
+    /// apply to what the person writes).
+    pub(crate) person: bool,
 }
 
 /// The notes folder.
@@ -347,7 +350,9 @@ impl NoteStore {
     /// Creates a note. `note_id` is a normalised UUID or `None` for a new one.
     pub(crate) fn create(&self, note_id: Option<String>, req: SaveRequest) -> Result<Saved> {
         let body = tags::append_missing(&req.body, &req.add_tags);
-        whitelist::check(&body, &Default::default()).map_err(invalid)?;
+        if !req.person {
+            whitelist::check(&body, &Default::default()).map_err(invalid)?;
+        }
         let _lock = self.lock()?;
         let note_id = match note_id {
             Some(id) => {
@@ -446,7 +451,9 @@ impl NoteStore {
             }
         }
         let body = tags::append_missing(&req.body, &wanted);
-        whitelist::check(&body, &whitelist::kinds(old_body)).map_err(invalid)?;
+        if !req.person {
+            whitelist::check(&body, &whitelist::kinds(old_body)).map_err(invalid)?;
+        }
         let now = linkly_core::now_millis();
         if fm.scalar("note_id").is_none() {
             fm.set("note_id", note_id);

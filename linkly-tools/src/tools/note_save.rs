@@ -153,6 +153,19 @@ fn invalid(message: impl Into<String>) -> ToolError {
 impl Linkly {
     /// Runs `note_save`.
     pub fn note_save(&self, p: NoteSaveParams) -> Result<NoteSaveResponse> {
+        self.save_note(p, false)
+    }
+
+    /// `note_save` for the person in their own window: the same CAS versions, tags and
+    /// indexing, with any Markdown (headings, links, code, tables: the agents' whitelist is
+    /// for agents only) and no `app_name` (the note's source badge says "you"). Never an MCP
+    /// tool.
+    pub fn note_save_by_person(&self, mut p: NoteSaveParams) -> Result<NoteSaveResponse> {
+        p.app_name = None;
+        self.save_note(p, true)
+    }
+
+    fn save_note(&self, p: NoteSaveParams, person: bool) -> Result<NoteSaveResponse> {
         let mode = p.mode;
         // Arguments that need no file first, so a bad call never waits for the lock.
         let note_id = p.note_id.as_deref().map(store::parse_note_id).transpose()?;
@@ -207,6 +220,7 @@ impl Linkly {
             body,
             add_tags,
             source,
+            person,
         };
         let store = self.note_store();
         let saved = match (note_id, base_version) {

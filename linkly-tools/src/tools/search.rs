@@ -180,6 +180,13 @@ pub struct SearchResponse {
     /// search; an index that nothing keeps fresh.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,
+    /// A stable key for each notice, in the same order (`keyword_only.missing`,
+    /// `keyword_only.loading`, `keyword_only.broken`, `keyword_only.unembedded`,
+    /// `keyword_only.gateway`, `stale`, `behind`), for a front end that shows them in the
+    /// person's language. Not part of the tool's answer.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub notice_keys: Vec<&'static str>,
     /// The filters in force (as given), when any: what an empty answer was restricted to.
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     pub filters: serde_json::Map<String, Value>,
@@ -331,14 +338,23 @@ impl Linkly {
             TimeSort::Default => {}
         }
         let mut notices = Vec::new();
+        let mut notice_keys = Vec::new();
         if outcome.mode == linkly_index::SearchMode::Keyword {
-            notices.push(match self.keyword_notice() {
-                Some(n) => n.to_string(),
+            let (key, text) = match self.keyword_notice() {
+                Some(n) => ("keyword_only.gateway", n.to_string()),
                 None => keyword_only_notice(&self.corpus().model_status()),
-            });
+            };
+            notice_keys.push(key);
+            notices.push(text);
         }
-        notices.extend(self.staleness_note());
-        notices.extend(self.behind_notice());
+        if let Some(n) = self.staleness_note() {
+            notice_keys.push("stale");
+            notices.push(n);
+        }
+        if let Some(n) = self.behind_notice() {
+            notice_keys.push("behind");
+            notices.push(n);
+        }
         let filters = active_filters(&p, scope);
         let (unfiltered_total, hint) = if results.is_empty() {
             let unfiltered = if filters.is_empty() {
@@ -359,6 +375,7 @@ impl Linkly {
             total: outcome.total.max(results.len()),
             results,
             notices,
+            notice_keys,
             filters,
             unfiltered_total,
             hint,
@@ -479,18 +496,18 @@ fn active_filters(p: &SearchParams, scope: SearchScope) -> serde_json::Map<Strin
 }
 
 /// Why a search ran keyword-only, and what turns semantic search on.
-fn keyword_only_notice(model: &linkly_index::ModelStatus) -> String {
+fn keyword_only_notice(model: &linkly_index::ModelStatus) -> (&'static str, String) {
     use linkly_index::ModelStatus as M;
     match model {
-        M::Missing { .. } => "Keyword-only search: the embedding model is not on disk. `linkly model download` (or a running `linkly serve`) turns on semantic search.".into(),
-        M::Downloading { .. } | M::Loading { .. } => format!(
+        M::Missing { .. } => ("keyword_only.missing", "Keyword-only search: the embedding model is not on disk. `linkly model download` (or a running `linkly serve`) turns on semantic search.".into()),
+        M::Downloading { .. } | M::Loading { .. } => ("keyword_only.loading", format!(
             "Keyword-only search for now: {}; semantic search follows by itself.",
             model.describe()
-        ),
-        M::Broken { reason, .. } => format!(
+        )),
+        M::Broken { reason, .. } => ("keyword_only.broken", format!(
             "Keyword-only search: the embedding model does not load ({reason}); `linkly doctor` says more."
-        ),
-        M::Ready { .. } => "Keyword-only search: no document is embedded yet; `linkly index` (or a running `linkly serve`) embeds them.".into(),
+        )),
+        M::Ready { .. } => ("keyword_only.unembedded", "Keyword-only search: no document is embedded yet; `linkly index` (or a running `linkly serve`) embeds them.".into()),
     }
 }
 

@@ -153,8 +153,8 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ("search.sort_newest", "Newest first"),
     ("search.sort_oldest", "Oldest first"),
     ("search.notes_only", "Notes only"),
-    ("search.count", "{n} documents found"),
-    ("search.count_one", "1 document found"),
+    ("search.count.other", "{n} documents found"),
+    ("search.count.one", "{n} document found"),
     ("model.not_downloaded", "not downloaded"),
     ("model.loading", "loading"),
     ("model.ready", "ready ({dim} dimensions)"),
@@ -355,5 +355,202 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     (
         "agents.token_note",
         "MCP clients over HTTP send the agent token in a header: Authorization: Bearer <agent token> (it is in the agent-token file of the data directory). The stdio command needs nothing.",
+    ),
+    ("nav.settings", "Settings"),
+    ("settings.title", "Settings"),
+    (
+        "settings.local_only",
+        "Only this computer can change the settings.",
+    ),
+    (
+        "settings.folders_help",
+        "A folder added is watched and indexed at once; a folder removed leaves the index.",
+    ),
+    ("settings.exclude", "Exclusions"),
+    (
+        "settings.exclude_help",
+        "Files and folders matching a pattern are not indexed (node_modules, *.log, drafts/**); their documents leave search at once.",
+    ),
+    ("settings.exclude_none", "Nothing is excluded."),
+    ("settings.exclude_pattern", "Pattern to exclude"),
+    ("settings.exclude_add", "Exclude"),
+    ("settings.remove", "Remove"),
+    ("settings.ocr", "Text in images (OCR)"),
+    (
+        "settings.ocr_help",
+        "Reads the text of images and scanned PDF pages with Tesseract.",
+    ),
+    ("settings.ocr_enabled", "OCR:"),
+    (
+        "settings.ocr_languages",
+        "Languages (Tesseract codes, comma-separated)",
+    ),
+    ("settings.save", "Save"),
+    ("settings.ocr_installed", "Installed here:"),
+    (
+        "settings.ocr_missing",
+        "Tesseract is not installed: images are indexed by name until it is.",
+    ),
+    ("settings.on", "On"),
+    ("settings.off", "Off"),
+    ("settings.turn_on", "Turn on"),
+    ("settings.turn_off", "Turn off"),
+    ("settings.transcription", "Transcription"),
+    (
+        "settings.transcription_help",
+        "The speech model writes down what is said in audio and video files, so that a spoken word can be searched. Off by default: it takes time on this computer.",
+    ),
+    ("settings.audio", "Audio transcription:"),
+    ("settings.video", "Video transcription:"),
+    (
+        "settings.media_waiting.one",
+        "{n} media file waits for transcription.",
+    ),
+    (
+        "settings.media_waiting.other",
+        "{n} media files wait for transcription.",
+    ),
+    (
+        "settings.media_off.one",
+        "{n} of them waits for its switch to be turned on.",
+    ),
+    (
+        "settings.media_off.other",
+        "{n} of them wait for their switch to be turned on.",
+    ),
+    (
+        "settings.media_no_model.one",
+        "{n} of them waits for a speech model: install one below.",
+    ),
+    (
+        "settings.media_no_model.other",
+        "{n} of them wait for a speech model: install one below.",
+    ),
+    ("settings.models", "Models"),
+    ("settings.speech_model", "Speech model"),
+    ("settings.speech_ready", "installed in"),
+    (
+        "settings.speech_none",
+        "none: audio and video are indexed by name. Install one with `linkly model download whisper-base` or `linkly model import <folder>`.",
+    ),
+    ("settings.index", "Index"),
+    ("settings.rebuild", "Rebuild the search index"),
+    (
+        "settings.rebuild_confirm",
+        "Rebuild the search index from the stored text? Search answers from what is rebuilt meanwhile.",
+    ),
+    ("settings.reextract", "Read every file again"),
+    (
+        "settings.reextract_confirm",
+        "Read and extract every file again? This can take long with many files; documents stay searchable meanwhile.",
+    ),
+    (
+        "settings.index_help",
+        "Rebuilding repairs the search index without reading files; reading every file again applies new OCR languages or a newer Linkly to files already indexed. Progress shows on the overview.",
+    ),
+    (
+        "settings.err_changed",
+        "This setting was changed in another window (or by another program) since this page was opened. Its value now is shown: make your change again if you still want it.",
+    ),
+    (
+        "settings.err_no_tesseract",
+        "Tesseract is not installed, so it has no language “{value}”: install Tesseract with its language data first. Nothing was saved.",
+    ),
+    (
+        "settings.err_language",
+        "Tesseract has no language “{value}” on this computer (installed: {installed}). Install its language data (the tesseract-ocr-{value} package on Debian or Ubuntu), or choose an installed one. Nothing was saved.",
+    ),
+    (
+        "settings.err_glob",
+        "“{value}” is not a pattern Linkly can read ({why}). Use * for any name, ** for any folders, ? for one character, e.g. drafts/** or *.log.",
+    ),
+    (
+        "settings.err_no_language",
+        "Keep at least one language; to stop OCR, turn it off instead.",
+    ),
+    ("overview.media_group", "Audio and video"),
+    ("skip.transcription_off", "Transcription is turned off"),
+    (
+        "advice.transcription_off",
+        "Turn on audio or video transcription in Settings: these files are then transcribed and their spoken words become searchable.",
+    ),
+    (
+        "skip.transcription_unavailable",
+        "Waiting for a speech model",
+    ),
+    (
+        "advice.transcription_unavailable",
+        "Install a speech model (`linkly model download whisper-base`, or `linkly model import <folder>`): these files are then transcribed without anything else to do.",
+    ),
+    ("skip.no_speech", "No words heard"),
+    (
+        "advice.no_speech",
+        "The speech model heard no words (silence or music): nothing to do; the file stays findable by its name.",
+    ),
+    ("skip.no_sound_track", "No sound track"),
+    (
+        "advice.no_sound_track",
+        "The file has no sound track, so there is nothing to transcribe; it stays findable by its name.",
+    ),
+    ("skip.codec_unsupported", "Sound format not decoded"),
+    (
+        "advice.codec_unsupported",
+        "Install ffmpeg (Linkly uses it for formats it does not decode itself), then read every file again in Settings.",
+    ),
+    ("notes.source_you", "you"),
+    ("notes.source_agent", "Written by this agent"),
+    ("settings.model_selected", "in use"),
+    (
+        "settings.model_remove_confirm",
+        "Delete this model’s files from this computer?",
+    ),
+    (
+        "settings.speech_engine",
+        "Engine chosen by the calibration on this CPU: {engine}",
+    ),
+    ("settings.speech_remove", "Remove the speech model"),
+    ("settings.model_import_path", "Folder of a model to import"),
+    (
+        "settings.model_import_placeholder",
+        "/home/me/Downloads/whisper-base",
+    ),
+    ("settings.model_import", "Import"),
+    (
+        "settings.model_import_help",
+        "A Whisper folder (CTranslate2 or Hugging Face layout) becomes the speech model; an embedding model folder (config.json, tokenizer.json, model.safetensors) is added beside the others.",
+    ),
+    ("settings.model_refused", "Not imported: {why}"),
+    ("settings.colon", ": "),
+    (
+        "notice.keyword_only.missing",
+        "Keyword search only: the semantic search model is not on this computer yet, so documents are found by their words, not by meaning.",
+    ),
+    (
+        "notice.keyword_only.loading",
+        "Keyword search for now: the semantic search model is getting ready; searching by meaning follows by itself.",
+    ),
+    (
+        "notice.keyword_only.broken",
+        "Keyword search only: the semantic search model does not load; `linkly doctor` says why.",
+    ),
+    (
+        "notice.keyword_only.unembedded",
+        "Keyword search for now: the documents are being prepared for searching by meaning, in the background.",
+    ),
+    (
+        "notice.stale",
+        "Nothing keeps the index fresh: recent changes to your files may be missing.",
+    ),
+    (
+        "search.hint_filtered.one",
+        "Without the filters, {n} document matches these words: widen or clear them.",
+    ),
+    (
+        "search.hint_filtered.other",
+        "Without the filters, {n} documents match these words: widen or clear them.",
+    ),
+    (
+        "search.hint_none",
+        "Check the spelling, try other or fewer words, or make sure the folder that holds the document is watched (Settings).",
     ),
 ];

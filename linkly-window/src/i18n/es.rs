@@ -177,8 +177,8 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ("search.sort_newest", "Más recientes"),
     ("search.sort_oldest", "Más antiguos"),
     ("search.notes_only", "Solo notas"),
-    ("search.count", "{n} documentos encontrados"),
-    ("search.count_one", "1 documento encontrado"),
+    ("search.count.other", "{n} documentos encontrados"),
+    ("search.count.one", "{n} documento encontrado"),
     ("model.not_downloaded", "no descargado"),
     ("model.loading", "cargando"),
     ("model.ready", "listo ({dim} dimensiones)"),
@@ -382,5 +382,211 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     (
         "agents.token_note",
         "Los clientes MCP por HTTP envían el token de agente en una cabecera: Authorization: Bearer <agent token> (está en el archivo agent-token del directorio de datos). El comando stdio no necesita nada.",
+    ),
+    ("nav.settings", "Ajustes"),
+    ("settings.title", "Ajustes"),
+    (
+        "settings.local_only",
+        "Solo este ordenador puede cambiar los ajustes.",
+    ),
+    (
+        "settings.folders_help",
+        "Una carpeta añadida se vigila y se indexa al momento; una carpeta quitada sale del índice.",
+    ),
+    ("settings.exclude", "Exclusiones"),
+    (
+        "settings.exclude_help",
+        "Los archivos y carpetas que coinciden con un patrón no se indexan (node_modules, *.log, borradores/**); sus documentos salen de la búsqueda al momento.",
+    ),
+    ("settings.exclude_none", "No se excluye nada."),
+    ("settings.exclude_pattern", "Patrón que excluir"),
+    ("settings.exclude_add", "Excluir"),
+    ("settings.remove", "Quitar"),
+    ("settings.ocr", "Texto de las imágenes (OCR)"),
+    (
+        "settings.ocr_help",
+        "Lee el texto de las imágenes y de las páginas PDF escaneadas con Tesseract.",
+    ),
+    ("settings.ocr_enabled", "OCR:"),
+    (
+        "settings.ocr_languages",
+        "Idiomas (códigos de Tesseract, separados por comas)",
+    ),
+    ("settings.save", "Guardar"),
+    ("settings.ocr_installed", "Instalados aquí:"),
+    (
+        "settings.ocr_missing",
+        "Tesseract no está instalado: las imágenes se indexan por su nombre hasta entonces.",
+    ),
+    ("settings.on", "Activado"),
+    ("settings.off", "Desactivado"),
+    ("settings.turn_on", "Activar"),
+    ("settings.turn_off", "Desactivar"),
+    ("settings.transcription", "Transcripción"),
+    (
+        "settings.transcription_help",
+        "El modelo de voz escribe lo que se dice en los archivos de audio y vídeo, para poder buscar una palabra hablada. Desactivado por defecto: lleva tiempo en este ordenador.",
+    ),
+    ("settings.audio", "Transcripción de audio:"),
+    ("settings.video", "Transcripción de vídeo:"),
+    (
+        "settings.media_waiting.one",
+        "{n} archivo multimedia espera su transcripción.",
+    ),
+    (
+        "settings.media_waiting.other",
+        "{n} archivos multimedia esperan su transcripción.",
+    ),
+    (
+        "settings.media_off.one",
+        "{n} de ellos espera a que se active su interruptor.",
+    ),
+    (
+        "settings.media_off.other",
+        "{n} de ellos esperan a que se active su interruptor.",
+    ),
+    (
+        "settings.media_no_model.one",
+        "{n} de ellos espera un modelo de voz: instale uno abajo.",
+    ),
+    (
+        "settings.media_no_model.other",
+        "{n} de ellos esperan un modelo de voz: instale uno abajo.",
+    ),
+    ("settings.models", "Modelos"),
+    ("settings.speech_model", "Modelo de voz"),
+    ("settings.speech_ready", "instalado en"),
+    (
+        "settings.speech_none",
+        "ninguno: el audio y el vídeo se indexan por su nombre. Instale uno con `linkly model download whisper-base` o `linkly model import <carpeta>`.",
+    ),
+    ("settings.index", "Índice"),
+    ("settings.rebuild", "Reconstruir el índice de búsqueda"),
+    (
+        "settings.rebuild_confirm",
+        "¿Reconstruir el índice de búsqueda a partir del texto guardado? Mientras tanto, la búsqueda responde con lo ya reconstruido.",
+    ),
+    ("settings.reextract", "Volver a leer todos los archivos"),
+    (
+        "settings.reextract_confirm",
+        "¿Volver a leer y extraer todos los archivos? Puede tardar con muchos archivos; los documentos siguen siendo buscables mientras tanto.",
+    ),
+    (
+        "settings.index_help",
+        "Reconstruir repara el índice de búsqueda sin leer los archivos; volver a leerlos aplica nuevos idiomas de OCR o un Linkly más reciente a los archivos ya indexados. El progreso aparece en el resumen.",
+    ),
+    (
+        "settings.err_changed",
+        "Este ajuste se cambió en otra ventana (o desde otro programa) desde que se abrió esta página. Se muestra su valor actual: vuelva a hacer el cambio si aún lo quiere.",
+    ),
+    (
+        "settings.err_no_tesseract",
+        "Tesseract no está instalado, así que no tiene el idioma «{value}»: instale primero Tesseract con sus datos de idioma. No se guardó nada.",
+    ),
+    (
+        "settings.err_language",
+        "Tesseract no tiene el idioma «{value}» en este ordenador (instalados: {installed}). Instale sus datos (el paquete tesseract-ocr-{value} en Debian o Ubuntu) o elija uno instalado. No se guardó nada.",
+    ),
+    (
+        "settings.err_glob",
+        "«{value}» no es un patrón que Linkly pueda leer ({why}). Use * para cualquier nombre, ** para cualquier carpeta, ? para un carácter, p. ej. borradores/** o *.log.",
+    ),
+    (
+        "settings.err_no_language",
+        "Deje al menos un idioma; para detener el OCR, desactívelo.",
+    ),
+    ("overview.media_group", "Audio y vídeo"),
+    (
+        "skip.transcription_off",
+        "La transcripción está desactivada",
+    ),
+    (
+        "advice.transcription_off",
+        "Active la transcripción de audio o de vídeo en Ajustes: estos archivos se transcribirán y sus palabras habladas se podrán buscar.",
+    ),
+    (
+        "skip.transcription_unavailable",
+        "A la espera de un modelo de voz",
+    ),
+    (
+        "advice.transcription_unavailable",
+        "Instale un modelo de voz (`linkly model download whisper-base` o `linkly model import <carpeta>`): estos archivos se transcribirán sin hacer nada más.",
+    ),
+    ("skip.no_speech", "No se oyeron palabras"),
+    (
+        "advice.no_speech",
+        "El modelo de voz no oyó palabras (silencio o música): no hay nada que hacer; el archivo se sigue encontrando por su nombre.",
+    ),
+    ("skip.no_sound_track", "Sin pista de sonido"),
+    (
+        "advice.no_sound_track",
+        "El archivo no tiene pista de sonido, así que no hay nada que transcribir; se sigue encontrando por su nombre.",
+    ),
+    (
+        "skip.codec_unsupported",
+        "Formato de sonido no decodificado",
+    ),
+    (
+        "advice.codec_unsupported",
+        "Instale ffmpeg (Linkly lo usa para los formatos que no decodifica por sí mismo) y luego vuelva a leer todos los archivos en Ajustes.",
+    ),
+    ("notes.source_you", "usted"),
+    ("notes.source_agent", "Escrita por este agente"),
+    ("settings.model_selected", "en uso"),
+    (
+        "settings.model_remove_confirm",
+        "¿Borrar los archivos de este modelo de este ordenador?",
+    ),
+    (
+        "settings.speech_engine",
+        "Motor elegido por la calibración en este procesador: {engine}",
+    ),
+    ("settings.speech_remove", "Quitar el modelo de voz"),
+    (
+        "settings.model_import_path",
+        "Carpeta de un modelo que importar",
+    ),
+    (
+        "settings.model_import_placeholder",
+        "/home/yo/Descargas/whisper-base",
+    ),
+    ("settings.model_import", "Importar"),
+    (
+        "settings.model_import_help",
+        "Una carpeta de Whisper (formato CTranslate2 o Hugging Face) pasa a ser el modelo de voz; una carpeta de modelo de embeddings (config.json, tokenizer.json, model.safetensors) se añade a los demás.",
+    ),
+    ("settings.model_refused", "No se importó: {why}"),
+    ("settings.colon", ": "),
+    (
+        "notice.keyword_only.missing",
+        "Solo búsqueda por palabras clave: el modelo de búsqueda semántica aún no está en este ordenador, así que los documentos se encuentran por sus palabras, no por su sentido.",
+    ),
+    (
+        "notice.keyword_only.loading",
+        "Búsqueda por palabras clave por ahora: el modelo de búsqueda semántica se está preparando; la búsqueda por sentido llegará sola.",
+    ),
+    (
+        "notice.keyword_only.broken",
+        "Solo búsqueda por palabras clave: el modelo de búsqueda semántica no se carga; `linkly doctor` explica por qué.",
+    ),
+    (
+        "notice.keyword_only.unembedded",
+        "Búsqueda por palabras clave por ahora: los documentos se están preparando para buscar por sentido, en segundo plano.",
+    ),
+    (
+        "notice.stale",
+        "Nada mantiene el índice al día: pueden faltar cambios recientes de sus archivos.",
+    ),
+    (
+        "search.hint_filtered.one",
+        "Sin los filtros, {n} documento coincide con estas palabras: amplíelos o quítelos.",
+    ),
+    (
+        "search.hint_filtered.other",
+        "Sin los filtros, {n} documentos coinciden con estas palabras: amplíelos o quítelos.",
+    ),
+    (
+        "search.hint_none",
+        "Revise la ortografía, pruebe otras palabras o menos palabras, o compruebe que la carpeta que contiene el documento está vigilada (Ajustes).",
     ),
 ];

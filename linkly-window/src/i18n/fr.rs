@@ -171,8 +171,8 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ("search.sort_newest", "Les plus récents"),
     ("search.sort_oldest", "Les plus anciens"),
     ("search.notes_only", "Notes seulement"),
-    ("search.count", "{n} documents trouvés"),
-    ("search.count_one", "1 document trouvé"),
+    ("search.count.other", "{n} documents trouvés"),
+    ("search.count.one", "{n} document trouvé"),
     ("model.not_downloaded", "non téléchargé"),
     ("model.loading", "en cours de chargement"),
     ("model.ready", "prêt ({dim} dimensions)"),
@@ -379,5 +379,205 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     (
         "agents.token_note",
         "Les clients MCP en HTTP envoient le jeton d’agent dans un en-tête : Authorization: Bearer <agent token> (il est dans le fichier agent-token du dossier de données). La commande stdio n’a besoin de rien.",
+    ),
+    ("nav.settings", "Réglages"),
+    ("settings.title", "Réglages"),
+    (
+        "settings.local_only",
+        "Seul cet ordinateur peut modifier les réglages.",
+    ),
+    (
+        "settings.folders_help",
+        "Un dossier ajouté est suivi et indexé aussitôt ; un dossier retiré quitte l’index.",
+    ),
+    ("settings.exclude", "Exclusions"),
+    (
+        "settings.exclude_help",
+        "Les fichiers et dossiers qui correspondent à un motif ne sont pas indexés (node_modules, *.log, brouillons/**) ; leurs documents quittent la recherche aussitôt.",
+    ),
+    ("settings.exclude_none", "Rien n’est exclu."),
+    ("settings.exclude_pattern", "Motif à exclure"),
+    ("settings.exclude_add", "Exclure"),
+    ("settings.remove", "Retirer"),
+    ("settings.ocr", "Texte des images (OCR)"),
+    (
+        "settings.ocr_help",
+        "Lit le texte des images et des pages PDF numérisées avec Tesseract.",
+    ),
+    ("settings.ocr_enabled", "OCR :"),
+    (
+        "settings.ocr_languages",
+        "Langues (codes Tesseract, séparés par des virgules)",
+    ),
+    ("settings.save", "Enregistrer"),
+    ("settings.ocr_installed", "Installées ici :"),
+    (
+        "settings.ocr_missing",
+        "Tesseract n’est pas installé : les images sont indexées par leur nom en attendant.",
+    ),
+    ("settings.on", "Activé"),
+    ("settings.off", "Désactivé"),
+    ("settings.turn_on", "Activer"),
+    ("settings.turn_off", "Désactiver"),
+    ("settings.transcription", "Transcription"),
+    (
+        "settings.transcription_help",
+        "Le modèle vocal écrit ce qui est dit dans les fichiers audio et vidéo, pour qu’un mot prononcé puisse être cherché. Désactivé par défaut : cela prend du temps sur cet ordinateur.",
+    ),
+    ("settings.audio", "Transcription audio :"),
+    ("settings.video", "Transcription vidéo :"),
+    (
+        "settings.media_waiting.one",
+        "{n} fichier média attend sa transcription.",
+    ),
+    (
+        "settings.media_waiting.other",
+        "{n} fichiers médias attendent leur transcription.",
+    ),
+    (
+        "settings.media_off.one",
+        "{n} d’entre eux attend que son interrupteur soit activé.",
+    ),
+    (
+        "settings.media_off.other",
+        "{n} d’entre eux attendent que leur interrupteur soit activé.",
+    ),
+    (
+        "settings.media_no_model.one",
+        "{n} d’entre eux attend un modèle vocal : installez-en un ci-dessous.",
+    ),
+    (
+        "settings.media_no_model.other",
+        "{n} d’entre eux attendent un modèle vocal : installez-en un ci-dessous.",
+    ),
+    ("settings.models", "Modèles"),
+    ("settings.speech_model", "Modèle vocal"),
+    ("settings.speech_ready", "installé dans"),
+    (
+        "settings.speech_none",
+        "aucun : l’audio et la vidéo sont indexés par leur nom. Installez-en un avec `linkly model download whisper-base` ou `linkly model import <dossier>`.",
+    ),
+    ("settings.index", "Index"),
+    ("settings.rebuild", "Reconstruire l’index de recherche"),
+    (
+        "settings.rebuild_confirm",
+        "Reconstruire l’index de recherche à partir du texte conservé ? La recherche répond avec ce qui est déjà reconstruit en attendant.",
+    ),
+    ("settings.reextract", "Relire tous les fichiers"),
+    (
+        "settings.reextract_confirm",
+        "Relire et extraire à nouveau tous les fichiers ? Cela peut être long avec beaucoup de fichiers ; les documents restent cherchables en attendant.",
+    ),
+    (
+        "settings.index_help",
+        "La reconstruction répare l’index de recherche sans relire les fichiers ; relire tous les fichiers applique de nouvelles langues OCR ou un Linkly plus récent aux fichiers déjà indexés. L’avancement s’affiche sur la vue d’ensemble.",
+    ),
+    (
+        "settings.err_changed",
+        "Ce réglage a été modifié dans une autre fenêtre (ou par un autre programme) depuis l’ouverture de cette page. Sa valeur actuelle est affichée : refaites votre modification si vous la voulez toujours.",
+    ),
+    (
+        "settings.err_no_tesseract",
+        "Tesseract n’est pas installé, il n’a donc pas la langue « {value} » : installez d’abord Tesseract avec ses données de langue. Rien n’a été enregistré.",
+    ),
+    (
+        "settings.err_language",
+        "Tesseract n’a pas la langue « {value} » sur cet ordinateur (installées : {installed}). Installez ses données (le paquet tesseract-ocr-{value} sous Debian ou Ubuntu), ou choisissez une langue installée. Rien n’a été enregistré.",
+    ),
+    (
+        "settings.err_glob",
+        "« {value} » n’est pas un motif que Linkly sait lire ({why}). Utilisez * pour n’importe quel nom, ** pour n’importe quels dossiers, ? pour un caractère, par exemple brouillons/** ou *.log.",
+    ),
+    (
+        "settings.err_no_language",
+        "Gardez au moins une langue ; pour arrêter l’OCR, désactivez-le plutôt.",
+    ),
+    ("overview.media_group", "Audio et vidéo"),
+    ("skip.transcription_off", "La transcription est désactivée"),
+    (
+        "advice.transcription_off",
+        "Activez la transcription audio ou vidéo dans les Réglages : ces fichiers seront alors transcrits et leurs paroles deviendront cherchables.",
+    ),
+    (
+        "skip.transcription_unavailable",
+        "En attente d’un modèle vocal",
+    ),
+    (
+        "advice.transcription_unavailable",
+        "Installez un modèle vocal (`linkly model download whisper-base`, ou `linkly model import <dossier>`) : ces fichiers seront alors transcrits sans rien d’autre à faire.",
+    ),
+    ("skip.no_speech", "Aucune parole entendue"),
+    (
+        "advice.no_speech",
+        "Le modèle vocal n’a entendu aucune parole (silence ou musique) : rien à faire ; le fichier reste trouvable par son nom.",
+    ),
+    ("skip.no_sound_track", "Pas de piste son"),
+    (
+        "advice.no_sound_track",
+        "Le fichier n’a pas de piste son, il n’y a donc rien à transcrire ; il reste trouvable par son nom.",
+    ),
+    ("skip.codec_unsupported", "Format sonore non décodé"),
+    (
+        "advice.codec_unsupported",
+        "Installez ffmpeg (Linkly s’en sert pour les formats qu’il ne décode pas lui-même), puis relisez tous les fichiers dans les Réglages.",
+    ),
+    ("notes.source_you", "vous"),
+    ("notes.source_agent", "Écrite par cet agent"),
+    ("settings.model_selected", "utilisé"),
+    (
+        "settings.model_remove_confirm",
+        "Supprimer les fichiers de ce modèle de cet ordinateur ?",
+    ),
+    (
+        "settings.speech_engine",
+        "Moteur choisi par l’étalonnage sur ce processeur : {engine}",
+    ),
+    ("settings.speech_remove", "Supprimer le modèle vocal"),
+    (
+        "settings.model_import_path",
+        "Dossier d’un modèle à importer",
+    ),
+    (
+        "settings.model_import_placeholder",
+        "/home/moi/Téléchargements/whisper-base",
+    ),
+    ("settings.model_import", "Importer"),
+    (
+        "settings.model_import_help",
+        "Un dossier Whisper (format CTranslate2 ou Hugging Face) devient le modèle vocal ; un dossier de modèle d’embeddings (config.json, tokenizer.json, model.safetensors) rejoint les autres.",
+    ),
+    ("settings.model_refused", "Non importé : {why}"),
+    ("settings.colon", " : "),
+    (
+        "notice.keyword_only.missing",
+        "Recherche par mots-clés seulement : le modèle de recherche sémantique n’est pas encore sur cet ordinateur ; les documents sont trouvés par leurs mots, pas par leur sens.",
+    ),
+    (
+        "notice.keyword_only.loading",
+        "Recherche par mots-clés pour l’instant : le modèle de recherche sémantique se prépare ; la recherche par le sens suivra d’elle-même.",
+    ),
+    (
+        "notice.keyword_only.broken",
+        "Recherche par mots-clés seulement : le modèle de recherche sémantique ne se charge pas ; `linkly doctor` dit pourquoi.",
+    ),
+    (
+        "notice.keyword_only.unembedded",
+        "Recherche par mots-clés pour l’instant : les documents sont préparés pour la recherche par le sens, en arrière-plan.",
+    ),
+    (
+        "notice.stale",
+        "Rien ne tient l’index à jour : des changements récents de vos fichiers peuvent manquer.",
+    ),
+    (
+        "search.hint_filtered.one",
+        "Sans les filtres, {n} document correspond à ces mots : élargissez-les ou retirez-les.",
+    ),
+    (
+        "search.hint_filtered.other",
+        "Sans les filtres, {n} documents correspondent à ces mots : élargissez-les ou retirez-les.",
+    ),
+    (
+        "search.hint_none",
+        "Vérifiez l’orthographe, essayez d’autres mots ou moins de mots, ou vérifiez que le dossier qui contient le document est suivi (Réglages).",
     ),
 ];

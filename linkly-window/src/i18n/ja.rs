@@ -159,8 +159,8 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ("search.sort_newest", "新しい順"),
     ("search.sort_oldest", "古い順"),
     ("search.notes_only", "ノートのみ"),
-    ("search.count", "{n} 件のドキュメント"),
-    ("search.count_one", "1 件のドキュメント"),
+    ("search.count.other", "{n} 件のドキュメント"),
+    ("search.count.one", "{n} 件のドキュメント"),
     ("model.not_downloaded", "未ダウンロード"),
     ("model.loading", "読み込み中"),
     ("model.ready", "準備完了（{dim} 次元）"),
@@ -364,5 +364,202 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     (
         "agents.token_note",
         "HTTP の MCP クライアントはエージェントトークンをヘッダーで送ります：Authorization: Bearer <agent token>（データディレクトリの agent-token ファイルにあります）。stdio コマンドには何も要りません。",
+    ),
+    ("nav.settings", "設定"),
+    ("settings.title", "設定"),
+    (
+        "settings.local_only",
+        "設定を変更できるのはこのコンピューターだけです。",
+    ),
+    (
+        "settings.folders_help",
+        "追加したフォルダーはすぐに監視され、索引に入ります。削除したフォルダーは索引から外れます。",
+    ),
+    ("settings.exclude", "除外"),
+    (
+        "settings.exclude_help",
+        "パターンに一致するファイルとフォルダーは索引に入りません（node_modules、*.log、drafts/**）。その文書はすぐに検索から消えます。",
+    ),
+    ("settings.exclude_none", "除外はありません。"),
+    ("settings.exclude_pattern", "除外するパターン"),
+    ("settings.exclude_add", "除外する"),
+    ("settings.remove", "削除"),
+    ("settings.ocr", "画像内の文字（OCR）"),
+    (
+        "settings.ocr_help",
+        "Tesseract で画像とスキャンした PDF ページの文字を読み取ります。",
+    ),
+    ("settings.ocr_enabled", "OCR："),
+    (
+        "settings.ocr_languages",
+        "言語（Tesseract のコード、カンマ区切り）",
+    ),
+    ("settings.save", "保存"),
+    ("settings.ocr_installed", "このコンピューターにあるもの："),
+    (
+        "settings.ocr_missing",
+        "Tesseract がインストールされていません。それまで画像は名前だけで索引に入ります。",
+    ),
+    ("settings.on", "オン"),
+    ("settings.off", "オフ"),
+    ("settings.turn_on", "オンにする"),
+    ("settings.turn_off", "オフにする"),
+    ("settings.transcription", "文字起こし"),
+    (
+        "settings.transcription_help",
+        "音声モデルが音声・動画ファイルで話された内容を書き起こし、話された言葉を検索できるようにします。既定ではオフです（このコンピューターで時間がかかります）。",
+    ),
+    ("settings.audio", "音声の文字起こし："),
+    ("settings.video", "動画の文字起こし："),
+    (
+        "settings.media_waiting.one",
+        "{n} 件のメディアファイルが文字起こしを待っています。",
+    ),
+    (
+        "settings.media_waiting.other",
+        "{n} 件のメディアファイルが文字起こしを待っています。",
+    ),
+    (
+        "settings.media_off.one",
+        "そのうち {n} 件はスイッチがオンになるのを待っています。",
+    ),
+    (
+        "settings.media_off.other",
+        "そのうち {n} 件はスイッチがオンになるのを待っています。",
+    ),
+    (
+        "settings.media_no_model.one",
+        "そのうち {n} 件は音声モデルを待っています。下でインストールしてください。",
+    ),
+    (
+        "settings.media_no_model.other",
+        "そのうち {n} 件は音声モデルを待っています。下でインストールしてください。",
+    ),
+    ("settings.models", "モデル"),
+    ("settings.speech_model", "音声モデル"),
+    ("settings.speech_ready", "インストール先"),
+    (
+        "settings.speech_none",
+        "なし：音声と動画は名前だけで索引に入ります。`linkly model download whisper-base` または `linkly model import <フォルダー>` でインストールできます。",
+    ),
+    ("settings.index", "索引"),
+    ("settings.rebuild", "検索索引を再構築"),
+    (
+        "settings.rebuild_confirm",
+        "保存済みのテキストから検索索引を再構築しますか？その間、検索は再構築済みの部分から答えます。",
+    ),
+    ("settings.reextract", "すべてのファイルを読み直す"),
+    (
+        "settings.reextract_confirm",
+        "すべてのファイルを読み直して抽出し直しますか？ファイルが多いと時間がかかります。その間も文書は検索できます。",
+    ),
+    (
+        "settings.index_help",
+        "再構築はファイルを読まずに検索索引を修復します。すべて読み直すと、新しい OCR 言語や新しい Linkly が索引済みのファイルにも適用されます。進み具合は概要に表示されます。",
+    ),
+    (
+        "settings.err_changed",
+        "このページを開いた後に、この設定は別のウィンドウ（または別のプログラム）で変更されました。現在の値を表示しています。必要ならもう一度変更してください。",
+    ),
+    (
+        "settings.err_no_tesseract",
+        "Tesseract がインストールされていないため、言語「{value}」はありません。先に Tesseract と言語データをインストールしてください。何も保存されていません。",
+    ),
+    (
+        "settings.err_language",
+        "このコンピューターの Tesseract には言語「{value}」がありません（インストール済み：{installed}）。言語データ（Debian や Ubuntu では tesseract-ocr-{value} パッケージ）をインストールするか、インストール済みの言語を選んでください。何も保存されていません。",
+    ),
+    (
+        "settings.err_glob",
+        "「{value}」は Linkly が読めるパターンではありません（{why}）。* は任意の名前、** は任意のフォルダー、? は 1 文字を表します。例：drafts/**、*.log。",
+    ),
+    (
+        "settings.err_no_language",
+        "言語を少なくとも 1 つ残してください。OCR を止めるにはオフにしてください。",
+    ),
+    ("overview.media_group", "音声と動画"),
+    ("skip.transcription_off", "文字起こしがオフ"),
+    (
+        "advice.transcription_off",
+        "設定で音声または動画の文字起こしをオンにしてください。これらのファイルが書き起こされ、話された言葉を検索できるようになります。",
+    ),
+    ("skip.transcription_unavailable", "音声モデル待ち"),
+    (
+        "advice.transcription_unavailable",
+        "音声モデルをインストールしてください（`linkly model download whisper-base` または `linkly model import <フォルダー>`）。その後、これらのファイルは自動で書き起こされます。",
+    ),
+    ("skip.no_speech", "言葉が聞き取れない"),
+    (
+        "advice.no_speech",
+        "音声モデルは言葉を聞き取れませんでした（無音または音楽）。対処は不要です。ファイルは名前で見つかります。",
+    ),
+    ("skip.no_sound_track", "音声トラックなし"),
+    (
+        "advice.no_sound_track",
+        "このファイルには音声トラックがないため、書き起こすものはありません。名前で見つかります。",
+    ),
+    ("skip.codec_unsupported", "デコードできない音声形式"),
+    (
+        "advice.codec_unsupported",
+        "ffmpeg をインストールし（Linkly は自分でデコードできない形式に使います）、設定ですべてのファイルを読み直してください。",
+    ),
+    ("notes.source_you", "あなた"),
+    ("notes.source_agent", "このエージェントが作成"),
+    ("settings.model_selected", "使用中"),
+    (
+        "settings.model_remove_confirm",
+        "このモデルのファイルをこのコンピューターから削除しますか？",
+    ),
+    (
+        "settings.speech_engine",
+        "この CPU での較正が選んだエンジン：{engine}",
+    ),
+    ("settings.speech_remove", "音声モデルを削除"),
+    (
+        "settings.model_import_path",
+        "インポートするモデルのフォルダー",
+    ),
+    (
+        "settings.model_import_placeholder",
+        "/home/me/ダウンロード/whisper-base",
+    ),
+    ("settings.model_import", "インポート"),
+    (
+        "settings.model_import_help",
+        "Whisper のフォルダー（CTranslate2 または Hugging Face 形式）は音声モデルになります。埋め込みモデルのフォルダー（config.json、tokenizer.json、model.safetensors）は他のモデルに加わります。",
+    ),
+    ("settings.model_refused", "インポートしませんでした：{why}"),
+    ("settings.colon", "："),
+    (
+        "notice.keyword_only.missing",
+        "キーワード検索のみ：意味検索のモデルがまだこのコンピューターにないため、文書は意味ではなく言葉で見つかります。",
+    ),
+    (
+        "notice.keyword_only.loading",
+        "現在はキーワード検索のみ：意味検索のモデルを準備中です。意味での検索は自動で始まります。",
+    ),
+    (
+        "notice.keyword_only.broken",
+        "キーワード検索のみ：意味検索のモデルを読み込めません。理由は `linkly doctor` で確認できます。",
+    ),
+    (
+        "notice.keyword_only.unembedded",
+        "現在はキーワード検索のみ：文書をバックグラウンドで意味検索用に準備しています。",
+    ),
+    (
+        "notice.stale",
+        "索引を最新に保つものがありません。ファイルの最近の変更が反映されていない可能性があります。",
+    ),
+    (
+        "search.hint_filtered.one",
+        "フィルターなしでは {n} 件の文書がこの言葉に一致します。フィルターを広げるか外してください。",
+    ),
+    (
+        "search.hint_filtered.other",
+        "フィルターなしでは {n} 件の文書がこの言葉に一致します。フィルターを広げるか外してください。",
+    ),
+    (
+        "search.hint_none",
+        "つづりを確認するか、別の言葉や少ない言葉で試すか、その文書のあるフォルダーが監視されているか確認してください（設定）。",
     ),
 ];

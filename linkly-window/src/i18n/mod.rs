@@ -139,6 +139,33 @@ impl Lang {
         s
     }
 
+    /// Which plural form a count takes: `one` or `other` (CLDR's cardinal rules for the five
+    /// languages: English and Spanish `one` for 1, French for 0 and 1, Chinese and Japanese
+    /// have one form).
+    pub fn plural_form(self, n: u64) -> &'static str {
+        match self {
+            Lang::En | Lang::Es if n == 1 => "one",
+            Lang::Fr if n <= 1 => "one",
+            _ => "other",
+        }
+    }
+
+    /// The text of a counted key (`<key>.one` or `<key>.other`, by [`Lang::plural_form`]) with
+    /// `{n}` filled with the count written the locale's way.
+    pub fn plural(self, key: &'static str, n: u64) -> String {
+        let form = self.plural_form(n);
+        let find = |l: Lang| {
+            l.table()
+                .iter()
+                .find(|(k, _)| k.strip_prefix(key).and_then(|r| r.strip_prefix('.')) == Some(form))
+                .map(|(_, v)| *v)
+        };
+        find(self)
+            .or_else(|| find(Lang::En))
+            .unwrap_or(key)
+            .replace("{n}", &self.num(n))
+    }
+
     /// A whole number with the locale's grouping: `12,345` (en, zh, ja), `12 345` (fr, a
     /// narrow no-break space), `12.345` (es, from five digits on, as the RAE advises).
     pub fn num(self, n: u64) -> String {
@@ -267,6 +294,7 @@ mod tests {
             include_str!("../pages/notes.rs"),
             include_str!("../pages/libraries.rs"),
             include_str!("../pages/agents.rs"),
+            include_str!("../pages/settings.rs"),
             include_str!("../pages/signin.rs"),
             include_str!("../pages/mod.rs"),
         ];
@@ -280,8 +308,36 @@ mod tests {
                     }
                 }
             }
+            // A counted key has both forms.
+            for part in src.split(".plural(\"").skip(1) {
+                let key = part.split('"').next().unwrap_or("");
+                for form in ["one", "other"] {
+                    let full = format!("{key}.{form}");
+                    if !en.contains(full.as_str()) {
+                        missing.insert(full);
+                    }
+                }
+            }
         }
         assert!(missing.is_empty(), "keys used but not defined: {missing:?}");
+    }
+
+    #[test]
+    fn plural_rules_per_language() {
+        assert_eq!(Lang::En.plural("search.count", 1), "1 document found");
+        assert_eq!(Lang::En.plural("search.count", 0), "0 documents found");
+        assert_eq!(Lang::Fr.plural("search.count", 0), "0 document trouvé");
+        assert_eq!(Lang::Fr.plural("search.count", 2), "2 documents trouvés");
+        assert_eq!(Lang::Es.plural("search.count", 1), "1 documento encontrado");
+        assert_eq!(
+            Lang::Es.plural("search.count", 0),
+            "0 documentos encontrados"
+        );
+        assert_eq!(Lang::Ja.plural("search.count", 1), "1 件のドキュメント");
+        assert_eq!(
+            Lang::En.plural("search.count", 12345),
+            "12,345 documents found"
+        );
     }
 
     #[test]

@@ -135,8 +135,8 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ("search.sort_newest", "最新优先"),
     ("search.sort_oldest", "最早优先"),
     ("search.notes_only", "仅笔记"),
-    ("search.count", "找到 {n} 个文档"),
-    ("search.count_one", "找到 1 个文档"),
+    ("search.count.other", "找到 {n} 个文档"),
+    ("search.count.one", "找到 {n} 个文档"),
     ("model.not_downloaded", "未下载"),
     ("model.loading", "正在加载"),
     ("model.ready", "就绪（{dim} 维）"),
@@ -322,5 +322,187 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     (
         "agents.token_note",
         "通过 HTTP 的 MCP 客户端在请求头中发送代理令牌：Authorization: Bearer <agent token>（位于数据目录的 agent-token 文件中）。stdio 命令无需任何设置。",
+    ),
+    ("nav.settings", "设置"),
+    ("settings.title", "设置"),
+    ("settings.local_only", "只有本机可以更改设置。"),
+    (
+        "settings.folders_help",
+        "添加的文件夹会立即被监视并编入索引；移除的文件夹会从索引中删除。",
+    ),
+    ("settings.exclude", "排除规则"),
+    (
+        "settings.exclude_help",
+        "匹配模式的文件和文件夹不会被编入索引（node_modules、*.log、drafts/**）；它们的文档会立即从搜索中消失。",
+    ),
+    ("settings.exclude_none", "没有排除任何内容。"),
+    ("settings.exclude_pattern", "要排除的模式"),
+    ("settings.exclude_add", "排除"),
+    ("settings.remove", "移除"),
+    ("settings.ocr", "图片中的文字（OCR）"),
+    (
+        "settings.ocr_help",
+        "使用 Tesseract 读取图片和扫描版 PDF 页面中的文字。",
+    ),
+    ("settings.ocr_enabled", "OCR："),
+    (
+        "settings.ocr_languages",
+        "语言（Tesseract 代码，用逗号分隔）",
+    ),
+    ("settings.save", "保存"),
+    ("settings.ocr_installed", "本机已安装："),
+    (
+        "settings.ocr_missing",
+        "未安装 Tesseract：在安装之前，图片只按名称编入索引。",
+    ),
+    ("settings.on", "已开启"),
+    ("settings.off", "已关闭"),
+    ("settings.turn_on", "开启"),
+    ("settings.turn_off", "关闭"),
+    ("settings.transcription", "转写"),
+    (
+        "settings.transcription_help",
+        "语音模型会写下音频和视频文件中所说的内容，以便搜索说出的词语。默认关闭：在这台电脑上需要一些时间。",
+    ),
+    ("settings.audio", "音频转写："),
+    ("settings.video", "视频转写："),
+    ("settings.media_waiting.one", "{n} 个媒体文件等待转写。"),
+    ("settings.media_waiting.other", "{n} 个媒体文件等待转写。"),
+    ("settings.media_off.one", "其中 {n} 个等待开启对应的开关。"),
+    (
+        "settings.media_off.other",
+        "其中 {n} 个等待开启对应的开关。",
+    ),
+    (
+        "settings.media_no_model.one",
+        "其中 {n} 个等待语音模型：请在下方安装。",
+    ),
+    (
+        "settings.media_no_model.other",
+        "其中 {n} 个等待语音模型：请在下方安装。",
+    ),
+    ("settings.models", "模型"),
+    ("settings.speech_model", "语音模型"),
+    ("settings.speech_ready", "已安装于"),
+    (
+        "settings.speech_none",
+        "无：音频和视频只按名称编入索引。可用 `linkly model download whisper-base` 或 `linkly model import <文件夹>` 安装。",
+    ),
+    ("settings.index", "索引"),
+    ("settings.rebuild", "重建搜索索引"),
+    (
+        "settings.rebuild_confirm",
+        "要根据已保存的文字重建搜索索引吗？重建期间，搜索只返回已重建的部分。",
+    ),
+    ("settings.reextract", "重新读取所有文件"),
+    (
+        "settings.reextract_confirm",
+        "要重新读取并提取所有文件吗？文件很多时可能需要较长时间；期间文档仍可搜索。",
+    ),
+    (
+        "settings.index_help",
+        "重建会在不读取文件的情况下修复搜索索引；重新读取所有文件会把新的 OCR 语言或更新的 Linkly 应用到已编入索引的文件。进度显示在概览页。",
+    ),
+    (
+        "settings.err_changed",
+        "自从打开此页面后，此设置已在另一个窗口（或由另一个程序）更改。现在显示的是它的当前值：如仍需要，请重新更改。",
+    ),
+    (
+        "settings.err_no_tesseract",
+        "未安装 Tesseract，因此没有语言“{value}”：请先安装 Tesseract 及其语言数据。未保存任何内容。",
+    ),
+    (
+        "settings.err_language",
+        "本机的 Tesseract 没有语言“{value}”（已安装：{installed}）。请安装其语言数据（Debian 或 Ubuntu 上的 tesseract-ocr-{value} 软件包），或选择已安装的语言。未保存任何内容。",
+    ),
+    (
+        "settings.err_glob",
+        "“{value}”不是 Linkly 能识别的模式（{why}）。用 * 表示任意名称，** 表示任意文件夹，? 表示一个字符，例如 drafts/** 或 *.log。",
+    ),
+    (
+        "settings.err_no_language",
+        "请至少保留一种语言；如要停止 OCR，请将其关闭。",
+    ),
+    ("overview.media_group", "音频和视频"),
+    ("skip.transcription_off", "转写已关闭"),
+    (
+        "advice.transcription_off",
+        "在“设置”中开启音频或视频转写：这些文件随后会被转写，其中说出的词语即可搜索。",
+    ),
+    ("skip.transcription_unavailable", "等待语音模型"),
+    (
+        "advice.transcription_unavailable",
+        "安装语音模型（`linkly model download whisper-base` 或 `linkly model import <文件夹>`）：之后这些文件会自动转写。",
+    ),
+    ("skip.no_speech", "未听到话语"),
+    (
+        "advice.no_speech",
+        "语音模型没有听到话语（静音或音乐）：无需处理；仍可按名称找到该文件。",
+    ),
+    ("skip.no_sound_track", "没有音轨"),
+    (
+        "advice.no_sound_track",
+        "该文件没有音轨，因此没有可转写的内容；仍可按名称找到它。",
+    ),
+    ("skip.codec_unsupported", "无法解码的声音格式"),
+    (
+        "advice.codec_unsupported",
+        "安装 ffmpeg（Linkly 用它处理自身无法解码的格式），然后在“设置”中重新读取所有文件。",
+    ),
+    ("notes.source_you", "你"),
+    ("notes.source_agent", "由此智能体撰写"),
+    ("settings.model_selected", "使用中"),
+    (
+        "settings.model_remove_confirm",
+        "要从这台电脑删除此模型的文件吗？",
+    ),
+    (
+        "settings.speech_engine",
+        "本机 CPU 校准选定的引擎：{engine}",
+    ),
+    ("settings.speech_remove", "移除语音模型"),
+    ("settings.model_import_path", "要导入的模型文件夹"),
+    (
+        "settings.model_import_placeholder",
+        "/home/me/下载/whisper-base",
+    ),
+    ("settings.model_import", "导入"),
+    (
+        "settings.model_import_help",
+        "Whisper 文件夹（CTranslate2 或 Hugging Face 格式）会成为语音模型；嵌入模型文件夹（config.json、tokenizer.json、model.safetensors）会加入其他模型之中。",
+    ),
+    ("settings.model_refused", "未导入：{why}"),
+    ("settings.colon", "："),
+    (
+        "notice.keyword_only.missing",
+        "仅关键词搜索：语义搜索模型尚未在这台电脑上，因此只能按词语而非含义找到文档。",
+    ),
+    (
+        "notice.keyword_only.loading",
+        "暂时仅关键词搜索：语义搜索模型正在准备中，按含义搜索稍后会自动开启。",
+    ),
+    (
+        "notice.keyword_only.broken",
+        "仅关键词搜索：语义搜索模型无法加载；`linkly doctor` 会说明原因。",
+    ),
+    (
+        "notice.keyword_only.unembedded",
+        "暂时仅关键词搜索：文档正在后台为按含义搜索做准备。",
+    ),
+    (
+        "notice.stale",
+        "没有程序在更新索引：文件的最新更改可能未包含在内。",
+    ),
+    (
+        "search.hint_filtered.one",
+        "去掉筛选条件后，有 {n} 个文档与这些词匹配：请放宽或清除筛选。",
+    ),
+    (
+        "search.hint_filtered.other",
+        "去掉筛选条件后，有 {n} 个文档与这些词匹配：请放宽或清除筛选。",
+    ),
+    (
+        "search.hint_none",
+        "请检查拼写，换用其他或更少的词，或确认包含该文档的文件夹已被监视（设置）。",
     ),
 ];

@@ -7,6 +7,7 @@ pub(crate) mod libraries;
 pub(crate) mod notes;
 pub(crate) mod overview;
 pub(crate) mod search;
+pub(crate) mod settings;
 pub(crate) mod signin;
 
 use axum::Extension;

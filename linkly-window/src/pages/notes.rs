@@ -31,6 +31,9 @@ struct ListedNote {
     #[serde(default)]
     tags: Vec<String>,
     snippet: Option<String>,
+    /// The agent that wrote it (`app_name`); none when the person did.
+    #[serde(default)]
+    source: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -183,6 +186,11 @@ fn note_item(ctx: &Ctx, n: &ListedNote) -> Markup {
     html! {
         li.note-item data-testid="note" data-note-id=[n.note_id.as_deref()] {
             a.note-title href=(href) { (title) }
+            " "
+            @match &n.source {
+                Some(agent) => span.badge data-testid="note-source" data-source="agent" title=(l.t("notes.source_agent")) { (agent) },
+                None => span.badge data-testid="note-source" data-source="you" { (l.t("notes.source_you")) },
+            }
             span.muted.date { (l.datetime(n.modified_at)) }
             @if let Some(s) = &n.snippet { p.snippet { (s) } }
             @if !n.tags.is_empty() {
@@ -373,7 +381,8 @@ pub(crate) async fn save(
     };
     let note_id = params.note_id.clone();
     let result = blocking(&app, move |linkly| {
-        let saved = linkly.note_save(params);
+        // The person's own note: any Markdown (the agents' whitelist is for agents).
+        let saved = linkly.note_save_by_person(params);
         match saved {
             Ok(s) => Ok(s.note_id),
             Err(e) => {

@@ -32,6 +32,20 @@ fn skip_texts(l: Lang, code: &str) -> (&'static str, &'static str) {
         "timeout" => (l.t("skip.timeout"), l.t("advice.timeout")),
         "extractor_failed" => (l.t("skip.extractor_failed"), l.t("advice.extractor_failed")),
         "non_utf8_path" => (l.t("skip.non_utf8_path"), l.t("advice.non_utf8_path")),
+        "transcription_off" => (
+            l.t("skip.transcription_off"),
+            l.t("advice.transcription_off"),
+        ),
+        "transcription_unavailable" => (
+            l.t("skip.transcription_unavailable"),
+            l.t("advice.transcription_unavailable"),
+        ),
+        "no_speech" => (l.t("skip.no_speech"), l.t("advice.no_speech")),
+        "no_sound_track" => (l.t("skip.no_sound_track"), l.t("advice.no_sound_track")),
+        "codec_unsupported" => (
+            l.t("skip.codec_unsupported"),
+            l.t("advice.codec_unsupported"),
+        ),
         _ => (l.t("skip.other"), l.t("advice.extractor_failed")),
     }
 }
@@ -165,7 +179,8 @@ pub(crate) async fn page_get(
         section #skipped.panel {
             h2 { (l.t("overview.skipped_title")) }
             @if cov.skipped.is_empty() { p.muted { (l.t("overview.no_skipped")) } }
-            @for (code, count) in &cov.skipped {
+            @for (media, code, count) in skip_order(&cov.skipped) {
+                @if media.is_some() { h3.skip-heading data-testid="skip-media-heading" { (l.t("overview.media_group")) } }
                 @let (what, todo) = skip_texts(l, code);
                 @let files: Vec<_> = data.overview.skipped.iter().filter(|s| &s.code == code).collect();
                 details.skip-group data-testid="skip-group" data-code=(code) open[cov.skipped.len() <= 3] {
@@ -187,6 +202,36 @@ pub(crate) async fn page_get(
         }
     };
     page(&ctx, Nav::Overview, l.t("overview.title"), main)
+}
+
+/// The skip reasons of audio and video files: a group of their own on the page.
+const MEDIA_CODES: [&str; 5] = [
+    "transcription_off",
+    "transcription_unavailable",
+    "no_speech",
+    "no_sound_track",
+    "codec_unsupported",
+];
+
+/// The skip groups in the page's order: the other reasons, then the media ones (the first of
+/// which carries `Some(())`, where the media heading goes).
+fn skip_order(
+    skipped: &std::collections::BTreeMap<String, u64>,
+) -> Vec<(Option<()>, &String, &u64)> {
+    let mut out: Vec<(Option<()>, &String, &u64)> = skipped
+        .iter()
+        .filter(|(c, _)| !MEDIA_CODES.contains(&c.as_str()))
+        .map(|(c, n)| (None, c, n))
+        .collect();
+    let mut first = true;
+    for (c, n) in skipped
+        .iter()
+        .filter(|(c, _)| MEDIA_CODES.contains(&c.as_str()))
+    {
+        out.push((first.then_some(()), c, n));
+        first = false;
+    }
+    out
 }
 
 /// The document page of a `local://N` id.
@@ -233,6 +278,10 @@ pub(crate) struct FolderForm {
 /// Starts a sync of every folder in the background (after a folder was added or removed); its
 /// progress goes to the page through [`crate::Live`].
 fn sync_in_background(app: &App) {
+    // A server's keep-fresh engine follows config.toml and syncs after the change itself.
+    if app.linkly.keeps_fresh() {
+        return;
+    }
     let linkly = app.linkly.clone();
     let live = app.live.clone();
     let _ = std::thread::Builder::new()
@@ -364,7 +413,7 @@ pub(crate) async fn download_model(
 /// The model's line in the page's language: the tools say `name: not downloaded`, `name:
 /// loading` or `name: ready (384 dimensions)`; other states (downloading, broken) keep the
 /// tools' words, which carry figures and reasons.
-fn model_status(l: Lang, line: &str) -> String {
+pub(crate) fn model_status(l: Lang, line: &str) -> String {
     let Some((name, state)) = line.rsplit_once(": ") else {
         return line.to_string();
     };

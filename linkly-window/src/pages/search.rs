@@ -13,7 +13,7 @@ use maud::html;
 use crate::layout::{Nav, enc, first, highlight, page, parse_query};
 use crate::pages::blocking;
 use crate::pages::overview::doc_href;
-use crate::{App, Ctx};
+use crate::{App, Ctx, Lang};
 
 /// Results per page; the tool returns 50 at most, so five pages.
 const PER_PAGE: usize = 10;
@@ -189,14 +189,31 @@ pub(crate) async fn page_handler(
             @let start = (q.page - 1) * PER_PAGE;
             @let shown: Vec<_> = r.results.iter().skip(start).take(PER_PAGE).collect();
             p.muted data-testid="result-count" {
-                (if r.total == 1 { l.t("search.count_one").to_string() } else { l.tf("search.count", &[("n", &l.num(r.total as u64))]) })
+                (l.plural("search.count", r.total as u64))
                 @if r.mode == "keyword" { " · " (l.t("mode.keyword")) }
             }
-            @for n in &r.notices { p.notice { (n) } }
+            @for (i, n) in r.notices.iter().enumerate() {
+                @let key = r.notice_keys.get(i).copied().unwrap_or("");
+                p.notice data-testid="search-notice" data-key=(key) {
+                    (notice_text(l, key, n))
+                    @if key == "keyword_only.missing" && !ctx.lan {
+                        " "
+                        form.inline method="post" action="/model/download" {
+                            (crate::layout::csrf_field(&ctx))
+                            button type="submit" data-testid="notice-download" { (l.t("overview.download_model")) }
+                        }
+                    }
+                }
+            }
             @if r.results.is_empty() {
                 div.empty {
                     p { (l.t("search.none")) }
-                    @if let Some(h) = &r.hint { p.muted { (h) } }
+                    p.muted data-testid="search-guidance" {
+                        @match r.unfiltered_total {
+                            Some(n) if n > 0 => (l.plural("search.hint_filtered", n as u64)),
+                            _ => (l.t("search.hint_none")),
+                        }
+                    }
                 }
             }
             ol #results.results start=(start + 1) {
@@ -235,6 +252,19 @@ pub(crate) async fn page_handler(
         *res.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
     }
     res
+}
+
+/// A tool's notice in the page's language, by its stable key; a notice without a translation
+/// (one a gateway wrote) keeps the tool's words.
+fn notice_text(l: Lang, key: &str, tool_text: &str) -> String {
+    match key {
+        "keyword_only.missing" => l.t("notice.keyword_only.missing").to_string(),
+        "keyword_only.loading" => l.t("notice.keyword_only.loading").to_string(),
+        "keyword_only.broken" => l.t("notice.keyword_only.broken").to_string(),
+        "keyword_only.unembedded" => l.t("notice.keyword_only.unembedded").to_string(),
+        "stale" => l.t("notice.stale").to_string(),
+        _ => tool_text.to_string(),
+    }
 }
 
 #[cfg(test)]
