@@ -988,3 +988,73 @@ async fn an_original_download_is_streamed_not_read_whole() {
     );
     assert!(grown < 150 << 20, "grew by {} MiB", grown >> 20);
 }
+
+#[tokio::test]
+async fn settings_changes_are_the_persons_own_and_checked() {
+    // A visitor signed in over the LAN neither sees the page nor changes anything (403 everywhere).
+    let f = fixture_with(Some("s3cret-token"));
+    let config_file = f.linkly.data_dir().config_file();
+    let before = fs_err::read_to_string(&config_file).unwrap();
+    let lan = visitor(&f.app, "en").await;
+    for (path, form) in [
+        (
+            "/settings/change",
+            "key=transcription.audio&op=set&value=true&version=",
+        ),
+        ("/settings/change", "key=exclude&op=add&value=*.md&version="),
+        ("/settings/reindex", "what=reextract"),
+        ("/settings/model/import", "path=/tmp"),
+        ("/settings/model/remove", "kind=speech&name="),
+    ] {
+        let (status, _, body) = submit(&f.app, &lan, path, form).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{path} {form}: {body}");
+    }
+    assert_eq!(fs_err::read_to_string(&config_file).unwrap(), before);
+    // The page itself is the person's (it names folders and models): refused too.
+    let (status, _, body) = send(&f.app, get("/settings", Some(&lan.cookie))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(!body.contains("action=\"/settings/change\""), "{body}");
+
+    // The person: a bad value and a stale version are refused, nothing saved; a good change
+    // with the page's version is saved.
+    let f = fixture();
+    let config_file = f.linkly.data_dir().config_file();
+    let s = session(&f.app).await;
+    let (_, _, page) = send(&f.app, get("/settings", Some(&s.cookie))).await;
+    let version = page
+        .split("name=\"key\" value=\"transcription.audio\"")
+        .nth(1)
+        .and_then(|rest| rest.split("name=\"version\" value=\"").nth(1))
+        .and_then(|rest| rest.split('"').next())
+        .expect("the switch's version")
+        .to_string();
+    let before = fs_err::read_to_string(&config_file).unwrap();
+    let (status, _, body) = submit(
+        &f.app,
+        &s,
+        "/settings/change",
+        "key=ocr.languages&op=set&value=eng%2C+xyz&version=",
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(body.contains("xyz"), "{body}");
+    let (status, _, body) = submit(
+        &f.app,
+        &s,
+        "/settings/change",
+        "key=transcription.audio&op=set&value=true&version=0000000000000000",
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(fs_err::read_to_string(&config_file).unwrap(), before);
+    let (status, _, body) = submit(
+        &f.app,
+        &s,
+        "/settings/change",
+        &format!("key=transcription.audio&op=set&value=true&version={version}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
+    let after = fs_err::read_to_string(&config_file).unwrap();
+    assert!(after.contains("audio = true"), "{after}");
+}
