@@ -142,3 +142,21 @@ fn a_deleted_file_s_id_is_never_given_to_another_file() {
         .unwrap();
     assert!(other.id.0 > max, "{} reused {max}", other.id.0);
 }
+
+#[test]
+fn forgotten_extractions_are_read_again_by_the_next_sync() {
+    let f = fixture(5);
+    let index = Index::open(&f.dir).unwrap();
+    index.sync(&f.opts, &mut |_| {}).unwrap();
+    let again = index.sync(&f.opts, &mut |_| {}).unwrap();
+    assert_eq!(again.unchanged, 5, "{again:?}");
+    // The person's "read every file again": every file is extracted by the next sync, and
+    // the documents stay searchable meanwhile.
+    assert_eq!(index.forget_extractions().unwrap(), 5);
+    assert_eq!(hits(&index, "zebra"), 5, "still searchable");
+    let r = index.sync(&f.opts, &mut |_| {}).unwrap();
+    assert_eq!((r.added, r.updated, r.unchanged), (0, 5, 0), "{r:?}");
+    assert_eq!(hits(&index, "zebra"), 5);
+    let r = index.sync(&f.opts, &mut |_| {}).unwrap();
+    assert_eq!(r.unchanged, 5, "then unchanged again: {r:?}");
+}
