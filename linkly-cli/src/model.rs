@@ -93,12 +93,20 @@ fn import(
         )
     })?;
     let selected = manager.selected() == imported.name;
+    // Prepared while it was checked: the first search reads it instead of computing it.
+    let prepared = TextEmbedder::prepared_state(&ModelChoice {
+        name: imported.name.clone(),
+        dir: imported.dir.clone(),
+        from_env: false,
+        cache: Some(manager.cache_of(&imported.name)),
+    });
     if printer.json {
         println!(
             "{}",
             json!({
                 "status": "success", "model": imported.name, "dir": imported.dir,
                 "source": imported.kind, "dim": imported.dim, "selected": selected,
+                "prepared": prepared.problem.is_none().then_some(&prepared.path),
             })
         );
     } else {
@@ -109,6 +117,13 @@ fn import(
             imported.dim,
             imported.dir.display()
         );
+        if let (None, Some(path)) = (&prepared.problem, &prepared.path) {
+            println!(
+                "Prepared for this CPU ({}): {}",
+                prepared.precision.as_deref().unwrap_or("?"),
+                path.display()
+            );
+        }
         if selected {
             println!(
                 "It is the selected model: run `linkly index` to embed your documents with it."
@@ -169,6 +184,7 @@ fn status(data: &DataDir, manager: &ModelManager, printer: Printer) -> anyhow::R
     let index = Index::open(&data.index_dir())?;
     let model = index.attach_selected_model(data.root());
     let stats = index.vector_stats()?;
+    let prepared = TextEmbedder::prepared_state(&choice);
     if printer.json {
         println!(
             "{}",
@@ -184,7 +200,11 @@ fn status(data: &DataDir, manager: &ModelManager, printer: Printer) -> anyhow::R
                     "embedded_docs": stats.embedded_docs, "pending_docs": stats.pending_docs,
                 },
                 "speech": crate::speech::status_json(data),
-                "calibration": linkly_models::calibration::read(&choice.dir),
+                "calibration": calibration_of(&choice),
+                "prepared": {
+                    "precision": prepared.precision, "path": prepared.path,
+                    "ready": prepared.problem.is_none(), "problem": prepared.problem,
+                },
                 "engine": std::env::var(linkly_core::env::LINKLY_EMBED_ENGINE).ok(),
                 "known": KNOWN_MODELS.iter().map(|(n, about)| json!({"name": n, "about": about})).collect::<Vec<_>>(),
             })
@@ -218,7 +238,22 @@ fn status(data: &DataDir, manager: &ModelManager, printer: Printer) -> anyhow::R
                 "keyword"
             }
         );
-        println!("Embedding path: {}", embedding_path(&choice.dir));
+        println!("Embedding path: {}", embedding_path(&choice));
+        println!(
+            "Prepared weights: {}",
+            match (&prepared.problem, &prepared.path) {
+                (None, Some(path)) => format!(
+                    "ready ({}, checksums verified): {}",
+                    prepared.precision.as_deref().unwrap_or("?"),
+                    path.display()
+                ),
+                (Some(why), Some(path)) => {
+                    format!("not ready ({why}); the next load writes {}", path.display())
+                }
+                (Some(why), None) => format!("not ready ({why})"),
+                (None, None) => "ready".into(),
+            }
+        );
         println!("Speech model: {}", crate::speech::status(data).1);
         println!("Known models:");
         for (n, about) in KNOWN_MODELS {
@@ -228,16 +263,27 @@ fn status(data: &DataDir, manager: &ModelManager, printer: Printer) -> anyhow::R
     Ok(ExitCode::SUCCESS)
 }
 
+/// The model's calibration: beside it, or in the data directory's cache when its folder is
+/// read-only.
+fn calibration_of(choice: &ModelChoice) -> Option<linkly_models::calibration::Calibration> {
+    linkly_models::calibration::read(&choice.dir).or_else(|| {
+        choice
+            .cache
+            .as_deref()
+            .and_then(linkly_models::calibration::read)
+    })
+}
+
 /// The path the encoder runs on this CPU: forced by `LINKLY_EMBED_ENGINE`, or the calibration's
 /// choice with the figures behind it.
-fn embedding_path(dir: &std::path::Path) -> String {
+fn embedding_path(choice: &ModelChoice) -> String {
     if let Some(engine) = std::env::var(linkly_core::env::LINKLY_EMBED_ENGINE)
         .ok()
         .filter(|e| !e.is_empty())
     {
         return format!("{engine} (forced by LINKLY_EMBED_ENGINE)");
     }
-    let Some(c) = linkly_models::calibration::read(dir) else {
+    let Some(c) = calibration_of(choice) else {
         return "not measured yet (the model's first load measures it)".into();
     };
     let here = linkly_models::calibration::Fingerprint::here();
@@ -277,8 +323,11 @@ fn calibrate(manager: &ModelManager, printer: Printer) -> anyhow::Result<ExitCod
     }
     let choice = on_disk(manager)?;
     linkly_models::calibration::forget(&choice.dir)?;
+    if let Some(cache) = &choice.cache {
+        linkly_models::calibration::forget(cache)?;
+    }
     TextEmbedder::load(&choice)?;
-    let c = linkly_models::calibration::read(&choice.dir).ok_or_else(|| {
+    let c = calibration_of(&choice).ok_or_else(|| {
         anyhow::anyhow!(
             "the calibration could not be saved in {}",
             choice.dir.display()
@@ -290,7 +339,7 @@ fn calibrate(manager: &ModelManager, printer: Printer) -> anyhow::Result<ExitCod
             json!({"status": "success", "model": choice.name, "calibration": c})
         );
     } else {
-        println!("{}: {}", choice.name, embedding_path(&choice.dir));
+        println!("{}: {}", choice.name, embedding_path(&choice));
     }
     Ok(ExitCode::SUCCESS)
 }

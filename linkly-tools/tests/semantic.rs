@@ -16,6 +16,7 @@ fn test_model() -> ModelChoice {
         name: "sentence-transformers/all-MiniLM-L6-v2".into(),
         dir: TestInput::MiniLm.path(),
         from_env: false,
+        cache: None,
     }
 }
 

@@ -68,6 +68,7 @@ impl Models {
             name: name.to_string(),
             dir: manager.dir_of(&canonical_name(name)),
             from_env: false,
+            cache: None,
         };
         stored.is_present().then_some(stored)
     }

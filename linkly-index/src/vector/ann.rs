@@ -616,6 +616,8 @@ impl Ann {
         w.slice(&column(|s| {
             u64::from(s.start_line) << 32 | u64::from(s.end_line)
         }))?;
+        // The vectors are read where a search needs them, not checksummed at every open.
+        w.lookup_from_here();
         w.slice(&self.data)?;
         w.slice(&self.codes)?;
         w.slice(&self.scales)

@@ -948,6 +948,7 @@ mod tests {
             name: "sentence-transformers/all-MiniLM-L6-v2".into(),
             dir: test_model(),
             from_env: false,
+            cache: None,
         };
         let dir = tmp.path().join("index");
         let index = Index::open(&dir).unwrap();
@@ -985,6 +986,7 @@ mod tests {
             name: "sentence-transformers/all-MiniLM-L6-v2".into(),
             dir: test_model(),
             from_env: false,
+            cache: None,
         };
         let dir = tmp.path().join("index");
         let snapshot = dir.join("vectors.snapshot");
