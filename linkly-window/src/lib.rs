@@ -163,8 +163,16 @@ pub fn router(linkly: Arc<Linkly>, live: Arc<Live>, opts: WindowOptions) -> Rout
         .route("/settings", Person, get(settings::page_handler))
         .route("/settings/change", Person, post(settings::change))
         .route("/settings/reindex", Person, post(settings::reindex))
-        .route("/settings/model/import", Person, post(settings::import_model))
-        .route("/settings/model/remove", Person, post(settings::remove_model))
+        .route(
+            "/settings/model/import",
+            Person,
+            post(settings::import_model),
+        )
+        .route(
+            "/settings/model/remove",
+            Person,
+            post(settings::remove_model),
+        )
         .route("/lang", Public, post(pages::set_lang))
         .route(
             "/signin",
