@@ -1011,7 +1011,7 @@ async fn settings_changes_are_the_persons_own_and_checked() {
     }
     assert_eq!(fs_err::read_to_string(&config_file).unwrap(), before);
     // The page itself is the person's (it names folders and models): refused too.
-    let (status, _, body) = send(&f.app, get("/settings", Some(&lan.cookie))).await;
+    let (status, _, body) = send(&f.app, anon("/settings", Some(&lan.cookie))).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(!body.contains("action=\"/settings/change\""), "{body}");
 
