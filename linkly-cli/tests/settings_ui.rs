@@ -98,6 +98,11 @@ fn config(env: &Env) -> String {
 
 fn scenario(s: &mut Session<'_>, env: &Env, base: &str) {
     let docs = env.docs.to_str().unwrap();
+    // The person signs the browser in as `linkly open` does: its one-time address.
+    let open = env.run_ok(&["open", "--no-browser"]);
+    let link = String::from_utf8_lossy(&open.stdout).trim().to_string();
+    assert!(link.starts_with(&format!("{base}/signin/link/")), "{link}");
+    s.goto(&link).at("sign in through linkly open");
     s.goto(&format!("{base}/settings")).at("open the settings");
     assert_eq!(
         s.exec("return document.documentElement.lang;", &[])
