@@ -280,17 +280,52 @@ fn lan_mode_requires_the_token_from_other_hosts() {
         ),
     )
     .unwrap();
+    // A watched folder that is not shared: the person finds its file, the visitor never.
+    let private = env.tmp.path().join("private");
+    fs_err::create_dir_all(&private).unwrap();
+    fs_err::write(
+        private.join("salary.md"),
+        "# Salary\n\nMy budget, private.\n",
+    )
+    .unwrap();
+    env.run_ok(&["folders", "add", private.to_str().unwrap()]);
+    env.index();
+    let mine: Value =
+        serde_json::from_slice(&env.run_ok(&["--json", "search", "budget"]).stdout).unwrap();
+    assert_eq!(mine["total"], 3, "{mine}");
     let (_server, port) = start(&env, &["--lan"]);
     let endpoint = format!("http://127.0.0.1:{port}");
-    let search = || {
+    let visitor = |args: &[&str]| {
         env.cmd()
             .env("LINKLY_TOKEN", &token)
-            .args(["--json", "--endpoint", &endpoint, "search", "budget"])
+            .args(["--json", "--endpoint", &endpoint])
+            .args(args)
             .output()
             .unwrap()
     };
-    let v: Value = serde_json::from_slice(&search().stdout).unwrap();
-    assert_eq!(v["total"], 2);
+    let v: Value = serde_json::from_slice(&visitor(&["search", "budget"]).stdout).unwrap();
+    assert_eq!(v["total"], 2, "{v}");
+    assert!(!v.to_string().contains("salary"), "{v}");
+    // Its document by id: not found for the visitor.
+    let id = mine["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"].as_str().unwrap().ends_with("salary.md"))
+        .unwrap()["doc_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = visitor(&["read", &id]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("DOC_NOT_FOUND") && !said.contains("private."),
+        "{said}"
+    );
 }
 
 /// A server runs with the allocators' settings for a long run (`src/allocator.rs`): it

@@ -42,6 +42,13 @@ fn ffmpeg(args: &[&str]) {
     tool("ffmpeg", &all);
 }
 
+/// Turns audio and video transcription on (off by default, as in the app).
+fn transcription_on(env: &Env) {
+    for key in ["transcription.audio", "transcription.video"] {
+        env.run_ok(&["config", "set", key, "true"]);
+    }
+}
+
 fn import(env: &Env, model: &Path) -> Value {
     env.json(&["model", "import", model.to_str().unwrap()])
 }
@@ -253,6 +260,7 @@ fn english_audio_and_video_are_transcribed_and_bad_files_get_reasons() {
 fn a_codec_without_its_decoder_is_named() {
     let speech = speech_dir();
     let env = Env::new(&[]);
+    transcription_on(&env);
     let opus = env.docs.join("memo.opus");
     ffmpeg(&[
         "-i",
@@ -291,6 +299,7 @@ fn a_codec_without_its_decoder_is_named() {
 fn spanish_speech_is_found_by_a_word_with_the_multilingual_model() {
     let speech = speech_dir();
     let env = Env::new(&[]);
+    transcription_on(&env);
     let wav = env.tmp.path().join("es.wav");
     tool(
         "espeak-ng",

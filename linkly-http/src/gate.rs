@@ -551,6 +551,13 @@ async fn gate(
         return gate.refuse(req.headers(), why);
     }
     req.extensions_mut().insert(caller);
+    // What the tools let this caller read: a visitor only the shared libraries.
+    let audience = if caller == Caller::Visitor {
+        linkly_tools::Audience::Shared(shared.clone())
+    } else {
+        linkly_tools::Audience::Person
+    };
+    req.extensions_mut().insert(audience);
     if caller == Caller::Visitor {
         req.extensions_mut().insert(LanShared(shared));
     }

@@ -110,15 +110,23 @@ impl ServerHandler for LinklyServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         let args = request
             .arguments
             .map(serde_json::Value::Object)
             .unwrap_or(serde_json::Value::Null);
+        // Over HTTP, the host's gate said whose call this is (a LAN visitor reads only the
+        // shared libraries); over stdio, the person's.
+        let audience = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<linkly_tools::Audience>())
+            .cloned()
+            .unwrap_or_default();
         let linkly = self.linkly.clone();
-        let output = tokio::task::spawn_blocking(move || linkly.call(&name, args))
+        let output = tokio::task::spawn_blocking(move || linkly.call_as(&audience, &name, args))
             .await
             .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?
             .map_err(|unknown| McpError::invalid_params(unknown.to_string(), None))?;

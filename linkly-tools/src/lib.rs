@@ -34,6 +34,7 @@
 //! # Ok(()) }
 //! ```
 
+mod audience;
 mod choice;
 mod engine;
 mod error;
@@ -46,6 +47,7 @@ mod snippet;
 mod tools;
 mod upkeep;
 
+pub use crate::audience::Audience;
 pub use crate::engine::{Behind, Linkly, ToolOutput, UnknownTool, check_setting};
 pub use crate::error::{Result, ToolError, choice_error};
 pub use crate::models::{EmbeddingModelOnDisk, ModelImported, ModelsOnDisk, SpeechModelOnDisk};

@@ -9,9 +9,27 @@ use linkly_index::DocFilter;
 use crate::{Linkly, Result, ToolError};
 
 /// Resolves a `library` argument (name or `local://<id>`), or says why it cannot be served.
+/// A visitor (see [`crate::audience`]) resolves only the libraries the person shares.
 pub(crate) fn resolve(linkly: &Linkly, reference: &str) -> Result<Library> {
+    let shared = crate::audience::current();
     match linkly.config().library(reference) {
-        LibraryRef::Local(lib) => Ok(lib.clone()),
+        LibraryRef::Local(lib) => match &shared {
+            Some(names) if !names.iter().any(|n| n == &lib.name) => Err(ToolError::new(
+                ErrorCode::LibraryNotFound,
+                format!(
+                    "library {reference:?} not found among the libraries shared on the local network: {}",
+                    crate::audience::shared_names(names)
+                ),
+            )),
+            _ => Ok(lib.clone()),
+        },
+        LibraryRef::Unknown if shared.is_some() => Err(ToolError::new(
+            ErrorCode::LibraryNotFound,
+            format!(
+                "library {reference:?} not found among the libraries shared on the local network: {}",
+                crate::audience::shared_names(shared.as_deref().unwrap_or_default())
+            ),
+        )),
         LibraryRef::Cloud => Err(ToolError::invalid(format!(
             "library {reference:?} is a cloud library: cloud libraries are served by a remote gateway, not by this local server; use a local library (see list_libraries) or omit library"
         ))),
@@ -83,6 +101,15 @@ impl LibraryScope {
         })
     }
 
+    /// Whether a document path lies in the scope.
+    pub(crate) fn covers(&self, path: &str) -> bool {
+        let sep = std::path::MAIN_SEPARATOR;
+        self.dirs.iter().any(|d| {
+            path.strip_prefix(d.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(sep) || d.ends_with(sep))
+        }) || self.notes.iter().any(|n| n == path)
+    }
+
     /// The document filter of the scope (other criteria left open).
     pub(crate) fn filter(&self) -> DocFilter {
         let mut filter = DocFilter::default();
@@ -99,10 +126,44 @@ impl LibraryScope {
 
 /// The scope of an optional `library` argument: `None` (everything) without one; a cloud or
 /// unknown library is refused.
+///
+/// For a visitor (see [`crate::audience`]), no library means all the shared ones.
 pub(crate) fn scope_of(linkly: &Linkly, library: Option<&str>) -> Result<Option<LibraryScope>> {
+    if library.is_none()
+        && let Some(shared) = crate::audience::current()
+    {
+        return Ok(Some(shared_scope(linkly, &shared)?));
+    }
     library
         .map(|l| LibraryScope::of(linkly, &resolve(linkly, l)?))
         .transpose()
+}
+
+/// The union of the shared libraries' scopes (a visitor's "everything").
+pub(crate) fn shared_scope(linkly: &Linkly, shared: &[String]) -> Result<LibraryScope> {
+    let config = linkly.config();
+    let mut union = LibraryScope::default();
+    for lib in config.libraries.iter().filter(|l| shared.contains(&l.name)) {
+        let scope = LibraryScope::of(linkly, lib)?;
+        union.dirs.extend(scope.dirs);
+        union.notes.extend(scope.notes);
+    }
+    Ok(union)
+}
+
+/// The library a tool that walks folders (`list`, `explore`) covers when the call names none:
+/// none for the person (every watched folder); for a visitor, the one shared library, and a
+/// refusal naming them when there are several (or none).
+pub(crate) fn walked_library(library: Option<&str>) -> Result<Option<String>> {
+    match (library, crate::audience::current()) {
+        (Some(l), _) => Ok(Some(l.to_string())),
+        (None, None) => Ok(None),
+        (None, Some(shared)) if shared.len() == 1 => Ok(Some(shared[0].clone())),
+        (None, Some(shared)) => Err(ToolError::invalid(format!(
+            "library is required for a visitor signed in over the local network: one of {}",
+            crate::audience::shared_names(&shared)
+        ))),
+    }
 }
 
 /// The document filter of an optional library: every document, or the library's folders and

@@ -43,6 +43,9 @@ static WORKER_HOOKED: AtomicBool = AtomicBool::new(false);
 /// How often a running engine looks at `config.toml` for changes.
 const CONFIG_POLL: Duration = Duration::from_millis(500);
 
+/// How long the sync of a configuration change waits for another writer of the index.
+const CONFIG_SYNC_PATIENCE: Duration = Duration::from_secs(60);
+
 /// A sync older than this, with nothing watching, earns a note in `search` answers.
 const STALE_AFTER_MS: i64 = 15 * 60 * 1000;
 
@@ -611,10 +614,27 @@ impl Linkly {
             }
             self.fresh.set(IndexState::Indexing);
             on_event(&FreshEvent::State(IndexState::Indexing));
-            match self
-                .index()
-                .sync(&sync_opts, &mut |p| on_event(&FreshEvent::Sync(*p)))
-            {
+            // A sync of the watcher (or a rebuild the person asked for) may hold the index's
+            // writer a moment: wait for it rather than fail the change.
+            let mut waited = std::time::Duration::ZERO;
+            let synced = loop {
+                match self
+                    .index()
+                    .sync(&sync_opts, &mut |p| on_event(&FreshEvent::Sync(*p)))
+                {
+                    Err(e)
+                        if linkly_core::CodedError::error_code(&e)
+                            == linkly_core::ErrorCode::IndexBusy
+                            && waited < CONFIG_SYNC_PATIENCE
+                            && !stopped.load(Ordering::SeqCst) =>
+                    {
+                        std::thread::sleep(CONFIG_POLL);
+                        waited += CONFIG_POLL;
+                    }
+                    other => break other,
+                }
+            };
+            match synced {
                 Ok(report) => on_event(&FreshEvent::Synced { report, full: true }),
                 Err(e) => on_event(&FreshEvent::Failed(format!("indexing failed: {e}"))),
             }
@@ -740,6 +760,10 @@ impl Linkly {
         let Some(rec) = self.corpus().doc(id)? else {
             return Ok(None);
         };
+        if !self.admits(&rec.path) {
+            // Outside the libraries a visitor may read: as if it did not exist.
+            return Ok(None);
+        }
         if !self.documents_are_files() {
             // Extracted elsewhere (a gateway's library): the index is the only copy.
             return Ok(Some(rec));

@@ -11,6 +11,7 @@
 mod common;
 
 mod answers;
+mod audience;
 mod discovery;
 mod errors;
 mod fresh;

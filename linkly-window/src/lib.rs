@@ -116,6 +116,8 @@ pub(crate) struct Ctx {
     pub(crate) caller: Caller,
     /// True when the caller is a LAN visitor (signed in with the LAN token).
     pub(crate) lan: bool,
+    /// What the tools let this caller read (a LAN visitor: the shared libraries only).
+    pub(crate) audience: linkly_tools::Audience,
     /// The path and query of this page (where the language switch comes back to).
     pub(crate) here: String,
 }
@@ -147,14 +149,14 @@ pub fn router(linkly: Arc<Linkly>, live: Arc<Live>, opts: WindowOptions) -> Rout
         .route("/search", Read, get(search::page_handler))
         .route("/doc/{id}", Read, get(document::page_handler))
         .route("/doc/{id}/file", Person, get(document::file))
-        .route("/notes", Read, get(notes::list))
+        .route("/notes", Person, get(notes::list))
         .route("/notes/new", Person, get(notes::new))
-        .route("/notes/edit/{note_id}", Read, get(notes::edit))
+        .route("/notes/edit/{note_id}", Person, get(notes::edit))
         .route("/notes/save", Person, post(notes::save))
         .route("/notes/delete", Person, post(notes::delete))
         .route("/notes/trash", Person, get(notes::trash))
         .route("/notes/restore", Person, post(notes::restore))
-        .route("/libraries", Read, get(libraries::page_handler))
+        .route("/libraries", Person, get(libraries::page_handler))
         .route("/libraries/create", Person, post(libraries::create))
         .route("/libraries/edit", Person, post(libraries::edit))
         .route("/libraries/delete", Person, post(libraries::delete))

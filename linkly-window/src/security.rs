@@ -168,6 +168,12 @@ async fn gate_inner(app: App, mut req: Request, next: Next) -> Response {
         .path_and_query()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".to_string());
+    // Without the gate's word, the narrowest: nothing shared.
+    let audience = req
+        .extensions()
+        .get::<linkly_tools::Audience>()
+        .cloned()
+        .unwrap_or(linkly_tools::Audience::Shared(Vec::new()));
     req.extensions_mut().insert(Ctx {
         here,
         lang,
@@ -175,6 +181,7 @@ async fn gate_inner(app: App, mut req: Request, next: Next) -> Response {
         sid: sid.clone(),
         caller,
         lan: caller == Caller::Visitor,
+        audience,
     });
     let mut res = next.run(req).await;
     if new_session

@@ -739,13 +739,7 @@ async fn a_lan_visitor_reads_nothing_while_nothing_is_shared() {
         })
         .unwrap();
     let v = visitor(&f.app, "es").await;
-    for path in [
-        "/",
-        "/search?q=budget",
-        "/notes",
-        "/libraries",
-        "/api/status",
-    ] {
+    for path in ["/", "/search?q=budget", "/api/status"] {
         let req = Request::get(path)
             .header(header::HOST, HOST)
             .header(header::COOKIE, &v.cookie)
@@ -1057,4 +1051,49 @@ async fn settings_changes_are_the_persons_own_and_checked() {
     assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
     let after = fs_err::read_to_string(&config_file).unwrap();
     assert!(after.contains("audio = true"), "{after}");
+}
+
+#[tokio::test]
+async fn a_lan_visitor_reads_only_the_shared_libraries() {
+    let f = fixture_with(Some("s3cret-token"));
+    // A watched folder the person does not share.
+    let private = f.root.join("private");
+    fs_err::create_dir_all(&private).unwrap();
+    fs_err::write(
+        private.join("salary.md"),
+        "# Salary\n\nMy budget, private.\n",
+    )
+    .unwrap();
+    f.linkly.update_config(|c| c.add_folder(&private)).unwrap();
+    f.linkly.index_now(&mut |_| {}).unwrap();
+    // The person finds it.
+    let (_, _, mine) = send(&f.app, get("/search?q=salary", None)).await;
+    let id = first_doc_id(&mine);
+    let v = visitor(&f.app, "en").await;
+    // The visitor: not in search, not by its address; shared documents still read.
+    let (status, _, body) = send(&f.app, anon("/search?q=salary", Some(&v.cookie))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        !body.contains("salary.md") && !body.contains("My budget"),
+        "{body}"
+    );
+    let (status, _, body) = send(&f.app, anon("/search?q=budget", Some(&v.cookie))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        body.contains("plan.md") && !body.contains("salary.md"),
+        "{body}"
+    );
+    let (status, _, body) = send(&f.app, anon(&format!("/doc/{id}"), Some(&v.cookie))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert!(!body.contains("My budget"), "{body}");
+    // The person's own pages: the overview sends the visitor to search; notes and libraries
+    // are refused.
+    let (status, res, _) = send(&f.app, anon("/", Some(&v.cookie))).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location(&res), "/search");
+    for path in ["/notes", "/libraries"] {
+        let (status, _, body) = send(&f.app, anon(path, Some(&v.cookie))).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{path}");
+        assert!(!body.contains("private"), "{path}: {body}");
+    }
 }

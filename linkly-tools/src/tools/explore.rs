@@ -296,7 +296,9 @@ fn median(words: &mut [u64]) -> u64 {
 impl Linkly {
     /// Runs `explore`.
     pub fn explore(&self, p: ExploreParams) -> Result<ExploreResponse> {
-        let (scope, description, mut roots, filter) = match p.library.as_deref() {
+        // A visitor explores a shared library, never the watched folders as such.
+        let library = crate::library::walked_library(p.library.as_deref())?;
+        let (scope, description, mut roots, filter) = match library.as_deref() {
             Some(l) => {
                 let lib = resolve(self, l)?;
                 let scope = crate::library::LibraryScope::of(self, &lib)?;
@@ -403,7 +405,7 @@ impl Linkly {
         let freshness = self.coverage()?;
         let hint = docs
             .is_empty()
-            .then(|| self.empty_explore_hint(p.library.is_some(), &freshness));
+            .then(|| self.empty_explore_hint(library.is_some(), &freshness));
 
         Ok(ExploreResponse {
             scope,

@@ -277,7 +277,10 @@ impl Linkly {
                     "library is only valid with scope \"library\" (or \"notes\"); use scope \"library\" or omit library",
                 ));
             }
-            (_, None) => None,
+            // A visitor lists a shared library, never the watched folders as such.
+            (_, None) => crate::library::walked_library(None)?
+                .map(|l| resolve(self, &l))
+                .transpose()?,
         };
         let sort_name = p.sort.unwrap_or(ListSort::Recent);
         let sort = match sort_name {
@@ -550,6 +553,7 @@ pub(crate) struct NotesList {
 
 /// `list` with `scope="notes"`.
 fn list_notes(linkly: &Linkly, params: &ListParams) -> Result<Rendered> {
+    crate::audience::person_only("the notes folder")?;
     for (name, given) in [
         ("library", params.library.is_some()),
         ("path", params.path.is_some()),

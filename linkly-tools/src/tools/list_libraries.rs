@@ -64,7 +64,13 @@ impl Linkly {
     /// Runs `list_libraries`.
     pub fn list_libraries(&self) -> Result<LibrariesResponse> {
         let mut libraries = Vec::new();
-        for lib in &self.config().libraries {
+        let shared = crate::audience::current();
+        let config = self.config();
+        let visible = config
+            .libraries
+            .iter()
+            .filter(|l| shared.as_ref().is_none_or(|s| s.contains(&l.name)));
+        for lib in visible {
             let doc_count = self
                 .corpus()
                 .catalog_count(&LibraryScope::of(self, lib)?.filter())?;

@@ -166,6 +166,7 @@ impl Linkly {
     }
 
     fn save_note(&self, p: NoteSaveParams, person: bool) -> Result<NoteSaveResponse> {
+        crate::audience::person_only("note_save")?;
         let mode = p.mode;
         // Arguments that need no file first, so a bad call never waits for the lock.
         let note_id = p.note_id.as_deref().map(store::parse_note_id).transpose()?;

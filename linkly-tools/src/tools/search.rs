@@ -224,7 +224,8 @@ impl Linkly {
             p.tags.as_deref(),
         )?;
         let library = match scope {
-            SearchScope::Notes => None,
+            // For a visitor, the notes of the shared libraries only.
+            SearchScope::Notes => crate::library::scope_of(self, None)?,
             SearchScope::Folder => crate::library::scope_of(self, p.library.as_deref())?,
         };
         let glob = match scope {

@@ -11,7 +11,7 @@ use linkly_tools::{GrepParams, GrepResponse, ReadParams, ReadResponse};
 use maud::{Markup, PreEscaped, html};
 
 use crate::layout::{Nav, enc, escape, first, page, parse_query};
-use crate::pages::{blocking, failure};
+use crate::pages::{blocking, blocking_for, failure};
 use crate::{App, Ctx, Lang};
 
 /// Lines per page: the `read` tool's largest `limit`.
@@ -109,7 +109,7 @@ pub(crate) async fn page_handler(
     let from_param = num("from");
     let line_param = num("line");
     let find2 = find.clone();
-    let outcome = blocking(&app, move |linkly| {
+    let outcome = blocking_for(&app, &ctx, move |linkly| {
         let rec = match linkly.fresh_doc(DocId(n)) {
             Ok(Some(r)) => r,
             Ok(None) => return Outcome::Missing,

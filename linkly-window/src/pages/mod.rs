@@ -33,6 +33,17 @@ pub(crate) async fn blocking<T: Send + 'static>(
     }
 }
 
+/// [`blocking`] for the caller: tool calls read only what its audience may (a LAN visitor:
+/// the shared libraries).
+pub(crate) async fn blocking_for<T: Send + 'static>(
+    app: &App,
+    ctx: &Ctx,
+    f: impl FnOnce(&linkly_tools::Linkly) -> T + Send + 'static,
+) -> T {
+    let audience = ctx.audience.clone();
+    blocking(app, move |linkly| audience.run(|| f(linkly))).await
+}
+
 /// A redirect after a POST (303, so the browser GETs the target).
 pub(crate) fn see_other(to: &str) -> Response {
     Redirect::to(to).into_response()
@@ -90,6 +101,7 @@ pub(crate) fn refusal(headers: &HeaderMap, why: linkly_http::Refusal) -> Respons
         sid: String::new(),
         caller: linkly_http::Caller::Visitor,
         lan: true,
+        audience: linkly_tools::Audience::Shared(Vec::new()),
         here: "/".to_string(),
     };
     let reason = match why {

@@ -88,6 +88,11 @@ pub(crate) async fn page_get(
     ctx: Ctx,
     folder_error: Option<(String, String)>,
 ) -> Response {
+    // The overview is the person's machine (folders, skipped files); a visitor searches what
+    // is shared.
+    if ctx.lan {
+        return super::see_other("/search");
+    }
     let data = blocking(&app, load).await;
     let data = match data {
         Ok(d) => d,

@@ -11,7 +11,7 @@ use linkly_tools::{SearchParams, SearchResponse};
 use maud::html;
 
 use crate::layout::{Nav, enc, first, highlight, page, parse_query};
-use crate::pages::blocking;
+use crate::pages::blocking_for;
 use crate::pages::overview::doc_href;
 use crate::{App, Ctx, Lang};
 
@@ -114,7 +114,7 @@ pub(crate) async fn page_handler(
 ) -> Response {
     let l = ctx.lang;
     let q = Query::parse(raw.as_deref());
-    let libraries: Vec<String> = blocking(&app, |linkly| {
+    let libraries: Vec<String> = blocking_for(&app, &ctx, |linkly| {
         linkly
             .list_libraries()
             .map(|r| r.libraries.into_iter().map(|l| l.name).collect())
@@ -125,7 +125,7 @@ pub(crate) async fn page_handler(
         None
     } else {
         Some(match q.params() {
-            Ok(params) => blocking(&app, move |linkly| linkly.search(params))
+            Ok(params) => blocking_for(&app, &ctx, move |linkly| linkly.search(params))
                 .await
                 .map_err(|e| e.message),
             Err(refused) => Err(refused),
