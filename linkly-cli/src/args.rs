@@ -42,8 +42,9 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Folders(FoldersCommand),
     /// Read or change a setting of config.toml by its key (`folders`, `exclude`, `notes_dir`,
-    /// `lan_token`, `libraries`, `ocr.enabled`, `ocr.languages`, `transcription.audio`,
-    /// `transcription.video`); a running server applies a change within a second.
+    /// `lan_token`, `libraries`, `lan_shared_libraries`, `ocr.enabled`, `ocr.languages`,
+    /// `transcription.audio`, `transcription.video`); a running server applies a change within
+    /// a second.
     #[command(subcommand)]
     Config(ConfigCommand),
     /// Index the watched folders (and the folders given, which are added to them).

@@ -302,4 +302,22 @@ fn status_on_a_fresh_home_leaves_the_data_directory_private() {
     fs_err::set_permissions(&env.home, std::fs::Permissions::from_mode(0o755)).unwrap();
     let _ = env.run(&["--json", "search", "anything"]);
     assert_eq!(mode(&env), 0o700, "an existing data directory, tightened");
+    // Its databases (and their WAL files) are the owner's alone too.
+    fn databases(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in fs_err::read_dir(dir).unwrap().map(Result::unwrap) {
+            let path = entry.path();
+            if path.is_dir() {
+                databases(&path, found);
+            } else if entry.file_name().to_string_lossy().contains(".sqlite") {
+                found.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    databases(&env.home, &mut found);
+    assert!(!found.is_empty(), "the search opened no database");
+    for db in found {
+        let m = fs_err::metadata(&db).unwrap().permissions().mode() & 0o777;
+        assert_eq!(m, 0o600, "{}", db.display());
+    }
 }

@@ -26,6 +26,7 @@ mod fresh;
 #[cfg(feature = "gateway-server")]
 mod gateway;
 mod handover;
+mod lan_ui;
 mod library_notes;
 mod mcp_discovery;
 mod mcp_notes;

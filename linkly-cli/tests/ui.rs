@@ -106,12 +106,18 @@ fn documents(env: &Env) {
 
 /// Starts `linkly serve` on a free port without folders and waits until it watches.
 pub(crate) fn serve(env: &Env) -> (Server, u16) {
+    serve_with(env, &[])
+}
+
+/// `linkly serve` with `extra` arguments (`--lan`), once it answers.
+pub(crate) fn serve_with(env: &Env, extra: &[&str]) -> (Server, u16) {
     let port = common::free_port();
     fs_err::create_dir_all(&env.home).unwrap();
     let log = std::fs::File::create(env.home.join("serve.log")).unwrap();
     let child = env
         .cmd()
         .args(["serve", "--no-model-download", "--port", &port.to_string()])
+        .args(extra)
         .env_remove("LINKLY_MODEL_DIR")
         .env("LINKLY_LOG", "info")
         .stdout(Stdio::null())

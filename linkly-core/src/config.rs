@@ -154,6 +154,43 @@ impl DataDir {
     }
 }
 
+/// Makes the database at `path` readable by its owner only (0600 on Unix) before SQLite opens
+/// it: creates it empty with that mode when missing (SQLite gives its `-wal` and `-shm` files
+/// the database's mode) and tightens an existing one that others may read.
+pub fn private_database(path: &Path) -> std::io::Result<()> {
+    if !path.exists() {
+        let mut open = std::fs::OpenOptions::new();
+        open.write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+        open.open(path)?;
+        return Ok(());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+        if mode & 0o077 == 0 {
+            return Ok(());
+        }
+        for side in ["", "-wal", "-shm", "-journal"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(side);
+            let name = Path::new(&name);
+            if !name.exists() {
+                continue;
+            }
+            // A database on a read-only disk stays as it is: SQLite opens it read-only.
+            if let Err(e) =
+                std::fs::set_permissions(name, std::fs::Permissions::from_mode(mode & 0o700))
+            {
+                tracing::warn!(file = %name.display(), error = %e, "cannot make a database owner-only");
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Writes `text` to `path` readable by its owner only (0600 on Unix): a temporary file renamed
 /// over it.
 fn write_private(path: &Path, text: &str) -> Result<()> {
@@ -355,6 +392,29 @@ mod tests {
         cfg.save(&dir).unwrap();
         assert_eq!(mode(&dir.config_file()), 0o600);
         assert_eq!(Config::load(&dir).unwrap(), cfg);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn databases_are_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| fs_err::metadata(p).unwrap().permissions().mode() & 0o777;
+        let new = tmp.path().join("new.sqlite");
+        private_database(&new).unwrap();
+        assert_eq!(mode(&new), 0o600);
+        assert_eq!(fs_err::metadata(&new).unwrap().len(), 0);
+        // An existing database that others could read, and its WAL, are tightened; its content kept.
+        let old = tmp.path().join("old.sqlite");
+        let wal = tmp.path().join("old.sqlite-wal");
+        fs_err::write(&old, b"content").unwrap();
+        fs_err::write(&wal, b"log").unwrap();
+        for p in [&old, &wal] {
+            fs_err::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        private_database(&old).unwrap();
+        assert_eq!((mode(&old), mode(&wal)), (0o600, 0o600));
+        assert_eq!(fs_err::read(&old).unwrap(), b"content");
     }
 
     #[test]

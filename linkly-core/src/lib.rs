@@ -21,7 +21,7 @@ mod time;
 pub mod env;
 pub mod stdx;
 
-pub use crate::config::{Config, DataDir, OcrConfig, TranscriptionConfig};
+pub use crate::config::{Config, DataDir, OcrConfig, TranscriptionConfig, private_database};
 pub use crate::counting::{char_count, is_cjk, word_count};
 pub use crate::doc_type::DocType;
 pub use crate::error::{Error, LibraryError, Result};

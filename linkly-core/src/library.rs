@@ -146,7 +146,10 @@ impl Config {
     /// Removes a library (its folders stay watched) and returns it.
     pub fn remove_library(&mut self, reference: &str) -> Result<Library> {
         let i = self.library_index(reference)?;
-        Ok(self.libraries.remove(i))
+        let gone = self.libraries.remove(i);
+        // A library made later under the same name is not shared by this one's choice.
+        self.lan_shared_libraries.retain(|n| n != &gone.name);
+        Ok(gone)
     }
 
     /// Changes a library: a new name or description, folders added or removed, tags replaced.
@@ -165,7 +168,13 @@ impl Config {
             {
                 return Err(LibraryError::NameTaken(name.to_string()).into());
             }
-            self.libraries[i].name = name.to_string();
+            let old = std::mem::replace(&mut self.libraries[i].name, name.to_string());
+            // Shared on the LAN under its new name as under its old one.
+            for shared in &mut self.lan_shared_libraries {
+                if *shared == old {
+                    *shared = name.to_string();
+                }
+            }
         }
         if let Some(d) = &edit.description {
             self.libraries[i].description = d.trim().to_string();

@@ -63,6 +63,11 @@ pub const SETTINGS: &[Setting] = &[
         doc: "libraries (changed with `linkly library create|edit|delete`)",
     },
     Setting {
+        key: "lan_shared_libraries",
+        kind: SettingKind::List,
+        doc: "the libraries (by name) a LAN visitor may search and read (default: none)",
+    },
+    Setting {
         key: "ocr.enabled",
         kind: SettingKind::Bool,
         doc: "OCR of images and scanned PDF pages",
@@ -248,6 +253,24 @@ fn fingerprint(text: &str) -> String {
 }
 
 impl Config {
+    /// `item`, the name of one of the libraries.
+    fn library_name(&self, key: &str, item: &str) -> Result<String, SettingError> {
+        let item = item.trim();
+        if self.libraries.iter().any(|l| l.name == item) {
+            return Ok(item.to_string());
+        }
+        let names: Vec<&str> = self.libraries.iter().map(|l| l.name.as_str()).collect();
+        Err(SettingError::BadValue {
+            key: key.to_string(),
+            value: item.to_string(),
+            expected: if names.is_empty() {
+                "the name of a library: there is none yet (create one first)".into()
+            } else {
+                format!("the name of a library ({})", names.join(", "))
+            },
+        })
+    }
+
     /// The value of a setting as text: a switch `true`/`false`, a list one item per line, an
     /// unset path or text empty, the libraries by name.
     pub fn setting(&self, key: &str) -> Result<String, SettingError> {
@@ -275,6 +298,7 @@ impl Config {
                     .map(|l| l.name.clone())
                     .collect::<Vec<_>>(),
             ),
+            "lan_shared_libraries" => lines(&self.lan_shared_libraries),
             "ocr.enabled" => self.ocr.enabled.to_string(),
             "ocr.languages" => lines(&self.ocr.languages),
             "transcription.audio" => self.transcription.audio.to_string(),
@@ -353,6 +377,7 @@ impl Config {
                         .map(|f| f.to_string_lossy().into_owned())
                         .collect(),
                     "exclude" => self.exclude.clone(),
+                    "lan_shared_libraries" => self.lan_shared_libraries.clone(),
                     "ocr.languages" => self.ocr.languages.clone(),
                     _ => unreachable!("every list is read above"),
                 };
@@ -360,6 +385,7 @@ impl Config {
                     match key {
                         "folders" => Ok(readable_folder(key, item)?.to_string_lossy().into_owned()),
                         "ocr.languages" => check_language(key, item).map(|()| item.to_string()),
+                        "lan_shared_libraries" => self.library_name(key, item),
                         _ => {
                             if item.trim().is_empty() {
                                 Err(SettingError::BadValue {
@@ -410,6 +436,7 @@ impl Config {
                 match key {
                     "folders" => self.folders = items.into_iter().map(PathBuf::from).collect(),
                     "exclude" => self.exclude = items,
+                    "lan_shared_libraries" => self.lan_shared_libraries = items,
                     "ocr.languages" => {
                         if items.is_empty() {
                             return Err(SettingError::BadValue {
@@ -445,6 +472,32 @@ mod tests {
             err.contains("ocr.langs") && err.contains("ocr.languages"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn shared_libraries_follow_their_library() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut c = Config::default();
+        c.add_folder(tmp.path()).unwrap();
+        c.add_library("team", "", &[tmp.path().to_path_buf()], &[])
+            .unwrap();
+        c.change_setting("lan_shared_libraries", SettingOp::Add("team".into()))
+            .unwrap();
+        assert_eq!(c.setting("lan_shared_libraries").unwrap(), "team");
+        let e = c
+            .change_setting("lan_shared_libraries", SettingOp::Add("other".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(team)"), "{e}");
+        let rename = crate::LibraryEdit {
+            name: Some("crew".into()),
+            ..crate::LibraryEdit::default()
+        };
+        c.edit_library("team", &rename).unwrap();
+        assert_eq!(c.lan_shared_libraries, ["crew"]);
+        // Deleted, then made again under the same name: not shared until the person says so.
+        c.remove_library("crew").unwrap();
+        assert!(c.lan_shared_libraries.is_empty());
     }
 
     #[test]
@@ -484,6 +537,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("linkly library"), "{e}");
+        let e = c
+            .change_setting("lan_shared_libraries", SettingOp::Add("ghost".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("lan_shared_libraries") && e.contains("create one"),
+            "{e}"
+        );
         assert_eq!(c, before);
         // A good folder is added canonical, once, and removed by the same path.
         let dir = tmp.path().to_str().unwrap();

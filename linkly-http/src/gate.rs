@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::MethodRouter;
@@ -105,7 +105,7 @@ pub enum Refusal {
 
 /// Renders a [`Refusal`] for the request's headers (the window's page, in the visitor's
 /// language).
-pub type RefusalPage = Arc<dyn Fn(&HeaderMap, Refusal) -> Response + Send + Sync>;
+pub type RefusalPage = Arc<dyn Fn(&HeaderMap, Refusal, &[String]) -> Response + Send + Sync>;
 
 /// One route and its class, as declared.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -472,9 +472,9 @@ impl Gate {
         router.layer(axum::middleware::from_fn_with_state(state, gate))
     }
 
-    fn refuse(&self, headers: &HeaderMap, why: Refusal) -> Response {
+    fn refuse(&self, headers: &HeaderMap, why: Refusal, shared: &[String]) -> Response {
         if let Some(page) = self.0.refusal_page.get() {
-            return page(headers, why);
+            return page(headers, why, shared);
         }
         let text = match why {
             Refusal::PersonOnly => {
@@ -497,9 +497,34 @@ fn for_programs(path: &str) -> bool {
 /// in sends a small body quickly, on a connection the accept loop may close for another.
 async fn gate(
     State(state): State<Arc<(Gate, Vec<RouteClass>)>>,
-    mut req: Request,
+    req: Request,
     next: Next,
 ) -> Response {
+    with_baseline_headers(admit(state, req, next).await)
+}
+
+/// The Content-Security-Policy of an answer that sets none: the gate's own refusals,
+/// redirects and 401s, and every program's answer (`/mcp`, `/health`), load nothing.
+pub const BASELINE_CSP: &str =
+    "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+/// `res` with a strict policy where the route set none, and never sniffed or framed.
+fn with_baseline_headers(mut res: Response) -> Response {
+    let h = res.headers_mut();
+    if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(BASELINE_CSP),
+        );
+    }
+    h.entry(header::X_CONTENT_TYPE_OPTIONS)
+        .or_insert(HeaderValue::from_static("nosniff"));
+    h.entry(header::X_FRAME_OPTIONS)
+        .or_insert(HeaderValue::from_static("DENY"));
+    res
+}
+
+async fn admit(state: Arc<(Gate, Vec<RouteClass>)>, mut req: Request, next: Next) -> Response {
     let (gate, table) = (&state.0, &state.1);
     let peer = req
         .extensions()
@@ -548,7 +573,7 @@ async fn gate(
             Refusal::PersonOnly
         };
         tracing::info!(?caller, path, "refused by the gate");
-        return gate.refuse(req.headers(), why);
+        return gate.refuse(req.headers(), why, &shared);
     }
     req.extensions_mut().insert(caller);
     // What the tools let this caller read: a visitor only the shared libraries.

@@ -149,3 +149,51 @@ async fn without_the_secret_the_search_is_refused() {
         assert!(!reply.body.contains("budget"), "{reply:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gates_own_answers_carry_a_strict_policy() {
+    let (addr, _stop) = start().await;
+    let host = addr.to_string();
+    let redirect = send(addr, &request("GET", "/search?q=x", &host, &[], b"")).await;
+    let unauthorized = send(
+        addr,
+        &request(
+            "GET",
+            "/search?q=x",
+            &host,
+            &["Authorization: Bearer wrong"],
+            b"",
+        ),
+    )
+    .await;
+    let wrong_host = send(addr, &request("GET", "/search", "evil.example", &[], b"")).await;
+    let admitted = send(
+        addr,
+        &request(
+            "GET",
+            "/search",
+            &host,
+            &[&format!("Authorization: Bearer {SECRET}")],
+            b"",
+        ),
+    )
+    .await;
+    for (what, reply, status) in [
+        ("the sign-in redirect", &redirect, 303),
+        ("a wrong secret", &unauthorized, 401),
+        ("a foreign Host", &wrong_host, 403),
+        ("an answer whose route set no policy", &admitted, 200),
+    ] {
+        assert_eq!(reply.status, status, "{what}: {reply:?}");
+        let head = reply.head.to_ascii_lowercase();
+        assert!(
+            head.contains(&format!(
+                "content-security-policy: {}",
+                linkly_http::BASELINE_CSP
+            )),
+            "{what}: {}",
+            reply.head
+        );
+        assert!(head.contains("x-content-type-options: nosniff"), "{what}");
+    }
+}

@@ -380,6 +380,7 @@ impl Store {
     /// (then the caller rebuilds) and whether it was just created.
     pub(crate) fn open(path: &Path, indexes: &str) -> Result<(Store, bool, bool)> {
         let fresh = !path.exists();
+        linkly_core::private_database(path)?;
         let (conn, mismatch) = retry_while_busy(path, || setup(path, indexes))?;
         Ok((
             Store {

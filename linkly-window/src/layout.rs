@@ -93,13 +93,22 @@ pub(crate) fn page(ctx: &Ctx, nav: Nav, title: &str, main: Markup) -> Response {
                 div #offline.banner hidden role="alert" { (l.t("offline")) }
                 div.shell {
                     nav.sidebar aria-label=(l.t("nav.label")) {
-                        a.brand href="/" { span.logo aria-hidden="true" { "◆" } " Linkly" }
-                        (item("nav-overview", "/", "nav.overview", "▦", Nav::Overview))
-                        (item("nav-search", "/search", "nav.search", "⌕", Nav::Search))
-                        (item("nav-notes", "/notes", "nav.notes", "✎", Nav::Notes))
-                        (item("nav-libraries", "/libraries", "nav.libraries", "▤", Nav::Libraries))
-                        (item("nav-agents", "/agents", "nav.agents", "⚇", Nav::Agents))
-                        (item("nav-settings", "/settings", "nav.settings", "⚙", Nav::Settings))
+                        a.brand href=(if ctx.lan { "/search" } else { "/" }) { span.logo aria-hidden="true" { "◆" } " Linkly" }
+                        @if let linkly_tools::Audience::Shared(names) = &ctx.audience {
+                            // A LAN visitor sees the one page open to them, and what is shared.
+                            (item("nav-search", "/search", "nav.search", "⌕", Nav::Search))
+                            @if !names.is_empty() { div #nav-shared.shared {
+                                span.muted { (l.t("nav.shared")) }
+                                ul { @for name in names { li { (name) } } }
+                            } }
+                        } @else {
+                            (item("nav-overview", "/", "nav.overview", "▦", Nav::Overview))
+                            (item("nav-search", "/search", "nav.search", "⌕", Nav::Search))
+                            (item("nav-notes", "/notes", "nav.notes", "✎", Nav::Notes))
+                            (item("nav-libraries", "/libraries", "nav.libraries", "▤", Nav::Libraries))
+                            (item("nav-agents", "/agents", "nav.agents", "⚇", Nav::Agents))
+                            (item("nav-settings", "/settings", "nav.settings", "⚙", Nav::Settings))
+                        }
                         div.spacer {}
                         form #lang-form.lang method="post" action="/lang" {
                             (csrf_field(ctx))

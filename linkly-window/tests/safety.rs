@@ -945,10 +945,10 @@ fn rss() -> u64 {
 #[tokio::test]
 #[allow(clippy::print_stderr)] // the figure, for the log
 async fn an_original_download_is_streamed_not_read_whole() {
-    const SIZE: u64 = 512 << 20;
+    const SIZE: u64 = 2 << 30;
     let f = fixture();
     let docs = f.root.join("docs");
-    // A 512 MiB video (sparse: no disk used), catalogued by its name.
+    // A 2 GiB video (sparse: no disk used), catalogued by its name.
     let big = fs_err::File::create(docs.join("holiday-film.mp4")).unwrap();
     big.set_len(SIZE).unwrap();
     drop(big);
@@ -977,7 +977,8 @@ async fn an_original_download_is_streamed_not_read_whole() {
     assert_eq!(bytes, SIZE);
     let grown = peak.saturating_sub(before);
     eprintln!(
-        "a 512 MiB download: the process grew by {} MiB at most",
+        "a {} MiB download: the process grew by {} MiB at most",
+        SIZE >> 20,
         grown >> 20
     );
     assert!(grown < 150 << 20, "grew by {} MiB", grown >> 20);
@@ -1083,6 +1084,27 @@ async fn a_lan_visitor_reads_only_the_shared_libraries() {
         body.contains("plan.md") && !body.contains("salary.md"),
         "{body}"
     );
+    // Its sidebar names what is shared and links to no page the person keeps.
+    assert!(
+        body.contains(r#"id="nav-shared""#) && body.contains("<li>team</li>"),
+        "{body}"
+    );
+    for path in [
+        "/notes",
+        "/libraries",
+        "/agents",
+        "/settings",
+        r#"href="/""#,
+    ] {
+        let link = if path.starts_with("href") {
+            path.to_string()
+        } else {
+            format!(r#"href="{path}""#)
+        };
+        assert!(!body.contains(&link), "the visitor's page links to {path}");
+    }
+    let (_, _, person) = send(&f.app, get("/search?q=budget", None)).await;
+    assert!(person.contains(r#"href="/settings""#) && !person.contains("nav-shared"));
     let (status, _, body) = send(&f.app, anon(&format!("/doc/{id}"), Some(&v.cookie))).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert!(!body.contains("My budget"), "{body}");
@@ -1096,4 +1118,83 @@ async fn a_lan_visitor_reads_only_the_shared_libraries() {
         assert_eq!(status, StatusCode::FORBIDDEN, "{path}");
         assert!(!body.contains("private"), "{path}: {body}");
     }
+}
+
+/// The `version` field of the share form of `library` on the Agents page.
+fn share_version(page: &str, library: &str) -> String {
+    let row = page
+        .split(&format!(r#"data-library="{library}""#))
+        .nth(1)
+        .expect("the library's row");
+    row.split(r#"name="version" value=""#)
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn the_person_chooses_the_shared_libraries_on_the_agents_page() {
+    let f = fixture_with(Some("s3cret-token"));
+    let me = session(&f.app).await;
+    let v = visitor(&f.app, "en").await;
+    let (_, _, page) = send(&f.app, get("/agents", Some(&me.cookie))).await;
+    assert!(page.contains(r#"data-library="team""#), "{page}");
+    assert!(page.contains("Stop sharing"), "{page}");
+    let version = share_version(&page, "team");
+    // A visitor cannot share or unshare.
+    let (status, _, _) = submit(
+        &f.app,
+        &v,
+        "/settings/change",
+        &format!("key=lan_shared_libraries&op=remove&value=team&version={version}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(f.linkly.config().lan_shared_libraries, ["team"]);
+    // The person stops sharing: back on the Agents page; the visitor reads nothing from the
+    // next request on.
+    let (status, res, body) = submit(
+        &f.app,
+        &me,
+        "/settings/change",
+        &format!("key=lan_shared_libraries&op=remove&value=team&version={version}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
+    assert_eq!(location(&res), "/agents#lan");
+    let (status, _, _) = send(&f.app, anon("/search?q=budget", Some(&v.cookie))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // A page read before that change cannot undo it.
+    let (status, _, body) = submit(
+        &f.app,
+        &me,
+        "/settings/change",
+        &format!("key=lan_shared_libraries&op=add&value=team&version={version}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(f.linkly.config().lan_shared_libraries.is_empty());
+    // Shared again from the page as it is now.
+    let (_, _, page) = send(&f.app, get("/agents", Some(&me.cookie))).await;
+    assert!(page.contains(">Share<"), "{page}");
+    let version = share_version(&page, "team");
+    let (status, _, body) = submit(
+        &f.app,
+        &me,
+        "/settings/change",
+        &format!("key=lan_shared_libraries&op=add&value=team&version={version}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
+    let (status, _, body) = send(&f.app, anon("/search?q=budget", Some(&v.cookie))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("plan.md"), "{body}");
+    let config = fs_err::read_to_string(f.linkly.data_dir().config_file()).unwrap();
+    assert!(
+        config.contains(r#"lan_shared_libraries = ["team"]"#),
+        "{config}"
+    );
 }

@@ -79,6 +79,7 @@ fn self_count_hint(conn: &Connection, after: u64) -> usize {
 
 impl VectorStore {
     pub(crate) fn open(path: &Path) -> Result<VectorStore> {
+        linkly_core::private_database(path)?;
         let conn = crate::store::retry_while_busy(path, || {
             let conn = Connection::open(path)?;
             conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))?;

@@ -346,7 +346,15 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ),
     (
         "lan.shared_none",
-        "None: LAN visitors can sign in but read nothing. Set lan_shared_libraries in config.toml to share libraries.",
+        "None: LAN visitors can sign in but read nothing. Share a library below.",
+    ),
+    ("lan.share", "Share"),
+    ("lan.unshare", "Stop sharing"),
+    ("lan.is_shared", "shared"),
+    ("lan.not_shared", "not shared"),
+    (
+        "lan.no_libraries",
+        "Create a library to share it with LAN visitors:",
     ),
     (
         "lan.plain_http",
@@ -357,6 +365,7 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "MCP clients over HTTP send the agent token in a header: Authorization: Bearer <agent token> (it is in the agent-token file of the data directory). The stdio command needs nothing.",
     ),
     ("nav.settings", "Settings"),
+    ("nav.shared", "Shared with you"),
     ("settings.title", "Settings"),
     (
         "settings.local_only",

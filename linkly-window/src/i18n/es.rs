@@ -373,7 +373,15 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ),
     (
         "lan.shared_none",
-        "Ninguna: los visitantes de la red pueden iniciar sesión pero no leen nada. Define lan_shared_libraries en config.toml para compartir bibliotecas.",
+        "Ninguna: los visitantes de la red pueden iniciar sesión pero no leen nada. Comparte una biblioteca abajo.",
+    ),
+    ("lan.share", "Compartir"),
+    ("lan.unshare", "Dejar de compartir"),
+    ("lan.is_shared", "compartida"),
+    ("lan.not_shared", "no compartida"),
+    (
+        "lan.no_libraries",
+        "Crea una biblioteca para compartirla con los visitantes de la red:",
     ),
     (
         "lan.plain_http",
@@ -384,6 +392,7 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "Los clientes MCP por HTTP envían el token de agente en una cabecera: Authorization: Bearer <agent token> (está en el archivo agent-token del directorio de datos). El comando stdio no necesita nada.",
     ),
     ("nav.settings", "Ajustes"),
+    ("nav.shared", "Compartido contigo"),
     ("settings.title", "Ajustes"),
     (
         "settings.local_only",

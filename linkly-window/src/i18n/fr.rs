@@ -370,7 +370,15 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ),
     (
         "lan.shared_none",
-        "Aucune : les visiteurs du réseau peuvent se connecter mais ne lisent rien. Renseignez lan_shared_libraries dans config.toml pour partager des bibliothèques.",
+        "Aucune : les visiteurs du réseau peuvent se connecter mais ne lisent rien. Partagez une bibliothèque ci-dessous.",
+    ),
+    ("lan.share", "Partager"),
+    ("lan.unshare", "Ne plus partager"),
+    ("lan.is_shared", "partagée"),
+    ("lan.not_shared", "non partagée"),
+    (
+        "lan.no_libraries",
+        "Créez une bibliothèque pour la partager avec les visiteurs du réseau :",
     ),
     (
         "lan.plain_http",
@@ -381,6 +389,7 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "Les clients MCP en HTTP envoient le jeton d’agent dans un en-tête : Authorization: Bearer <agent token> (il est dans le fichier agent-token du dossier de données). La commande stdio n’a besoin de rien.",
     ),
     ("nav.settings", "Réglages"),
+    ("nav.shared", "Partagé avec vous"),
     ("settings.title", "Réglages"),
     (
         "settings.local_only",

@@ -355,7 +355,15 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ),
     (
         "lan.shared_none",
-        "なし：LAN の訪問者はサインインできますが、何も読めません。ライブラリを共有するには config.toml の lan_shared_libraries を設定してください。",
+        "なし：LAN の訪問者はサインインできますが、何も読めません。下でライブラリを共有してください。",
+    ),
+    ("lan.share", "共有する"),
+    ("lan.unshare", "共有をやめる"),
+    ("lan.is_shared", "共有中"),
+    ("lan.not_shared", "共有していません"),
+    (
+        "lan.no_libraries",
+        "LAN の訪問者と共有するには、まずライブラリを作成してください：",
     ),
     (
         "lan.plain_http",
@@ -366,6 +374,7 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "HTTP の MCP クライアントはエージェントトークンをヘッダーで送ります：Authorization: Bearer <agent token>（データディレクトリの agent-token ファイルにあります）。stdio コマンドには何も要りません。",
     ),
     ("nav.settings", "設定"),
+    ("nav.shared", "共有されているライブラリ"),
     ("settings.title", "設定"),
     (
         "settings.local_only",

@@ -313,7 +313,15 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ),
     (
         "lan.shared_none",
-        "无：局域网访客可以登录，但什么也读不到。在 config.toml 中设置 lan_shared_libraries 以共享资料库。",
+        "无：局域网访客可以登录，但什么也读不到。请在下方共享一个资料库。",
+    ),
+    ("lan.share", "共享"),
+    ("lan.unshare", "停止共享"),
+    ("lan.is_shared", "已共享"),
+    ("lan.not_shared", "未共享"),
+    (
+        "lan.no_libraries",
+        "先创建一个资料库，才能与局域网访客共享：",
     ),
     (
         "lan.plain_http",
@@ -324,6 +332,7 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "通过 HTTP 的 MCP 客户端在请求头中发送代理令牌：Authorization: Bearer <agent token>（位于数据目录的 agent-token 文件中）。stdio 命令无需任何设置。",
     ),
     ("nav.settings", "设置"),
+    ("nav.shared", "与你共享的资料库"),
     ("settings.title", "设置"),
     ("settings.local_only", "只有本机可以更改设置。"),
     (

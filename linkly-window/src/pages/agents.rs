@@ -41,9 +41,21 @@ pub(crate) async fn page_handler(
     let l = ctx.lang;
     let url = app.opts.endpoint.clone();
     // Only the person reaches this page (the gate's class), so the LAN token may show.
-    let (token, shared) = blocking(&app, |linkly| {
-        let c = linkly.config();
-        (c.lan_token.clone(), c.lan_shared_libraries.clone())
+    let (token, shared, libraries, version) = blocking(&app, |linkly| {
+        // What config.toml holds now, so that a share is checked against the version shown.
+        let c = linkly_core::Config::load(linkly.data_dir())
+            .map(std::sync::Arc::new)
+            .unwrap_or_else(|_| linkly.config());
+        let names: Vec<String> = c.libraries.iter().map(|l| l.name.clone()).collect();
+        let version = c
+            .setting_version("lan_shared_libraries")
+            .unwrap_or_default();
+        (
+            c.lan_token.clone(),
+            c.lan_shared_libraries.clone(),
+            names,
+            version,
+        )
     })
     .await;
     let agent_token = app.opts.agent_token.clone().unwrap_or_default();
@@ -92,11 +104,9 @@ pub(crate) async fn page_handler(
             @if shared.is_empty() {
                 p #lan-shared data-testid="lan-shared" { (l.t("lan.shared_none")) }
             } @else {
-                p { (l.t("lan.shared")) }
-                ul #lan-shared data-testid="lan-shared" {
-                    @for name in &shared { li { (name) } }
-                }
+                p #lan-shared data-testid="lan-shared" { (l.t("lan.shared")) " " (shared.join(", ")) }
             }
+            (share_list(&ctx, &libraries, &shared, &version))
             @if let Some(t) = &token {
                 details #lan-reveal {
                     summary { (l.t("lan.reveal")) }
@@ -123,6 +133,41 @@ pub(crate) async fn page_handler(
         }
     };
     page(&ctx, Nav::Agents, l.t("agents.title"), main)
+}
+
+/// Every library with its switch: shared with LAN visitors or not (a change of the
+/// `lan_shared_libraries` setting, which the gate reads on every request).
+fn share_list(ctx: &Ctx, libraries: &[String], shared: &[String], version: &str) -> Markup {
+    let l = ctx.lang;
+    html! {
+        @if libraries.is_empty() {
+            p.muted #lan-no-libraries { (l.t("lan.no_libraries")) " " a href="/libraries" { (l.t("nav.libraries")) } }
+        } @else {
+            table.share-list #lan-share-list {
+                @for name in libraries {
+                    @let on = shared.contains(name);
+                    tr data-testid="lan-library" data-library=(name) {
+                        td { (name) }
+                        td.muted { (if on { l.t("lan.is_shared") } else { l.t("lan.not_shared") }) }
+                        td {
+                            form.inline-form method="post" action="/settings/change" {
+                                (csrf_field(ctx))
+                                input type="hidden" name="key" value="lan_shared_libraries";
+                                input type="hidden" name="op" value=(if on { "remove" } else { "add" });
+                                input type="hidden" name="value" value=(name);
+                                input type="hidden" name="version" value=(version);
+                                @if on {
+                                    button.link-danger type="submit" data-testid="lan-share" { (l.t("lan.unshare")) }
+                                } @else {
+                                    button type="submit" data-testid="lan-share" { (l.t("lan.share")) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[derive(Deserialize)]

@@ -93,7 +93,11 @@ pub(crate) async fn not_found(Extension(ctx): Extension<Ctx>) -> Response {
 }
 
 /// The gate's refusal (403), in the visitor's language: why, and the way back.
-pub(crate) fn refusal(headers: &HeaderMap, why: linkly_http::Refusal) -> Response {
+pub(crate) fn refusal(
+    headers: &HeaderMap,
+    why: linkly_http::Refusal,
+    shared: &[String],
+) -> Response {
     let lang = crate::security::lang_of(headers);
     let ctx = Ctx {
         lang,
@@ -101,7 +105,7 @@ pub(crate) fn refusal(headers: &HeaderMap, why: linkly_http::Refusal) -> Respons
         sid: String::new(),
         caller: linkly_http::Caller::Visitor,
         lan: true,
-        audience: linkly_tools::Audience::Shared(Vec::new()),
+        audience: linkly_tools::Audience::Shared(shared.to_vec()),
         here: "/".to_string(),
     };
     let reason = match why {
@@ -115,7 +119,9 @@ pub(crate) fn refusal(headers: &HeaderMap, why: linkly_http::Refusal) -> Respons
         html! {
             h1 { (lang.t("refused.title")) }
             p.error #refused role="alert" { (reason) }
-            p { a href="/" { (lang.t("nav.overview")) } }
+            @if !shared.is_empty() {
+                p { a href="/search" { (lang.t("nav.search")) } }
+            }
         },
     );
     *res.status_mut() = StatusCode::FORBIDDEN;

@@ -435,7 +435,14 @@ pub(crate) async fn change(
     })
     .await;
     match result {
+        (Ok(Ok(())), _) if f.key == "lan_shared_libraries" => see_other("/agents#lan"),
         (Ok(Ok(())), _) => see_other(&format!("/settings#{}", anchor(&f.key))),
+        // Shared libraries are chosen on the Agents page, which has no place for a refusal.
+        (Ok(Err(e)), installed) if f.key == "lan_shared_libraries" => failure(
+            &ctx,
+            StatusCode::CONFLICT,
+            &refusal_text(ctx.lang, &e, &installed),
+        ),
         (Ok(Err(e)), installed) => {
             let status = if matches!(e, SettingError::Changed { .. }) {
                 StatusCode::CONFLICT

@@ -117,6 +117,7 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
     {
         fs_err::create_dir_all(parent)?;
     }
+    linkly_core::private_database(path)?;
     let started = std::time::Instant::now();
     let mut pause = Duration::from_millis(2);
     loop {
