@@ -339,3 +339,41 @@ fn empty_discovery_answers_say_why() {
         "{v}"
     );
 }
+
+#[test]
+fn a_page_of_results_is_the_whole_lists_slice() {
+    let files: Vec<(String, String)> = (0..14)
+        .map(|i| {
+            (
+                format!("page{i:02}.md"),
+                format!("# Page {i}\n\nThe lantern report, part {i}.\n"),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let (_tmp, _root, l) = fixture(&refs);
+    for sort in [None, Some(linkly_tools::TimeSort::Newest)] {
+        let params = || linkly_tools::SearchParams {
+            query: "lantern report".into(),
+            limit: Some(14),
+            time_sort: sort,
+            ..linkly_tools::SearchParams::default()
+        };
+        let whole = l.search(params()).unwrap();
+        assert_eq!(whole.results.len(), 14);
+        let page = l.search_page(params(), 10).unwrap();
+        assert_eq!(page.total, whole.total);
+        let ids = |r: &linkly_tools::SearchResponse| -> Vec<String> {
+            r.results.iter().map(|h| h.doc_id.clone()).collect()
+        };
+        assert_eq!(ids(&page), ids(&whole)[10..], "{sort:?}");
+        assert_eq!(page.results[0].snippet, whole.results[10].snippet);
+        // Past the end: no result, and not the empty answer's hint either.
+        let past = l.search_page(params(), 20).unwrap();
+        assert!(past.results.is_empty() && past.hint.is_none());
+        assert_eq!(past.total, whole.total);
+    }
+}

@@ -1198,3 +1198,35 @@ async fn the_person_chooses_the_shared_libraries_on_the_agents_page() {
         "{config}"
     );
 }
+
+#[tokio::test]
+async fn search_pages_show_ten_results_each() {
+    let f = fixture();
+    let docs = f.root.join("docs");
+    for i in 0..14 {
+        fs_err::write(
+            docs.join(format!("lantern{i:02}.md")),
+            format!("# Lantern {i}\n\nThe lantern inventory, part {i}.\n"),
+        )
+        .unwrap();
+    }
+    f.linkly.index_now(&mut |_| {}).unwrap();
+    let count = |page: &str| page.matches(r#"data-testid="result""#).count();
+    let (status, _, first) = send(&f.app, get("/search?q=lantern", None)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(count(&first), 10, "{first}");
+    assert!(first.contains(r#"id="next-page""#), "{first}");
+    let (_, _, second) = send(&f.app, get("/search?q=lantern&page=2", None)).await;
+    assert_eq!(count(&second), 4, "{second}");
+    assert!(second.contains(r#"start="11""#) && !second.contains(r#"id="next-page""#));
+    assert!(second.contains(r#"id="prev-page""#));
+    // No document is on both pages.
+    let ids = |page: &str| -> Vec<String> {
+        page.split("href=\"/doc/")
+            .skip(1)
+            .map(|s| s.split(['?', '"']).next().unwrap().to_string())
+            .collect()
+    };
+    let (a, b) = (ids(&first), ids(&second));
+    assert!(b.iter().all(|id| !a.contains(id)), "{a:?} {b:?}");
+}

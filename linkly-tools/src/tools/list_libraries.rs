@@ -61,6 +61,18 @@ fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
 }
 
 impl Linkly {
+    /// The names of the libraries this caller may read, in the configuration's order: what a
+    /// form's library choice needs, without `list_libraries`' counts (a query per library).
+    pub fn library_names(&self) -> Vec<String> {
+        let shared = crate::audience::current();
+        self.config()
+            .libraries
+            .iter()
+            .filter(|l| shared.as_ref().is_none_or(|s| s.contains(&l.name)))
+            .map(|l| l.name.clone())
+            .collect()
+    }
+
     /// Runs `list_libraries`.
     pub fn list_libraries(&self) -> Result<LibrariesResponse> {
         let mut libraries = Vec::new();

@@ -208,6 +208,13 @@ fn run(linkly: &Linkly, args: Value) -> Result<Rendered> {
 impl Linkly {
     /// Runs `search`.
     pub fn search(&self, p: SearchParams) -> Result<SearchResponse> {
+        self.search_page(p, 0)
+    }
+
+    /// Runs `search` and keeps the results after the first `skip` (a page of a paged list):
+    /// the texts and snippets are computed for those only; `total` and the notices are the
+    /// whole search's.
+    pub fn search_page(&self, p: SearchParams, skip: usize) -> Result<SearchResponse> {
         let query = p.query.trim();
         if query.is_empty() {
             return Err(ToolError::invalid("query must not be blank"));
@@ -268,11 +275,19 @@ impl Linkly {
             .first()
             .map_or(1.0, |h| h.score.max(f32::EPSILON)) as f64;
         let terms = QueryTerms::new(query);
-        let found: Vec<_> = outcome
+        let mut found: Vec<_> = outcome
             .hits
             .iter()
             .filter_map(|hit| Some((hit, records.iter().find(|r| r.id == hit.id)?)))
             .collect();
+        // The order asked for, then the page: nothing is read for the results skipped.
+        match time_sort {
+            TimeSort::Newest => found.sort_by_key(|(_, r)| std::cmp::Reverse(r.modified_at)),
+            TimeSort::Oldest => found.sort_by_key(|(_, r)| r.modified_at),
+            TimeSort::Default => {}
+        }
+        let selected = found.len();
+        let found: Vec<_> = found.into_iter().skip(skip).collect();
         // The readable results' texts in one read (one round trip for a store behind a
         // network), then each one's best passage found on rayon's threads: the calling thread
         // would otherwise do them one after another, with the other cores idle (about 0.1 ms
@@ -333,11 +348,6 @@ impl Linkly {
                 explain: explain.then(|| explain_hit(hit)),
             });
         }
-        match time_sort {
-            TimeSort::Newest => results.sort_by_key(|r| std::cmp::Reverse(r.modified_at)),
-            TimeSort::Oldest => results.sort_by_key(|r| r.modified_at),
-            TimeSort::Default => {}
-        }
         let mut notices = Vec::new();
         let mut notice_keys = Vec::new();
         if outcome.mode == linkly_index::SearchMode::Keyword {
@@ -357,7 +367,7 @@ impl Linkly {
             notices.push(n);
         }
         let filters = active_filters(&p, scope);
-        let (unfiltered_total, hint) = if results.is_empty() {
+        let (unfiltered_total, hint) = if selected == 0 {
             let unfiltered = if filters.is_empty() {
                 None
             } else {
@@ -373,7 +383,7 @@ impl Linkly {
         Ok(SearchResponse {
             query: p.query,
             mode: outcome.mode.as_str().into(),
-            total: outcome.total.max(results.len()),
+            total: outcome.total.max(selected),
             results,
             notices,
             notice_keys,

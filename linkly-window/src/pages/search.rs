@@ -114,18 +114,14 @@ pub(crate) async fn page_handler(
 ) -> Response {
     let l = ctx.lang;
     let q = Query::parse(raw.as_deref());
-    let libraries: Vec<String> = blocking_for(&app, &ctx, |linkly| {
-        linkly
-            .list_libraries()
-            .map(|r| r.libraries.into_iter().map(|l| l.name).collect())
-            .unwrap_or_default()
-    })
-    .await;
+    // The page's first result: the search computes snippets from there only.
+    let start = (q.page - 1) * PER_PAGE;
+    let libraries: Vec<String> = blocking_for(&app, &ctx, |linkly| linkly.library_names()).await;
     let outcome: Option<Result<SearchResponse, String>> = if q.q.trim().is_empty() {
         None
     } else {
         Some(match q.params() {
-            Ok(params) => blocking_for(&app, &ctx, move |linkly| linkly.search(params))
+            Ok(params) => blocking_for(&app, &ctx, move |linkly| linkly.search_page(params, start))
                 .await
                 .map_err(|e| e.message),
             Err(refused) => Err(refused),
@@ -186,8 +182,7 @@ pub(crate) async fn page_handler(
             }
         }
         @if let Some(Ok(r)) = &outcome {
-            @let start = (q.page - 1) * PER_PAGE;
-            @let shown: Vec<_> = r.results.iter().skip(start).take(PER_PAGE).collect();
+            @let shown: Vec<_> = r.results.iter().take(PER_PAGE).collect();
             p.muted data-testid="result-count" {
                 (l.plural("search.count", r.total as u64))
                 @if r.mode == "keyword" { " · " (l.t("mode.keyword")) }
@@ -239,7 +234,8 @@ pub(crate) async fn page_handler(
                     }
                 }
             }
-            @let more = r.results.len() > start + PER_PAGE || (r.results.len() == q.page * PER_PAGE && r.total > r.results.len() && q.page * PER_PAGE < MAX_RESULTS);
+            @let fetched = start + r.results.len();
+            @let more = r.results.len() == PER_PAGE && r.total > fetched && fetched < MAX_RESULTS;
             nav.pager aria-label=(l.t("pager.label")) {
                 @if q.page > 1 { a #prev-page href=(q.href(q.page - 1)) { "← " (l.t("pager.prev")) } }
                 @if q.page > 1 || more { span.muted { (l.tf("pager.page", &[("n", &q.page.to_string())])) } }
