@@ -436,6 +436,39 @@ pub(crate) struct GatewayServeArgs {
     /// Retry-After).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) rate: Option<u32>,
+    /// MCP sessions one user may hold open at once (default 64; 0: no per-user limit). A new
+    /// session beyond is refused with HTTP 429, saying to close an unused session or wait for
+    /// an idle one to expire (10 minutes unused).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_sessions_per_user: Option<usize>,
+    /// Bytes one user may publish per UTC day (default 1G; 0: no limit), in bytes or with a
+    /// suffix K, M, G or T (powers of 1024): a document's text, path, title, outline and
+    /// vectors count. A publish that would go past it is refused with HTTP 429 and nothing of
+    /// it is stored; the count is kept in the database and resets at 00:00 UTC.
+    #[arg(long, value_name = "BYTES", value_parser = parse_byte_size)]
+    pub(crate) max_publish_bytes_per_day: Option<u64>,
+}
+
+/// A byte count: digits, optionally followed by `K`, `M`, `G` or `T` (powers of 1024, `KiB`
+/// and `KB` read the same).
+pub(crate) fn parse_byte_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(digits);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a byte count (e.g. 1073741824, 512M, 1G)"))?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(format!("{text:?}: unknown unit (use K, M, G or T)")),
+    };
+    number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -675,4 +708,21 @@ pub(crate) struct OpenArgs {
     /// Print the address only; open no browser.
     #[arg(long)]
     pub(crate) no_browser: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_byte_size;
+
+    #[test]
+    fn byte_sizes_read_with_binary_suffixes() {
+        assert_eq!(parse_byte_size("0"), Ok(0));
+        assert_eq!(parse_byte_size("1500"), Ok(1500));
+        assert_eq!(parse_byte_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_byte_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_byte_size(" 2 g "), Ok(2 << 30));
+        assert!(parse_byte_size("G").is_err());
+        assert!(parse_byte_size("1X").is_err());
+        assert!(parse_byte_size("99999999999T").is_err());
+    }
 }

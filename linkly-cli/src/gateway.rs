@@ -265,6 +265,12 @@ fn serve(data: &DataDir, a: GatewayServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(rate) = a.rate {
         opts.rate = rate;
     }
+    if let Some(n) = a.max_sessions_per_user {
+        opts.max_sessions_per_user = n;
+    }
+    if let Some(bytes) = a.max_publish_bytes_per_day {
+        opts.max_publish_bytes_per_day = bytes;
+    }
     let port_file = a.port_file;
     runtime()?.block_on(async move {
         let bound = linkly_gateway::bind(opts)

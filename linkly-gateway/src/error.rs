@@ -17,6 +17,10 @@ pub enum GatewayError {
     /// No or a wrong token.
     #[error("{0}")]
     Unauthorized(String),
+    /// A per-user limit was reached (open MCP sessions, bytes published per day): the message
+    /// says the limit, the use and what to do (HTTP 429).
+    #[error("{0}")]
+    Limit(String),
     /// The database failed.
     #[error("database: {0}")]
     Database(String),
@@ -64,7 +68,7 @@ impl CodedError for GatewayError {
             GatewayError::Invalid(_) => ErrorCode::InvalidArgument,
             GatewayError::NotFound(_) => ErrorCode::LibraryNotFound,
             GatewayError::Conflict(_) => ErrorCode::InvalidArgument,
-            GatewayError::Unauthorized(_) => ErrorCode::InvalidArgument,
+            GatewayError::Unauthorized(_) | GatewayError::Limit(_) => ErrorCode::InvalidArgument,
             GatewayError::Database(_) | GatewayError::Unavailable(_) | GatewayError::Io(_) => {
                 ErrorCode::Internal
             }

@@ -11,7 +11,7 @@ use linkly_gateway::model::{
 };
 use linkly_gateway::server::db::{Db, DbSpec, PublishCommit};
 
-use crate::common::{postgres, sqlite};
+use crate::common::{self, postgres, sqlite};
 
 /// Runs a test body on every backend available (saying when PostgreSQL is skipped).
 #[allow(clippy::print_stderr)]
@@ -737,6 +737,90 @@ fn a_document_sent_twice_in_a_publish_keeps_its_last_version() {
                 (2, "r/b.md", "text of r/b.md at h1")
             ]
         );
+    });
+}
+
+/// A document of `n` bytes of text and nothing else: it counts `n` + its path + 2 (the outline,
+/// `[]`) against the daily quota.
+fn sized(path: &str, n: usize) -> PublishedDoc {
+    PublishedDoc {
+        title: None,
+        outline: serde_json::Value::Null,
+        text: "x".repeat(n),
+        ..doc(path, &format!("h{n}"))
+    }
+}
+
+/// Whether `result` is a refusal over a per-user limit.
+fn over_limit<T>(result: Result<T, GatewayError>) -> bool {
+    matches!(result, Err(GatewayError::Limit(_)))
+}
+
+#[test]
+fn publishes_past_the_daily_quota_are_refused_and_leave_nothing() {
+    each(|spec| {
+        let db = Db::open(spec).unwrap();
+        let (alice, _) = db.add_user("alice", Plan::Free).unwrap();
+        let (bob, _) = db.add_user("bob", Plan::Free).unwrap();
+        let lib = |user: &User, slug: &str| {
+            db.upsert_library(user, slug, &LibraryMeta::default())
+                .unwrap()
+                .id
+        };
+        let (a1, a2, b1) = (lib(&alice, "a1"), lib(&alice, "a2"), lib(&bob, "b1"));
+        let quota = Some(1000);
+        // Two publishes of Alice's, each within the quota while staged.
+        let p1 = db.begin_publish(a1, &[]).unwrap();
+        db.stage_documents_within(a1, p1, &[sized("r/one.md", 400)], quota)
+            .unwrap();
+        let p2 = db.begin_publish(a2, &[]).unwrap();
+        db.stage_documents_within(a2, p2, &[sized("r/two.md", 400)], quota)
+            .unwrap();
+        db.stage_documents_within(a2, p2, &[sized("r/three.md", 200)], quota)
+            .unwrap();
+        db.commit_publish_within(a1, p1, quota).unwrap();
+        assert_eq!(db.published_today(alice.id).unwrap(), 400 + 8 + 2);
+        // The second would take her day past it: refused at its commit, and discarded.
+        assert!(over_limit(db.commit_publish_within(a2, p2, quota)));
+        assert!(matches!(
+            db.commit_publish_within(a2, p2, quota),
+            Err(GatewayError::Conflict(_))
+        ));
+        assert!(live(&db, &key("alice", "a2")).is_empty());
+        let a2_rows = format!("SELECT COUNT(*) FROM documents WHERE library_id = {a2}");
+        assert_eq!(common::count(spec, &a2_rows), 0, "nothing staged is kept");
+        assert_eq!(db.published_today(alice.id).unwrap(), 410);
+        // A batch past it is refused before anything is written, and its publish discarded.
+        let p3 = db.begin_publish(a2, &[]).unwrap();
+        db.stage_documents_within(a2, p3, &[sized("r/small.md", 10)], quota)
+            .unwrap();
+        let refused = db.stage_documents_within(a2, p3, &[sized("r/big.md", 600)], quota);
+        let message = refused.as_ref().err().map(ToString::to_string);
+        assert!(over_limit(refused), "{message:?}");
+        let message = message.unwrap_or_default();
+        assert!(message.contains("1000 B per day"), "{message}");
+        assert!(message.contains("410 B"), "{message}");
+        assert!(message.contains("resets at 00:00 UTC"), "{message}");
+        assert!(matches!(
+            db.stage_documents_within(a2, p3, &[sized("r/small.md", 10)], quota),
+            Err(GatewayError::Conflict(_))
+        ));
+        assert_eq!(common::count(spec, &a2_rows), 0, "nothing staged is kept");
+        // Bob has his own day; no quota, no refusal.
+        let p4 = db.begin_publish(b1, &[]).unwrap();
+        db.stage_documents_within(b1, p4, &[sized("r/bob.md", 900)], quota)
+            .unwrap();
+        db.commit_publish_within(b1, p4, quota).unwrap();
+        assert_eq!(live(&db, &key("bob", "b1")).len(), 1);
+        assert!(publish(&db, a2, &[sized("r/big.md", 5000)], &[]).is_ok());
+        assert_eq!(db.published_today(alice.id).unwrap(), 410 + 5000 + 8 + 2);
+        // Removing a user removes their count.
+        assert!(db.remove_user("bob").unwrap());
+        let usage = format!(
+            "SELECT COUNT(*) FROM publish_usage WHERE user_id = {}",
+            bob.id
+        );
+        assert_eq!(common::count(spec, &usage), 0);
     });
 }
 

@@ -649,3 +649,150 @@ async fn the_first_search_after_a_publish_reads_the_database_with_no_index_built
     c.close().await;
     server.stop().await;
 }
+
+/// An MCP initialize POSTed as `token`'s user: the status, the session it opened, the
+/// `Retry-After` header and the answer's text.
+async fn initialize(url: &str, token: &str) -> (u16, Option<String>, Option<String>, String) {
+    let (url, token) = (url.to_string(), token.to_string());
+    tokio::task::spawn_blocking(move || {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        let r = match mcp_post(&url, &token).send_string(&init.to_string()) {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("initialize: {e}"),
+        };
+        let status = r.status();
+        let session = r.header("mcp-session-id").map(str::to_string);
+        let retry = r.header("Retry-After").map(str::to_string);
+        (status, session, retry, r.into_string().unwrap_or_default())
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_past_their_session_limit_gets_429_while_another_opens_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (db, [alice, bob]) = with_users(tmp.path(), [("alice", Plan::Free), ("bob", Plan::Free)]);
+    let mut opts = options(&db, tmp.path());
+    opts.max_sessions_per_user = 2;
+    let gw = start(opts).await;
+    let url = format!("{}/mcp", gw.base);
+    let (s, first, _, text) = initialize(&url, &alice).await;
+    assert_eq!(s, 200, "{text}");
+    let (s, _, _, text) = initialize(&url, &alice).await;
+    assert_eq!(s, 200, "{text}");
+    // The third is refused, saying the limit, how many are open and what to do.
+    let (s, session, retry, text) = initialize(&url, &alice).await;
+    assert_eq!(s, 429, "{text}");
+    assert!(session.is_none(), "no session was opened");
+    assert!(text.contains("2 open, at most 2 per user"), "{text}");
+    assert!(text.contains("close an unused session"), "{text}");
+    assert!(text.contains("wait 10 minute"), "{text}");
+    assert!(
+        text.contains("\"id\":1"),
+        "a JSON-RPC error answering it: {text}"
+    );
+    assert!(retry.unwrap().parse::<u64>().unwrap() > 500);
+    // Bob is not affected.
+    let (s, _, _, text) = initialize(&url, &bob).await;
+    assert_eq!(s, 200, "{text}");
+    // Alice closes one, and may open another.
+    let (u, a, id) = (url.clone(), alice.clone(), first.unwrap());
+    let closed = tokio::task::spawn_blocking(move || {
+        ureq::delete(&u)
+            .set("Authorization", &format!("Bearer {a}"))
+            .set("mcp-session-id", &id)
+            .call()
+            .map_or_else(|e| e.to_string(), |r| r.status().to_string())
+    })
+    .await
+    .unwrap();
+    assert_eq!(closed, "200");
+    let (s, _, _, text) = initialize(&url, &alice).await;
+    assert_eq!(s, 200, "{text}");
+    gw.stop().await;
+}
+
+/// A fresh SQLite database, and a PostgreSQL one when `LINKLY_TEST_POSTGRES` names a server.
+#[allow(clippy::print_stderr)]
+fn every_backend() -> Vec<crate::common::Fresh> {
+    let mut all = vec![crate::common::sqlite()];
+    match crate::common::postgres(None) {
+        Some(pg) => all.push(pg),
+        None => eprintln!("note: LINKLY_TEST_POSTGRES is unset: PostgreSQL not tested"),
+    }
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_publish_past_the_daily_quota_is_refused_and_nothing_of_it_is_stored() {
+    // The PostgreSQL client blocks: its databases are made and dropped off the async threads.
+    let backends = tokio::task::spawn_blocking(every_backend).await.unwrap();
+    for fresh in backends {
+        let spec = fresh.spec.clone();
+        let (db, alice, bob) = tokio::task::spawn_blocking(move || {
+            let db = Db::open(&spec).unwrap();
+            let (alice, a) = db.add_user("alice", Plan::Free).unwrap();
+            let (_, b) = db.add_user("bob", Plan::Free).unwrap();
+            (db, (alice.id, a), b)
+        })
+        .await
+        .unwrap();
+        let (alice_id, alice) = alice;
+        let mut opts = options(&db, fresh.dir.path());
+        opts.max_publish_bytes_per_day = 4096;
+        let gw = start(opts).await;
+        let base = gw.base.clone();
+        publish(
+            &base,
+            &alice,
+            "small",
+            "public",
+            vec![doc("r/otters.md", "otters swim")],
+        )
+        .await;
+        // A document of some 4,000 bytes fits a day, but not what is left of her 4 KiB.
+        let lib = format!("{base}/api/v1/libraries/big");
+        let meta =
+            json!({"title": "big", "description": "", "category": "", "visibility": "public"});
+        let meta = meta.to_string();
+        let (s, _, _, body) = http_async("PUT", lib.clone(), Some(alice.clone()), Some(meta)).await;
+        assert_eq!(s, 200, "{body}");
+        let big = doc("r/narwhals.md", &"narwhals ".repeat(440));
+        let (s, _, _, body) = post_documents(&base, &alice, "big", json!([big.clone()])).await;
+        assert_eq!(s, 429, "{body}");
+        let said = body["error"].as_str().unwrap_or_default();
+        assert!(said.contains("daily publish quota reached"), "{said}");
+        assert!(said.contains("4.0 KiB per day"), "{said}");
+        assert!(said.contains("93 B of this user's"), "{said}");
+        assert!(said.contains("resets at 00:00 UTC"), "{said}");
+        assert!(
+            said.contains("nothing of this publish was stored"),
+            "{said}"
+        );
+        // Nothing of it is stored, and its publish is closed.
+        let spec = fresh.spec.clone();
+        let stored = tokio::task::spawn_blocking(move || {
+            let sql = "SELECT COUNT(*) FROM documents WHERE path = 'r/narwhals.md'";
+            (
+                crate::common::count(&spec, sql),
+                crate::common::count(&spec, "SELECT COUNT(*) FROM publishes"),
+            )
+        })
+        .await
+        .unwrap();
+        assert_eq!(stored, (0, 0));
+        let d = db.clone();
+        let used = tokio::task::spawn_blocking(move || d.published_today(alice_id).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(used, 93, "only the small publish counts");
+        // Bob publishes the same document: his day is his own.
+        publish(&base, &bob, "big", "public", vec![big]).await;
+        gw.stop().await;
+        tokio::task::spawn_blocking(move || drop((fresh, db)))
+            .await
+            .unwrap();
+    }
+}

@@ -83,8 +83,11 @@ fn start(bin: &Path, home: &Path, database: &str) -> anyhow::Result<(Gateway, St
         .arg(&port_file)
         .arg("--database")
         .arg(database)
-        // The per-user rate limit would measure itself: the load comes from one user.
+        // The per-user limits would measure themselves: the load comes from one user (a new
+        // session per call, a large corpus published).
         .args(["--rate", "100000000"])
+        .args(["--max-sessions-per-user", "0"])
+        .args(["--max-publish-bytes-per-day", "0"])
         .stdout(Stdio::null())
         .stderr(Stdio::from(
             fs_err::File::create(home.join("gateway.log"))?

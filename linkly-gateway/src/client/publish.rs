@@ -254,6 +254,11 @@ fn status_error(base: &str, code: u16, message: &str) -> GatewayError {
             "the gateway at {base} refused a request as too large (HTTP 413){said}"
         )),
         409 => GatewayError::Conflict(format!("the gateway at {base} answered 409{said}")),
+        // A per-user limit: the request rate, or the bytes published per day (its message says
+        // the quota, the day's use and when it resets).
+        429 => GatewayError::Limit(format!(
+            "the gateway at {base} refused the request (HTTP 429, a per-user limit){said}"
+        )),
         _ => GatewayError::invalid(format!("the gateway at {base} answered HTTP {code}{said}")),
     }
 }
@@ -631,6 +636,15 @@ mod tests {
         assert!(e.to_string().contains("--token"), "{e}");
         let e = status_error("http://g", 400, "unknown category");
         assert!(e.to_string().contains("unknown category"), "{e}");
+    }
+
+    #[test]
+    fn a_refused_publish_over_the_quota_says_why() {
+        let said = "daily publish quota reached: … resets at 00:00 UTC";
+        let e = status_error("http://g", 429, said);
+        assert!(matches!(e, GatewayError::Limit(_)), "{e:?}");
+        assert!(e.to_string().contains("HTTP 429"), "{e}");
+        assert!(e.to_string().contains(said), "{e}");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! Every `/mcp` and `/api/v1` request needs `Authorization: Bearer <token>` naming a user
 //! (401 with `WWW-Authenticate: Bearer` otherwise); each user gets a token bucket of requests
 //! (429 with `Retry-After` beyond). Bodies are bounded (413 beyond), and so are connections,
-//! the time to send headers (linkly-http's accept loop) and MCP sessions (linkly-mcp's filter).
+//! the time to send headers (linkly-http's accept loop), MCP sessions (linkly-mcp's filter),
+//! each user's open MCP sessions (`sessions.rs`, 429 beyond) and the bytes each user publishes
+//! per UTC day (`db/usage.rs`, 429 beyond).
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -12,13 +14,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
+use axum::{Extension, Router};
 use linkly_core::{DocType, OutlineNode};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -30,6 +32,7 @@ use crate::model::{
 };
 use crate::server::db::Db;
 use crate::server::mcp::{GatewayServer, Shared};
+use crate::server::sessions::{SessionOwners, TooManySessions};
 use crate::{GatewayError, Result};
 
 /// The largest `/mcp` request body by default: 16 MiB.
@@ -42,6 +45,10 @@ pub const DEFAULT_RATE_PER_MINUTE: u32 = 600;
 pub const MAX_PATH_BYTES: usize = 1024;
 /// The largest document text, in bytes.
 pub const MAX_TEXT_BYTES: usize = 256 << 20;
+/// Open MCP sessions per user by default.
+pub const DEFAULT_SESSIONS_PER_USER: usize = 64;
+/// Bytes a user may publish per UTC day by default: 1 GiB.
+pub const DEFAULT_PUBLISH_BYTES_PER_DAY: u64 = 1 << 30;
 
 /// How a gateway serves.
 #[derive(Clone)]
@@ -67,6 +74,14 @@ pub struct GatewayOptions {
     pub max_connections: usize,
     /// Open MCP sessions at most.
     pub max_sessions: usize,
+    /// Open MCP sessions per user at most (0: no limit but `max_sessions`): a new one beyond is
+    /// refused with 429. A session counts while it is open and was used within
+    /// `session_idle_timeout`.
+    pub max_sessions_per_user: usize,
+    /// Bytes each user may publish per UTC day (0: no limit): a publish that would go past it
+    /// is refused with 429 and nothing of it is stored. What counts: each document's text,
+    /// path, title, outline and vectors (see docs/gateway.md).
+    pub max_publish_bytes_per_day: u64,
     /// An MCP session without a request for this long is closed.
     pub session_idle_timeout: Duration,
     /// The time a client gets to send a request's headers.
@@ -83,6 +98,9 @@ impl std::fmt::Debug for GatewayOptions {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_api_body_bytes", &self.max_api_body_bytes)
             .field("rate", &self.rate)
+            .field("max_sessions", &self.max_sessions)
+            .field("max_sessions_per_user", &self.max_sessions_per_user)
+            .field("max_publish_bytes_per_day", &self.max_publish_bytes_per_day)
             .finish_non_exhaustive()
     }
 }
@@ -90,7 +108,8 @@ impl std::fmt::Debug for GatewayOptions {
 impl GatewayOptions {
     /// Defaults: 127.0.0.1:8080, default limits, 16 MiB MCP bodies, 64 MiB publish bodies,
     /// 600 requests per user per minute, 1,024 connections, 4,096 sessions idle for 10 minutes
-    /// at most, 10 seconds to send headers.
+    /// at most and 64 per user, 1 GiB published per user per UTC day, 10 seconds to send
+    /// headers.
     pub fn new(db: Db, data_dir: PathBuf) -> GatewayOptions {
         GatewayOptions {
             db,
@@ -103,6 +122,8 @@ impl GatewayOptions {
             rate: DEFAULT_RATE_PER_MINUTE,
             max_connections: 1024,
             max_sessions: 4096,
+            max_sessions_per_user: DEFAULT_SESSIONS_PER_USER,
+            max_publish_bytes_per_day: DEFAULT_PUBLISH_BYTES_PER_DAY,
             session_idle_timeout: Duration::from_secs(600),
             header_read_timeout: Duration::from_secs(10),
         }
@@ -210,7 +231,7 @@ fn app(shared: Arc<Shared>, opts: &GatewayOptions) -> (Router, impl FnOnce() + S
         .nest_service("/mcp", mcp)
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(linkly_mcp::McpLimits {
-                sessions,
+                sessions: sessions.clone(),
                 max_sessions: opts.max_sessions,
                 max_body_bytes: opts.max_body_bytes,
             }),
@@ -231,13 +252,20 @@ fn app(shared: Arc<Shared>, opts: &GatewayOptions) -> (Router, impl FnOnce() + S
             post(commit_publish),
         )
         .layer(DefaultBodyLimit::max(opts.max_api_body_bytes))
+        .layer(Extension(PublishQuota(
+            (opts.max_publish_bytes_per_day > 0).then_some(opts.max_publish_bytes_per_day),
+        )))
         .with_state(shared.clone());
     let auth = Arc::new(Auth {
         db: shared.db().clone(),
         buckets: Mutex::default(),
         rate: opts.rate.max(1),
         max_body_bytes: opts.max_body_bytes,
-        sessions: Mutex::default(),
+        sessions: SessionOwners::new(
+            sessions,
+            opts.max_sessions_per_user,
+            opts.session_idle_timeout,
+        ),
     });
     let protected = mcp
         .merge(api)
@@ -248,6 +276,10 @@ fn app(shared: Arc<Shared>, opts: &GatewayOptions) -> (Router, impl FnOnce() + S
         .merge(protected);
     (app, move || cancel.cancel())
 }
+
+/// The daily quota of bytes published per user (`None`: none), for the publish handlers.
+#[derive(Debug, Clone, Copy)]
+struct PublishQuota(Option<u64>);
 
 /// A JSON error answer: `{"error": "…"}`.
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
@@ -274,6 +306,7 @@ impl From<GatewayError> for ApiError {
             GatewayError::Conflict(m) => ApiError(StatusCode::CONFLICT, m),
             GatewayError::NotFound(m) => ApiError(StatusCode::NOT_FOUND, m),
             GatewayError::Unauthorized(m) => ApiError(StatusCode::UNAUTHORIZED, m),
+            GatewayError::Limit(m) => ApiError(StatusCode::TOO_MANY_REQUESTS, m),
             e => {
                 tracing::error!(error = %e, "gateway request failed");
                 ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
@@ -322,13 +355,9 @@ struct Auth {
     rate: u32,
     /// The largest `/mcp` request body (read again only to answer a failed token check).
     max_body_bytes: usize,
-    /// MCP session id → the user who opened it (and when it was last used).
-    sessions: Mutex<HashMap<String, (i64, Instant)>>,
+    /// Who opened each MCP session, and how many a user may hold.
+    sessions: SessionOwners,
 }
-
-/// Session owners remembered at most; beyond, those unused for longer than a day are
-/// forgotten (rmcp has closed them long before).
-const SESSION_OWNERS: usize = 100_000;
 
 struct Bucket {
     tokens: f64,
@@ -417,35 +446,110 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut req: Request, next: Nex
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    if let Some(id) = &session {
-        let mut owners = auth.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((owner, used)) = owners.get_mut(id) {
-            if *owner != user.id {
-                tracing::warn!(user = %user.name, "a token tried to use another user's session");
-                return error(
-                    StatusCode::FORBIDDEN,
-                    "this session belongs to another user: open your own session",
-                );
-            }
-            *used = Instant::now();
+    let opening = match &session {
+        Some(id) if !auth.sessions.claim(id, user.id) => {
+            tracing::warn!(user = %user.name, "a token tried to use another user's session");
+            return error(
+                StatusCode::FORBIDDEN,
+                "this session belongs to another user: open your own session",
+            );
         }
-    }
+        Some(_) => None,
+        None if opens_session(&req) => match auth.sessions.open(user.id).await {
+            Ok(opening) => Some(opening),
+            Err(refusal) => {
+                tracing::info!(user = %user.name, open = refusal.open, "refused a new MCP session over the per-user limit");
+                return too_many_sessions(req, &refusal, auth.max_body_bytes).await;
+            }
+        },
+        None => None,
+    };
     let user_id = user.id;
+    let closing = req.method() == Method::DELETE;
     req.extensions_mut().insert(user);
     let response = next.run(req).await;
-    if session.is_none()
-        && let Some(id) = response
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-    {
-        let mut owners = auth.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        if owners.len() >= SESSION_OWNERS {
-            owners.retain(|_, (_, used)| used.elapsed() < Duration::from_secs(86_400));
-        }
-        owners.insert(id.to_string(), (user_id, Instant::now()));
-    }
+    note_session(
+        &auth.sessions,
+        session.as_deref(),
+        closing,
+        user_id,
+        &response,
+    );
+    drop(opening);
     response
+}
+
+/// Whether a request may open an MCP session: a POST to `/mcp` without `mcp-session-id` (an
+/// initialize; rmcp refuses any other such POST).
+fn opens_session(req: &Request) -> bool {
+    req.method() == Method::POST && req.uri().path().starts_with("/mcp")
+}
+
+/// Records a session the answer opened, or forgets one a `DELETE` closed.
+fn note_session(
+    sessions: &SessionOwners,
+    session: Option<&str>,
+    closing: bool,
+    user: i64,
+    response: &Response,
+) {
+    match session {
+        Some(id) if closing && response.status().is_success() => sessions.closed(id),
+        Some(_) => {}
+        None => {
+            if let Some(id) = response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+            {
+                sessions.opened(id, user);
+            }
+        }
+    }
+}
+
+/// The JSON-RPC id of an `/mcp` POST, its body read (up to `max_body_bytes`); `None` for any
+/// other request or a body without one.
+async fn mcp_request_id(req: Request, max_body_bytes: usize) -> Option<serde_json::Value> {
+    if !(req.uri().path().starts_with("/mcp") && req.method() == Method::POST) {
+        return None;
+    }
+    let body = axum::body::to_bytes(req.into_body(), max_body_bytes)
+        .await
+        .ok()?;
+    serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()?
+        .get("id")
+        .cloned()
+}
+
+/// A JSON-RPC error answering the request `id`.
+fn jsonrpc_error(id: serde_json::Value, code: i64, message: &str) -> serde_json::Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// 429 for a new MCP session over the user's limit, with `Retry-After` (the wait until their
+/// least recently used session expires) and the reason as a JSON-RPC error answering the
+/// initialize (`{"error": "…"}` when it has no id).
+async fn too_many_sessions(
+    req: Request,
+    refusal: &TooManySessions,
+    max_body_bytes: usize,
+) -> Response {
+    let message = refusal.message();
+    let mut r = match mcp_request_id(req, max_body_bytes).await {
+        Some(id) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            axum::Json(jsonrpc_error(id, -32000, &message)),
+        )
+            .into_response(),
+        None => error(StatusCode::TOO_MANY_REQUESTS, message),
+    };
+    r.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(refusal.wait.as_secs().max(1)),
+    );
+    r
 }
 
 /// The answer to a request whose token could not be checked (the database failed): 503 with
@@ -454,22 +558,10 @@ async fn authenticate(State(auth): State<Arc<Auth>>, mut req: Request, next: Nex
 async fn token_unchecked(req: Request, e: GatewayError, max_body_bytes: usize) -> Response {
     tracing::error!(error = %e, "cannot check a token");
     let message = e.to_string();
-    if req.uri().path().starts_with("/mcp") && req.method() == axum::http::Method::POST {
-        let body = axum::body::to_bytes(req.into_body(), max_body_bytes)
-            .await
-            .unwrap_or_default();
-        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&body)
-            && let Some(id) = v.get("id")
-        {
-            let answer = json!({
-                "jsonrpc": "2.0",
-                "id": id,
-                "error": {"code": -32603, "message": message},
-            });
-            return axum::Json(answer).into_response();
-        }
+    match mcp_request_id(req, max_body_bytes).await {
+        Some(id) => axum::Json(jsonrpc_error(id, -32603, &message)).into_response(),
+        None => error(StatusCode::SERVICE_UNAVAILABLE, message),
     }
-    error(StatusCode::SERVICE_UNAVAILABLE, message)
 }
 
 /// The user the middleware put into the request.
@@ -730,9 +822,11 @@ async fn open_publish(
 }
 
 /// `POST …/publish/{id}/documents`: stages a batch of an open publish (out of sight until the
-/// commit); 409 when that publish is no longer open.
+/// commit); 409 when that publish is no longer open; 429, the publish discarded, when the
+/// batch would take its user's bytes today past the daily quota.
 async fn stage_documents(
     State(shared): State<Arc<Shared>>,
+    Extension(PublishQuota(quota)): Extension<PublishQuota>,
     user: Option<axum::Extension<User>>,
     Path((slug, publish)): Path<(String, i64)>,
     body: Bytes,
@@ -744,7 +838,7 @@ async fn stage_documents(
         let db = shared.db().clone();
         let staged = blocking(move || {
             let id = own_library(&db, &user, &slug)?;
-            db.stage_documents(id, publish, &docs.documents)?;
+            db.stage_documents_within(id, publish, &docs.documents, quota)?;
             Ok(docs.documents.len())
         })
         .await?;
@@ -754,9 +848,11 @@ async fn stage_documents(
 }
 
 /// `POST …/publish/{id}/commit`: applies an open publish whole, in one transaction (its
-/// removals and staged documents); 409 when it is no longer open.
+/// removals and staged documents); 409 when it is no longer open; 429, the publish discarded,
+/// when its bytes would take its user's day past the daily quota.
 async fn commit_publish(
     State(shared): State<Arc<Shared>>,
+    Extension(PublishQuota(quota)): Extension<PublishQuota>,
     user: Option<axum::Extension<User>>,
     Path((slug, publish)): Path<(String, i64)>,
 ) -> Response {
@@ -766,7 +862,7 @@ async fn commit_publish(
         let db = shared.db().clone();
         let done = blocking(move || {
             let id = own_library(&db, &user, &slug)?;
-            db.commit_publish(id, publish)
+            db.commit_publish_within(id, publish, quota)
         })
         .await?;
         Ok::<_, ApiError>(
@@ -810,7 +906,11 @@ mod tests {
             buckets: Mutex::default(),
             rate: 2,
             max_body_bytes: DEFAULT_MCP_BODY_BYTES,
-            sessions: Mutex::default(),
+            sessions: SessionOwners::new(
+                Arc::default(),
+                DEFAULT_SESSIONS_PER_USER,
+                Duration::from_secs(600),
+            ),
         };
         assert!(auth.admit(1).is_ok() && auth.admit(1).is_ok());
         let wait = auth.admit(1).unwrap_err();

@@ -10,3 +10,4 @@ pub mod db;
 pub mod http;
 pub mod mcp;
 pub mod published;
+mod sessions;

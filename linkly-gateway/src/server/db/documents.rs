@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashMap};
 use linkly_index::{DocAnalysis, DocTerms};
 
 use super::rows::{FromRow, Row, Val};
-use super::{Db, Tx, now_ms};
+use super::{Db, Tx, now_ms, usage};
 use crate::model::{ManifestEntry, PublishedDoc};
 use crate::{GatewayError, Result};
 
@@ -90,9 +90,29 @@ impl Db {
         publish_id: i64,
         docs: &[PublishedDoc],
     ) -> Result<()> {
+        self.stage_documents_within(library_id, publish_id, docs, None)
+    }
+
+    /// [`Db::stage_documents`] under a daily quota of bytes published by the library's owner
+    /// (`None`: none; see `usage.rs` for what counts): a batch that would go past it is
+    /// refused (`Limit`, saying the quota, the day's use and when it resets) and the publish
+    /// is discarded with everything it staged.
+    pub fn stage_documents_within(
+        &self,
+        library_id: i64,
+        publish_id: i64,
+        docs: &[PublishedDoc],
+        quota: Option<u64>,
+    ) -> Result<()> {
         check_paths(docs)?;
         let prepared = prepare(docs)?;
-        self.tx(true, |tx| stage(tx, library_id, publish_id, &prepared))
+        let bytes: u64 = prepared.iter().map(|p| p.bytes).sum();
+        let staged = self.tx(true, |tx| {
+            usage::check_batch(tx, library_id, publish_id, quota, bytes)?;
+            stage(tx, library_id, publish_id, &prepared)?;
+            usage::add_staged(tx, publish_id, bytes)
+        });
+        self.discard_when_over(staged, library_id, publish_id)
     }
 
     /// Applies an open publish in one transaction: the documents its manifest no longer
@@ -101,8 +121,47 @@ impl Db {
     /// then the publish is forgotten. `Conflict` when it is no longer open, `NotFound` for an
     /// unknown library.
     pub fn commit_publish(&self, library_id: i64, publish_id: i64) -> Result<PublishCommit> {
-        self.tx(true, |tx| commit(tx, library_id, publish_id))
+        self.commit_publish_within(library_id, publish_id, None)
     }
+
+    /// [`Db::commit_publish`], its staged bytes added to the owner's day; under a daily
+    /// `quota`, refused when they would take the day past it (another publish committed since
+    /// its batches were staged): `Limit`, and the publish is discarded.
+    pub fn commit_publish_within(
+        &self,
+        library_id: i64,
+        publish_id: i64,
+        quota: Option<u64>,
+    ) -> Result<PublishCommit> {
+        let done = self.tx(true, |tx| {
+            usage::charge_commit(tx, library_id, publish_id, quota)?;
+            commit(tx, library_id, publish_id)
+        });
+        self.discard_when_over(done, library_id, publish_id)
+    }
+
+    /// `result`, after discarding the publish when it is a refusal over the quota.
+    fn discard_when_over<T>(
+        &self,
+        result: Result<T>,
+        library_id: i64,
+        publish_id: i64,
+    ) -> Result<T> {
+        if let Err(GatewayError::Limit(_)) = &result {
+            self.tx(true, |tx| discard(tx, library_id, publish_id))?;
+        }
+        result
+    }
+}
+
+/// Forgets an open publish and deletes the rows it staged.
+fn discard(tx: &mut Tx<'_>, library_id: i64, publish_id: i64) -> Result<()> {
+    let version = library_version(tx, library_id, true)?;
+    tx.exec(
+        "DELETE FROM publishes WHERE id = $1 AND library_id = $2",
+        &[Val::I(publish_id), Val::I(library_id)],
+    )?;
+    forget_orphans(tx, library_id, version, None)
 }
 
 /// How long a publish may stay open: one older is discarded when any publish starts.
@@ -139,6 +198,21 @@ struct Prepared<'a> {
     keywords: String,
     outline: String,
     vectors: Option<Vectors>,
+    /// What it counts against its owner's daily quota (`usage.rs`).
+    bytes: u64,
+}
+
+/// The bytes a document counts against the daily quota: text, path, title, outline (JSON)
+/// and vectors (4 bytes a value).
+fn stored_bytes(doc: &PublishedDoc, outline: &str, vectors: Option<&Vectors>) -> u64 {
+    let values: usize = vectors.map_or(0, |(_, _, chunks)| {
+        chunks.iter().map(|(_, _, v)| v.len()).sum()
+    });
+    (doc.text.len()
+        + doc.path.len()
+        + doc.title.as_deref().map_or(0, str::len)
+        + outline.len()
+        + values * 4) as u64
 }
 
 fn prepare(docs: &[PublishedDoc]) -> Result<Vec<Prepared<'_>>> {
@@ -159,6 +233,7 @@ fn prepare(docs: &[PublishedDoc]) -> Result<Vec<Prepared<'_>>> {
                 v => v.to_string(),
             };
             Ok(Prepared {
+                bytes: stored_bytes(doc, &outline, vectors.as_ref()),
                 keywords: serde_json::to_string(&analysis.keywords)
                     .map_err(|e| GatewayError::Database(e.to_string()))?,
                 analysis,

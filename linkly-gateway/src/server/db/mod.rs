@@ -17,6 +17,7 @@ mod library;
 mod postgres;
 mod rows;
 mod sqlite;
+mod usage;
 mod users;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use crate::{GatewayError, Result};
 pub use self::documents::{PUBLISH_TTL_MS, PostingList, PublishCommit};
 pub use self::library::{Chunk, DocRow, LibraryState, LightRow, SummaryRow};
 use self::rows::{Column, FromRow, One, Row, Val};
+pub use self::usage::human_bytes;
 
 /// Where the store lives.
 #[derive(Debug, Clone, PartialEq, Eq)]

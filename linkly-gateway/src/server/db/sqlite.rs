@@ -58,6 +58,12 @@ CREATE TABLE IF NOT EXISTS publishes (
     gone TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS publishes_library ON publishes (library_id);
+CREATE TABLE IF NOT EXISTS publish_usage (
+    user_id INTEGER NOT NULL,
+    day INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    PRIMARY KEY (user_id, day)
+);
 DROP TABLE IF EXISTS staged_documents;
 CREATE TABLE IF NOT EXISTS documents (
     library_id INTEGER NOT NULL,
@@ -161,6 +167,7 @@ fn setup(path: &Path) -> Result<Connection, Setup> {
     for (table, column, kind) in [
         ("publishes", "model", "TEXT"),
         ("publishes", "dim", "INTEGER"),
+        ("publishes", "bytes", "INTEGER NOT NULL DEFAULT 0"),
         ("libraries", "version", "INTEGER NOT NULL DEFAULT 0"),
         ("libraries", "next_doc", "INTEGER NOT NULL DEFAULT 0"),
         ("libraries", "roots", "TEXT NOT NULL DEFAULT ''"),

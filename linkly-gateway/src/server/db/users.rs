@@ -57,6 +57,7 @@ impl Db {
                 format!("DELETE FROM links WHERE user_id = $1 OR library_id IN {owned}"),
                 format!("DELETE FROM invites WHERE user_id = $1 OR library_id IN {owned}"),
                 "DELETE FROM libraries WHERE owner_id = $1".to_string(),
+                "DELETE FROM publish_usage WHERE user_id = $1".to_string(),
                 "DELETE FROM users WHERE id = $1".to_string(),
             ] {
                 tx.exec(&sql, &id)?;
