@@ -7,7 +7,7 @@
 
 use crate::browser;
 use crate::common;
-use crate::ui::{Step, WAIT, browser_or_skip, serve_with, shot};
+use crate::ui::{Step, WAIT, browser_or_skip, fail_with_log, serve_with, shot};
 
 use browser::Session;
 use common::Env;
@@ -51,17 +51,7 @@ fn lan_sharing_in_chromium() {
         s.close().at("close the visitor's browser");
     }));
     if let Err(panic) = run {
-        let log = fs_err::read_to_string(env.home.join("serve.log")).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(30).collect();
-        panic!(
-            "{}\n\nthe server's log (last lines, newest first):\n{}",
-            panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default(),
-            tail.join("\n")
-        );
+        fail_with_log(&env, panic.as_ref(), "the LAN scenario failed");
     }
 }
 

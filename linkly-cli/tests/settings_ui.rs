@@ -10,7 +10,7 @@
 
 use crate::browser;
 use crate::common;
-use crate::ui::{Step, WAIT, browser_or_skip, number, serve, shot, shots_dir};
+use crate::ui::{Step, WAIT, browser_or_skip, fail_with_page, number, serve, shot, shots_dir};
 
 use browser::Session;
 use common::Env;
@@ -52,20 +52,7 @@ fn settings_in_chromium() {
         scenario(&mut s, &env, &base);
     }));
     if let Err(panic) = run {
-        let _ = s.screenshot(&shots_dir().join("settings-failure.png"));
-        let text = s.text_of("body").unwrap_or_default();
-        let url = s.url().unwrap_or_default();
-        let log = fs_err::read_to_string(env.home.join("serve.log")).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(30).collect();
-        panic!(
-            "{}\n\nthe page at {url}:\n{text}\n\nthe server's log (last lines, newest first):\n{}",
-            panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default(),
-            tail.join("\n")
-        );
+        fail_with_page(&mut s, &env, panic.as_ref(), "settings-failure.png");
     }
     s.close().at("close the browser");
 }

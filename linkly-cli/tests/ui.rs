@@ -159,6 +159,38 @@ pub(crate) fn number(text: &str) -> u64 {
     digits.parse().unwrap_or(0)
 }
 
+/// Fails a browser scenario with what it said, the page it was on (text and a screenshot
+/// named `shot`, when a page is open) and the last lines of the server's log.
+pub(crate) fn fail_with_page(
+    s: &mut Session<'_>,
+    env: &Env,
+    panic: &(dyn std::any::Any + Send),
+    shot: &str,
+) -> ! {
+    let path = shots_dir().join(shot);
+    let _ = s.screenshot(&path);
+    let page = format!(
+        "the page at {} (screenshot: {}):\n{}",
+        s.url().unwrap_or_default(),
+        path.display(),
+        s.text_of("body").unwrap_or_default()
+    );
+    fail_with_log(env, panic, &page)
+}
+
+/// Fails a scenario with what it said, `context`, and the last 30 lines of the server's log.
+pub(crate) fn fail_with_log(env: &Env, panic: &(dyn std::any::Any + Send), context: &str) -> ! {
+    let said = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    let log = fs_err::read_to_string(env.home.join("serve.log")).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+    panic!("{said}\n\n{context}\n\nthe server's log (last lines):\n{tail}")
+}
+
 pub(crate) fn shot(s: &mut Session<'_>, lang: &str, name: &str) {
     let path = shots_dir().join(lang).join(format!("{name}.png"));
     s.screenshot(&path).at(&format!("screenshot {name}"));
@@ -239,32 +271,7 @@ fn the_window_in_chromium() {
         scenario(&mut s, &env, &base);
     }));
     if let Err(panic) = run {
-        // What the page showed when the scenario failed, for the CI log and the artefacts.
-        let _ = s.screenshot(&shots_dir().join("failure.png"));
-        let text = s.text_of("body").unwrap_or_default();
-        let url = s.url().unwrap_or_default();
-        let log = fs_err::read_to_string(env.home.join("serve.log")).unwrap_or_default();
-        let tail: String = log
-            .lines()
-            .rev()
-            .take(30)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect::<Vec<_>>()
-            .join("\n");
-        panic!(
-            "{}",
-            format!(
-                "{}\n\nthe page at {url} (screenshot: {}):\n{text}\n\nthe server's log (last lines):\n{tail}",
-                panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default(),
-                shots_dir().join("failure.png").display()
-            )
-        );
+        fail_with_page(&mut s, &env, panic.as_ref(), "failure.png");
     }
     s.close().at("close the browser");
 }

@@ -1135,6 +1135,17 @@ fn share_version(page: &str, library: &str) -> String {
         .to_string()
 }
 
+/// The Agents page's share button for the fixture's library `team`: `op` is `add` or `remove`.
+async fn share(
+    app: &Router,
+    session: &Session,
+    op: &str,
+    version: &str,
+) -> (StatusCode, Response<Body>, String) {
+    let form = format!("key=lan_shared_libraries&op={op}&value=team&version={version}");
+    submit(app, session, "/settings/change", &form).await
+}
+
 #[tokio::test]
 async fn the_person_chooses_the_shared_libraries_on_the_agents_page() {
     let f = fixture_with(Some("s3cret-token"));
@@ -1145,49 +1156,25 @@ async fn the_person_chooses_the_shared_libraries_on_the_agents_page() {
     assert!(page.contains("Stop sharing"), "{page}");
     let version = share_version(&page, "team");
     // A visitor cannot share or unshare.
-    let (status, _, _) = submit(
-        &f.app,
-        &v,
-        "/settings/change",
-        &format!("key=lan_shared_libraries&op=remove&value=team&version={version}"),
-    )
-    .await;
+    let (status, _, _) = share(&f.app, &v, "remove", &version).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(f.linkly.config().lan_shared_libraries, ["team"]);
     // The person stops sharing: back on the Agents page; the visitor reads nothing from the
     // next request on.
-    let (status, res, body) = submit(
-        &f.app,
-        &me,
-        "/settings/change",
-        &format!("key=lan_shared_libraries&op=remove&value=team&version={version}"),
-    )
-    .await;
+    let (status, res, body) = share(&f.app, &me, "remove", &version).await;
     assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
     assert_eq!(location(&res), "/agents#lan");
     let (status, _, _) = send(&f.app, anon("/search?q=budget", Some(&v.cookie))).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     // A page read before that change cannot undo it.
-    let (status, _, body) = submit(
-        &f.app,
-        &me,
-        "/settings/change",
-        &format!("key=lan_shared_libraries&op=add&value=team&version={version}"),
-    )
-    .await;
+    let (status, _, body) = share(&f.app, &me, "add", &version).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert!(f.linkly.config().lan_shared_libraries.is_empty());
     // Shared again from the page as it is now.
     let (_, _, page) = send(&f.app, get("/agents", Some(&me.cookie))).await;
     assert!(page.contains(">Share<"), "{page}");
     let version = share_version(&page, "team");
-    let (status, _, body) = submit(
-        &f.app,
-        &me,
-        "/settings/change",
-        &format!("key=lan_shared_libraries&op=add&value=team&version={version}"),
-    )
-    .await;
+    let (status, _, body) = share(&f.app, &me, "add", &version).await;
     assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
     let (status, _, body) = send(&f.app, anon("/search?q=budget", Some(&v.cookie))).await;
     assert_eq!(status, StatusCode::OK);
