@@ -70,6 +70,10 @@ pub(crate) enum Command {
     Library(LibraryCommand),
     /// Create a note, or edit one with compare-and-swap versions.
     NoteSave(NoteSaveArgs),
+    /// Call any tool by name with its JSON arguments, as an MCP client does
+    /// (`linkly call grep '{"pattern": "TODO", "doc_id": "local://3"}'`): the answer is printed
+    /// as the tool gives it. The tools and their parameters: docs/tools.md.
+    Call(CallArgs),
     /// Index the watched folders, then serve MCP over Streamable HTTP on 127.0.0.1. A server
     /// that `linkly mcp` started in the background hands over to this one; one started by hand
     /// is stopped with `linkly stop`.
@@ -277,6 +281,14 @@ pub(crate) struct ReadArgs {
     /// Text of referenced images: none, abstract or full.
     #[arg(long, value_enum)]
     pub(crate) image_text: Option<ImageText>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CallArgs {
+    /// The tool's name (`search`, `read`, …).
+    pub(crate) tool: String,
+    /// Its arguments, one JSON object (default `{}`); `-` reads them from stdin.
+    pub(crate) arguments: Option<String>,
 }
 
 /// The first port `linkly serve` tries.

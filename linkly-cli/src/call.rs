@@ -210,6 +210,56 @@ fn send<P: ToolCall + Clone>(
     Ok(out)
 }
 
+/// `linkly call TOOL [ARGUMENTS]`: any tool of the registry by name, its arguments as given
+/// (the tool checks them, and its refusal names the parameter); the answer as the tool gives
+/// it. Nothing here names a tool: a tool added to the registry is callable at once.
+pub(crate) fn by_name(
+    data: &DataDir,
+    a: crate::args::CallArgs,
+    printer: Printer,
+) -> anyhow::Result<ExitCode> {
+    let raw = match a.arguments.as_deref() {
+        None => "{}".to_string(),
+        Some("-") => std::io::read_to_string(std::io::stdin())?,
+        Some(s) => s.to_string(),
+    };
+    let args: Value = serde_json::from_str(&raw).map_err(|e| {
+        anyhow::anyhow!(
+            "the arguments of {} are not JSON ({e}): pass one object, such as '{{\"query\": \"budget\"}}'",
+            a.tool
+        )
+    })?;
+    if !args.is_object() {
+        bail!(
+            "the arguments of {} must be one JSON object of named parameters (got {raw})",
+            a.tool
+        );
+    }
+    // A call may write (note_save): the backend is dropped, not left.
+    let backend = backend::open(data)?;
+    let outcome = match backend.call(&a.tool, &args) {
+        Ok(out) if !out.is_error => match printer.success(&out.text) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                printer.error(&e.to_string());
+                Outcome::Failed
+            }
+            _ => match out.matched {
+                Some(0) if printer.exit_code => Outcome::NothingMatched,
+                _ => Outcome::Found,
+            },
+        },
+        Ok(out) => {
+            printer.error(&CallError::Tool(tool_error_message(&out.text)).shown());
+            Outcome::Failed
+        }
+        Err(e) => {
+            printer.error(&e);
+            Outcome::Failed
+        }
+    };
+    Ok(printer.exit(outcome))
+}
+
 /// Calls a tool once and prints its answer or its error.
 pub(crate) fn call_once<P: ToolCall + Clone>(
     backend: &Backend,

@@ -76,6 +76,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Publish(args) => publish::publish(&data, args, cli.token.clone(), printer),
         Command::Model(cmd) => model::run(&data, cmd, printer),
         Command::NoteSave(args) => notes::note_save(&data, args, printer),
+        Command::Call(args) => crate::call::by_name(&data, args, printer),
         Command::Status => status::status(&data, printer),
         Command::Stop => daemon::stop(&data, printer),
         Command::Doctor(args) => status::doctor(&data, args.fix, printer),

@@ -14,7 +14,7 @@ use common::{MEANING, PARAPHRASE, StdioClient, bin, probe_python, repo_dir};
 use serde_json::{Value, json};
 
 /// A running `linkly gateway serve`; stopped with SIGTERM when dropped.
-struct Gateway {
+pub(crate) struct Gateway {
     child: Option<Child>,
     port: u16,
     log: PathBuf,
@@ -22,7 +22,7 @@ struct Gateway {
 
 impl Gateway {
     /// Starts a gateway on a free port with this data directory and optional database.
-    fn start(home: &Path, database: Option<&str>) -> Gateway {
+    pub(crate) fn start(home: &Path, database: Option<&str>) -> Gateway {
         Gateway::start_at(home, database, 0)
     }
 
@@ -97,7 +97,7 @@ impl Gateway {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn mcp(&self) -> String {
+    pub(crate) fn mcp(&self) -> String {
         format!("{}/mcp", self.base())
     }
 
@@ -171,7 +171,7 @@ fn linkly_json(home: &Path, args: &[&str]) -> Value {
 }
 
 /// Adds a gateway user and returns their token.
-fn add_user(gw_home: &Path, name: &str, database: Option<&str>) -> String {
+pub(crate) fn add_user(gw_home: &Path, name: &str, database: Option<&str>) -> String {
     let mut args = vec!["gateway", "user", "add", name, "--plan", "free"];
     if let Some(db) = database {
         args.extend(["--database", db]);
@@ -193,7 +193,7 @@ fn write_files(dir: &Path, files: &[(&str, &str)]) {
 }
 
 /// A local data directory with one library per `(name, files)`, indexed.
-fn local_libraries(home: &Path, root: &Path, libraries: &[(&str, &[(&str, &str)])]) {
+pub(crate) fn local_libraries(home: &Path, root: &Path, libraries: &[(&str, &[(&str, &str)])]) {
     for (name, files) in libraries {
         let dir = root.join(name);
         write_files(&dir, files);
@@ -531,7 +531,13 @@ fn token_works(gateway: &Gateway, token: &str) -> bool {
 }
 
 /// Publishes a local library (`name`) of `home` to `gateway` with `token`.
-fn publish(home: &Path, name: &str, gateway: &Gateway, token: &str, visibility: &str) -> Value {
+pub(crate) fn publish(
+    home: &Path,
+    name: &str,
+    gateway: &Gateway,
+    token: &str,
+    visibility: &str,
+) -> Value {
     linkly_json(
         home,
         &[

@@ -38,7 +38,10 @@ mod ocr;
 mod parity;
 mod repair;
 mod semantic;
+// The registry's example tool through every front end: `cargo xtask test` turns both on.
 mod serve;
 mod settings_ui;
+#[cfg(all(feature = "gateway-server", feature = "example-tool"))]
+mod tool_table;
 mod transcribe;
 mod ui;

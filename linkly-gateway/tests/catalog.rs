@@ -2,7 +2,7 @@
 //! shape in both formats, every status, and parameter errors.
 
 use linkly_gateway::model::{LibraryKey, LibraryMeta, Limits, Plan, User, Visibility};
-use linkly_gateway::server::catalog::{self, library_link, library_search};
+use linkly_gateway::server::catalog::{library_link, library_search};
 use linkly_gateway::server::db::{Db, DbSpec};
 use serde_json::{Value, json};
 
@@ -79,9 +79,9 @@ fn link_json(f: &Fixture, user: &User, limits: &Limits, args: Value) -> (bool, V
 
 #[test]
 fn tool_definitions() {
-    let tools = catalog::tools();
+    let tools = linkly_gateway::server::mcp::tools();
     assert_eq!(
-        tools.iter().map(|t| &*t.name).collect::<Vec<_>>(),
+        tools[..2].iter().map(|t| &*t.name).collect::<Vec<_>>(),
         ["library_search", "library_link"]
     );
     let search = serde_json::to_value(&tools[0]).unwrap();
@@ -224,16 +224,22 @@ fn search_refuses_bad_arguments_naming_them() {
     let cases = [
         (json!({"limit": 0}), "limit must be between 1 and 50"),
         (json!({"limit": 51}), "limit must be between 1 and 50"),
-        (json!({"limit": "ten"}), "limit must be an integer"),
+        (
+            json!({"limit": "ten"}),
+            "limit: invalid value: string \"ten\"",
+        ),
         (json!({"offset": -1}), "offset must be ≥ 0"),
-        (json!({"query": 5}), "query must be a string"),
+        (
+            json!({"query": 5}),
+            "query: invalid type: integer `5`, expected a string",
+        ),
         (json!({"category": "cooking"}), "category must be one of"),
         (
             json!({"output_format": "xml"}),
             "output_format must be one of",
         ),
-        (json!({"library": "x"}), "unknown parameter \"library\""),
-        (json!([1]), "takes an object"),
+        (json!({"library": "x"}), "unknown field `library`"),
+        (json!([1]), "invalid arguments"),
     ];
     for (args, expected) in cases {
         let out = f.carol_searches(args.clone());
@@ -375,14 +381,14 @@ fn link_refuses_bad_arguments_naming_them() {
             json!({"library": "cloud://alice"}),
             "library \"cloud://alice\"",
         ),
-        (json!({"library": 7}), "library must be a string"),
+        (json!({"library": 7}), "library: invalid type: integer `7`"),
         (
             json!({"library": "cloud://alice/rust", "action": "star"}),
             "action must be one of \"link\", \"unlink\"",
         ),
         (
             json!({"library": "cloud://alice/rust", "force": true}),
-            "unknown parameter \"force\"",
+            "unknown field `force`",
         ),
     ];
     for (args, expected) in cases {

@@ -19,7 +19,7 @@ mod stdio;
 
 use std::sync::Arc;
 
-use linkly_tools::{Linkly, TOOLS};
+use linkly_tools::{Linkly, TOOLS, ToolSpec};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
@@ -66,25 +66,26 @@ impl LinklyServer {
 
     /// The MCP tool list, from the registry.
     pub fn tools() -> Vec<Tool> {
-        TOOLS
-            .iter()
-            .map(|t| {
-                let schema = match (t.input_schema)() {
-                    serde_json::Value::Object(map) => map,
-                    _ => serde_json::Map::new(),
-                };
-                Tool::new(t.name, t.description, Arc::new(schema))
-                    .with_title(t.title)
-                    .with_annotations(ToolAnnotations::from_raw(
-                        Some(t.title.to_string()),
-                        Some(t.read_only),
-                        Some(!t.read_only),
-                        Some(t.read_only),
-                        Some(false),
-                    ))
-            })
-            .collect()
+        TOOLS.iter().map(tool_of).collect()
     }
+}
+
+/// A tool's declaration as MCP lists it, whoever runs it: name, title, description, input
+/// schema and the hints (read-only, destructive = writes, idempotent, closed world).
+pub fn tool_of<Run>(spec: &ToolSpec<Run>) -> Tool {
+    let schema = match (spec.input_schema)() {
+        serde_json::Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    Tool::new(spec.name, spec.description, Arc::new(schema))
+        .with_title(spec.title)
+        .with_annotations(ToolAnnotations::from_raw(
+            Some(spec.title.to_string()),
+            Some(spec.read_only),
+            Some(!spec.read_only),
+            Some(spec.idempotent),
+            Some(false),
+        ))
 }
 
 /// What both servers say of themselves at initialisation: tools, name, version, instructions.

@@ -2,14 +2,12 @@
 
 use std::sync::{Arc, RwLock};
 
-use linkly_core::{CodedError, Config, DataDir};
+use linkly_core::{Config, DataDir};
 use linkly_index::{Corpus, Index};
 use serde_json::Value;
 
 use crate::Result;
-use crate::render::{OutputFormat, finish_json, finish_markdown};
 use crate::tools::TOOLS;
-use crate::tools::kit::{Body, Rendered};
 
 /// The text a tool call produced, as a front end shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -370,37 +368,13 @@ impl Linkly {
         let span = tracing::info_span!("tool", tool = name);
         let _guard = span.enter();
         let started = std::time::Instant::now();
-        // The error format follows output_format when it can be read at all.
-        let error_format = args
-            .get("output_format")
-            .and_then(Value::as_str)
-            .and_then(|f| OutputFormat::parse(Some(f)).ok())
-            .unwrap_or_default();
+        let error_format = crate::tools::kit::error_format(&args);
         let args = if args.is_null() {
             Value::Object(Default::default())
         } else {
             args
         };
-        let result = (spec.run)(self, args);
-        let now = linkly_core::now_millis();
-        let output = match result {
-            Ok(Rendered { body, matched }) => ToolOutput::success(match body {
-                Body::Markdown(body) => finish_markdown(body, now),
-                Body::Json(value) => finish_json(value, now),
-            })
-            .with_matched(matched),
-            Err(err) => {
-                // Internal failures were logged as errors where they were made; the caller's
-                // own errors are part of the conversation, not of the server's health.
-                if !err.is_internal() {
-                    tracing::debug!(code = %err.code, message = %err.message, "tool call refused");
-                }
-                ToolOutput::failure(match error_format {
-                    OutputFormat::Json => err.to_json().to_string(),
-                    OutputFormat::Markdown => err.to_string(),
-                })
-            }
-        };
+        let output = crate::tools::kit::finish((spec.run)(self, args), error_format);
         tracing::debug!(
             elapsed_ms = started.elapsed().as_millis() as u64,
             is_error = output.is_error,

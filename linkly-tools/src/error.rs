@@ -136,7 +136,7 @@ pub type Result<T, E = ToolError> = std::result::Result<T, E>;
 
 /// Checks an integer parameter's range; the error's details name the parameter, its bounds
 /// and the value received: `{"parameter", "minimum", "maximum", "received"}`.
-pub(crate) fn check_range(name: &str, value: i64, min: i64, max: i64) -> Result<i64> {
+pub fn check_range(name: &str, value: i64, min: i64, max: i64) -> Result<i64> {
     if value < min || value > max {
         return Err(ToolError::out_of_range(
             name,

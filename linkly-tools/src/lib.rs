@@ -49,7 +49,7 @@ mod upkeep;
 
 pub use crate::audience::Audience;
 pub use crate::engine::{Behind, Linkly, ToolOutput, UnknownTool, check_setting};
-pub use crate::error::{Result, ToolError, choice_error};
+pub use crate::error::{Result, ToolError, check_range, choice_error};
 pub use crate::models::{EmbeddingModelOnDisk, ModelImported, ModelsOnDisk, SpeechModelOnDisk};
 pub use crate::notes::person::{NoteDeleted, NoteView, TrashedNote};
 pub use crate::notes::sync_options;
@@ -59,7 +59,12 @@ pub use crate::snippet::SnippetKind;
 pub use crate::tools::explore::{ExploreParams, ExploreResponse};
 pub use crate::tools::find_paths::{FindPathsParams, FindPathsResponse, FoundDirectory};
 pub use crate::tools::grep::{GrepMatch, GrepMode, GrepParams, GrepResponse};
-pub use crate::tools::kit::{ToolParams, parse_doc_types, parse_params};
+pub use crate::tools::kit::{
+    Reach, Rendered, Runner, ToolParams, error_format, finish, lenient_int, parse_doc_types,
+    parse_params, schema_of,
+};
+#[cfg(feature = "example-tool")]
+pub use crate::tools::line_count::{LineCountParams, LineCountResponse};
 pub use crate::tools::list::{FileItem, FileList, ListParams, ListScope, ListSort, ReadmePointer};
 pub use crate::tools::list_libraries::{LibrariesResponse, LibraryInfo, ListLibrariesParams};
 pub use crate::tools::note_save::{NoteMode, NoteSaveParams, NoteSaveResponse};

@@ -52,39 +52,28 @@ pub(crate) fn render() -> String {
         );
     }
     for spec in linkly_tools::TOOLS {
-        out.push('\n');
-        out.push_str(&tool(
-            spec.name,
-            spec.title,
-            spec.read_only,
-            spec.description,
-            &(spec.input_schema)(),
-            spec.output_schema.map(|f| f()).as_ref(),
-        ));
+        spec_section(&mut out, spec);
     }
     out.push_str(GATEWAY);
-    let outputs = linkly_gateway::server::catalog::output_schemas();
-    for t in linkly_gateway::server::catalog::tools() {
-        let schema = Value::Object((*t.input_schema).clone());
-        let output = outputs.iter().find(|(n, _)| *n == t.name).map(|(_, s)| s);
-        let read_only = t
-            .annotations
-            .as_ref()
-            .and_then(|a| a.read_only_hint)
-            .unwrap_or(false);
-        out.push('\n');
-        out.push_str(&tool(
-            &t.name,
-            t.title.as_deref().unwrap_or(""),
-            read_only,
-            t.description.as_deref().unwrap_or(""),
-            &schema,
-            output,
-        ));
+    for spec in &linkly_gateway::server::catalog::SPECS {
+        spec_section(&mut out, spec);
     }
     out.push_str(&error_codes());
     out.push_str(TRANSPORTS);
     out
+}
+
+/// One tool's section, from its declaration (a registry tool or one of the gateway's own).
+fn spec_section<Run>(out: &mut String, spec: &linkly_tools::ToolSpec<Run>) {
+    out.push('\n');
+    out.push_str(&tool(
+        spec.name,
+        spec.title,
+        spec.read_only,
+        spec.description,
+        &(spec.input_schema)(),
+        spec.output_schema.map(|f| f()).as_ref(),
+    ));
 }
 
 const HEADER: &str = "# Linkly tool reference

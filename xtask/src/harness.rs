@@ -42,7 +42,7 @@ pub(crate) fn test(extra: &[String]) -> anyhow::Result<()> {
     // Stopped when it goes out of scope, after the tests, whatever they did.
     let cluster = crate::pg_cluster::Cluster::start()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
+    let mut status = Command::new(&cargo)
         .current_dir(crate::root())
         .args(["test", "--workspace"])
         // The hosts' build of `linkly`, with the gateway server: its tests run it.
@@ -57,6 +57,16 @@ pub(crate) fn test(extra: &[String]) -> anyhow::Result<()> {
         .env(crate::pg_cluster::CLUSTER_ENV, &cluster.description)
         .env_remove("LINKLY_SHARED_DIR")
         .status()?;
+    if status.success() && extra.is_empty() {
+        // A build with the registry's example tool: one tool declared once is listed and
+        // called by the CLI, MCP and the gateway (`linkly-cli/tests/tool_table.rs`).
+        status = Command::new(&cargo)
+            .current_dir(crate::root())
+            .args(["test", "-p", "linkly-cli", "--test", "it"])
+            .args(["--features", "gateway-server,example-tool", "tool_table"])
+            .env_remove("LINKLY_SHARED_DIR")
+            .status()?;
+    }
     drop(cluster);
     if !status.success() {
         bail!("cargo test failed");

@@ -8,18 +8,18 @@
 //! their `status`; only `not_found` is an error (`LIBRARY_NOT_FOUND`), like an unknown library
 //! in the other tools.
 
-use std::sync::Arc;
-
 use linkly_core::{CodedError, ErrorCode};
-use linkly_tools::{OutputFormat, ToolError, ToolOutput};
-use rmcp::model::{Tool, ToolAnnotations};
+use linkly_tools::{
+    OutputFormat, Reach, Rendered, ToolError, ToolOutput, ToolParams, ToolSpec, parse_params,
+    schema_of,
+};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::model::{
     CATEGORIES, CatalogEntry, CatalogPage, CatalogQuery, LibraryKey, Limits, LinkOutcome,
-    UnlinkOutcome, User,
+    UnlinkOutcome, User, parse_category,
 };
 use crate::server::db::Db;
 
@@ -54,169 +54,206 @@ const LINK_DESCRIPTION: &str = "Link a cloud library to the user's account so it
     library from the account's linked set (for every client of the account) and frees its \
     slot; nothing else changes. Only unlink a library the user named.";
 
-/// The two tools' MCP definitions: `library_search` (read-only) and `library_link` (writes;
-/// destructive and idempotent).
-pub fn tools() -> Vec<Tool> {
-    let def = |name: &'static str,
-               title: &'static str,
-               description: &'static str,
-               schema: Value,
-               read_only: bool| {
-        let schema = match schema {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
-        Tool::new(name, description, Arc::new(schema))
-            .with_title(title)
-            .with_annotations(ToolAnnotations::from_raw(
-                Some(title.to_string()),
-                Some(read_only),
-                Some(!read_only),
-                Some(true),
-                Some(false),
-            ))
+/// How the gateway runs one of its own tools: over the catalogue, for the signed-in caller.
+pub type CatalogueRun = fn(&Caller<'_>, Value) -> Result<Rendered, ToolError>;
+
+/// Who calls one of the catalogue's tools, and with what.
+#[derive(Debug, Clone, Copy)]
+pub struct Caller<'a> {
+    /// The catalogue.
+    pub db: &'a Db,
+    /// The signed-in user.
+    pub user: &'a User,
+    /// The slots each plan has.
+    pub limits: &'a Limits,
+}
+
+/// The gateway's own two tools, declared as the document tools are (`linkly_tools::ToolSpec`):
+/// `library_search` (read-only) and `library_link` (writes; destructive and idempotent).
+pub static SPECS: [ToolSpec<CatalogueRun>; 2] = [
+    ToolSpec {
+        name: LIBRARY_SEARCH,
+        title: SEARCH_TITLE,
+        description: SEARCH_DESCRIPTION,
+        read_only: true,
+        idempotent: true,
+        input_schema: schema_of::<LibrarySearchParams>,
+        output_schema: Some(schema_of::<LibrarySearchAnswer>),
+        reach: Reach::Libraries,
+        run: run_search,
+    },
+    ToolSpec {
+        name: LIBRARY_LINK,
+        title: LINK_TITLE,
+        description: LINK_DESCRIPTION,
+        read_only: false,
+        idempotent: true,
+        input_schema: schema_of::<LibraryLinkParams>,
+        output_schema: Some(schema_of::<LibraryLinkAnswer>),
+        reach: Reach::Libraries,
+        run: run_link,
+    },
+];
+
+/// Runs one of [`SPECS`] for `caller`, answering as every tool does.
+pub fn call(spec: &ToolSpec<CatalogueRun>, caller: &Caller<'_>, args: Value) -> ToolOutput {
+    let on_error = linkly_tools::error_format(&args);
+    let args = if args.is_null() {
+        Value::Object(Map::new())
+    } else {
+        args
     };
-    vec![
-        def(
-            LIBRARY_SEARCH,
-            SEARCH_TITLE,
-            SEARCH_DESCRIPTION,
-            library_search_schema(),
-            true,
-        ),
-        def(
-            LIBRARY_LINK,
-            LINK_TITLE,
-            LINK_DESCRIPTION,
-            library_link_schema(),
-            false,
-        ),
-    ]
+    linkly_tools::finish((spec.run)(caller, args), on_error)
 }
 
-/// The JSON schema of `library_search`'s arguments.
-pub fn library_search_schema() -> Value {
-    let mut categories: Vec<Value> = CATEGORIES.iter().map(|c| json!(c)).collect();
-    categories.push(Value::Null);
-    json!({
-        "type": "object",
-        "properties": {
-            "query": {
-                "type": ["string", "null"],
-                "description": "Words matched against the title, description and owner user name (case-insensitive substring). Omit to browse the catalogue."
-            },
-            "category": {
-                "type": ["string", "null"],
-                "enum": categories,
-                "description": "Only libraries of this category."
-            },
-            "owner": {
-                "type": ["string", "null"],
-                "description": "Exact owner user name. Pass your own (from \"You are signed in as @…\") to list your libraries, private ones included."
-            },
-            "limit": {
-                "type": ["integer", "null"],
-                "minimum": 1,
-                "maximum": 50,
-                "default": 10,
-                "description": "Entries per page (1-50)."
-            },
-            "offset": {
-                "type": ["integer", "null"],
-                "minimum": 0,
-                "default": 0,
-                "description": "Entries to skip; continue while has_more is true."
-            },
-            "output_format": {
-                "type": ["string", "null"],
-                "enum": ["markdown", "json", null],
-                "default": "markdown",
-                "description": "markdown (default) or json."
-            }
-        },
-        "additionalProperties": false
-    })
+// ----- parameters -----
+
+/// A catalogue category, as `library_search` takes it: one of [`CATEGORIES`], in any case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Category(&'static str);
+
+impl<'de> Deserialize<'de> for Category {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Category, D::Error> {
+        let raw = String::deserialize(d)?;
+        parse_category(&raw)
+            .map(Category)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
-/// The JSON schema of `library_link`'s arguments.
-pub fn library_link_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "library": {
-                "type": "string",
-                "description": "The full cloud://<owner>/<slug>, exactly as library_search returns it."
-            },
-            "action": {
-                "type": ["string", "null"],
-                "enum": ["link", "unlink", null],
-                "default": "link",
-                "description": "link (default; null also links) or unlink."
-            },
-            "output_format": {
-                "type": ["string", "null"],
-                "enum": ["markdown", "json", null],
-                "default": "markdown",
-                "description": "markdown (default) or json."
-            }
-        },
-        "required": ["library"],
-        "additionalProperties": false
-    })
+impl JsonSchema for Category {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Category".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "enum": CATEGORIES})
+    }
+}
+
+/// What `library_link` does (`link` or `unlink`, in any case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkAction {
+    /// Link the library (the default).
+    #[default]
+    Link,
+    /// Unlink it and free its slot.
+    Unlink,
+}
+
+impl<'de> Deserialize<'de> for LinkAction {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<LinkAction, D::Error> {
+        let raw = String::deserialize(d)?;
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "link" => Ok(LinkAction::Link),
+            "unlink" => Ok(LinkAction::Unlink),
+            _ => Err(serde::de::Error::unknown_variant(&raw, &["link", "unlink"])),
+        }
+    }
+}
+
+impl JsonSchema for LinkAction {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "LinkAction".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "enum": ["link", "unlink"]})
+    }
+}
+
+/// Parameters of `library_search`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LibrarySearchParams {
+    /// Words matched against the title, description and owner user name (case-insensitive
+    /// substring). Omit to browse the catalogue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// Only libraries of this category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<Category>,
+    /// Exact owner user name. Pass your own (from "You are signed in as @…") to list your
+    /// libraries, private ones included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Entries per page (1-50).
+    #[schemars(range(min = 1, max = 50), extend("default" = 10))]
+    #[serde(
+        default,
+        deserialize_with = "linkly_tools::lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub limit: Option<i64>,
+    /// Entries to skip; continue while has_more is true.
+    #[schemars(range(min = 0), extend("default" = 0))]
+    #[serde(
+        default,
+        deserialize_with = "linkly_tools::lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub offset: Option<i64>,
+    /// markdown (default) or json.
+    #[schemars(extend("default" = "markdown"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_format: Option<OutputFormat>,
+}
+
+impl ToolParams for LibrarySearchParams {
+    const NAME: &'static str = LIBRARY_SEARCH;
+}
+
+/// Parameters of `library_link`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LibraryLinkParams {
+    /// The full cloud://<owner>/<slug>, exactly as library_search returns it.
+    #[schemars(required)]
+    pub library: Option<String>,
+    /// link (default; null also links) or unlink.
+    #[schemars(extend("default" = "link"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<LinkAction>,
+    /// markdown (default) or json.
+    #[schemars(extend("default" = "markdown"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_format: Option<OutputFormat>,
+}
+
+impl ToolParams for LibraryLinkParams {
+    const NAME: &'static str = LIBRARY_LINK;
 }
 
 // ----- answers -----
 
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
-/// A successful answer, footer included.
-fn success(format: OutputFormat, markdown: String, answer: impl Serialize) -> ToolOutput {
-    let now = now_ms();
-    let mut value = match serde_json::to_value(answer) {
-        Ok(value) => value,
-        Err(e) => return failure(format, &ToolError::internal(e)),
-    };
-    let text = match format {
-        OutputFormat::Markdown => {
-            let mut body = markdown.trim_end().to_string();
-            body.push_str("\n\n");
-            body.push_str(&linkly_tools::meta_footer(now));
-            body
-        }
+/// An answer in the format asked: the Markdown, or the JSON object.
+fn rendered(
+    format: Option<OutputFormat>,
+    markdown: String,
+    json: impl Serialize,
+) -> Result<Rendered, ToolError> {
+    Ok(match format.unwrap_or_default() {
+        OutputFormat::Markdown => Rendered::markdown(markdown),
         OutputFormat::Json => {
-            if let Value::Object(map) = &mut value {
-                map.insert(
-                    "_meta".into(),
-                    json!({ "now": linkly_core::format_rfc3339(now) }),
-                );
-            }
-            value.to_string()
+            Rendered::json(serde_json::to_value(json).map_err(ToolError::internal)?)
         }
-    };
-    ToolOutput {
-        text,
-        is_error: false,
-        matched: None,
-    }
-}
-
-/// A failed answer (no footer).
-fn failure(format: OutputFormat, err: &ToolError) -> ToolOutput {
-    if !err.code.is_internal() {
-        tracing::debug!(code = %err.code, message = %err.message, "gateway tool call refused");
-    }
-    error_output(format, err)
-}
-
-/// `err` as a failed answer in `format`: `[CODE] message`, or the JSON error object. Every
-/// gateway tool answers its errors so.
-pub(crate) fn error_output(format: OutputFormat, err: &ToolError) -> ToolOutput {
-    ToolOutput::failure(match format {
-        OutputFormat::Json => err.to_json().to_string(),
-        OutputFormat::Markdown => err.to_string(),
     })
+}
+
+/// `err` as a failed answer in `format`: `[CODE] message`, or the JSON error object, as every
+/// tool answers its errors.
+pub(crate) fn error_output(format: OutputFormat, err: &ToolError) -> ToolOutput {
+    linkly_tools::finish(Err(err.clone()), format)
 }
 
 /// A store failure as a tool error, keeping its code.
@@ -229,176 +266,56 @@ fn db_error(err: crate::GatewayError) -> ToolError {
     }
 }
 
-/// The error format: JSON when `output_format` says `json`, else Markdown.
-fn error_format(args: &Value) -> OutputFormat {
-    match args.get("output_format").and_then(Value::as_str) {
-        Some("json") => OutputFormat::Json,
-        _ => OutputFormat::Markdown,
-    }
-}
-
-// ----- arguments -----
-
-/// The arguments as an object (`null` is none), refusing parameters the tool does not take.
-fn arguments(tool: &str, args: Value, allowed: &[&str]) -> Result<Map<String, Value>, ToolError> {
-    let map = match args {
-        Value::Null => Map::new(),
-        Value::Object(map) => map,
-        other => {
-            return Err(ToolError::invalid(format!(
-                "{tool} takes an object of arguments (got {})",
-                kind(&other)
-            )));
-        }
-    };
-    if let Some(unknown) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
-        return Err(ToolError::invalid(format!(
-            "unknown parameter {unknown:?}: {tool} takes {}",
-            allowed.join(", ")
-        ))
-        .with_details(json!({"parameter": unknown, "allowed": allowed})));
-    }
-    Ok(map)
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// An optional string parameter (`null` is absent).
-fn string_arg(map: &Map<String, Value>, name: &str) -> Result<Option<String>, ToolError> {
-    match map.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(ToolError::invalid(format!(
-            "{name} must be a string (got {})",
-            kind(other)
-        ))
-        .with_details(json!({"parameter": name, "expected": "string"}))),
-    }
-}
-
-/// An optional integer parameter within bounds (a string holding an integer is taken too,
-/// as the other tools do).
-fn int_arg(
-    map: &Map<String, Value>,
-    name: &str,
-    min: i64,
-    max: i64,
-    default: i64,
-) -> Result<i64, ToolError> {
-    let bounds = if max == i64::MAX {
-        format!("an integer ≥ {min}")
-    } else {
-        format!("an integer between {min} and {max}")
-    };
-    let value = match map.get(name) {
-        None | Some(Value::Null) => return Ok(default),
-        Some(Value::Number(n)) => n.as_i64(),
-        Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
-        Some(_) => None,
-    };
-    let Some(value) = value else {
-        let got = map.get(name).map_or("nothing", kind);
-        return Err(
-            ToolError::invalid(format!("{name} must be {bounds} (got {got})")).with_details(
-                json!({"parameter": name, "expected": "integer", "minimum": min, "maximum": (max != i64::MAX).then_some(max)}),
-            ),
-        );
-    };
-    if value < min || value > max {
-        let message = if max == i64::MAX {
-            format!("{name} must be ≥ {min} (got {value})")
-        } else {
-            format!("{name} must be between {min} and {max} (got {value})")
-        };
-        return Err(ToolError::invalid(message).with_details(json!({
-            "parameter": name,
-            "minimum": min,
-            "maximum": (max != i64::MAX).then_some(max),
-            "received": value,
-        })));
-    }
-    Ok(value)
-}
-
-/// An optional choice parameter (`null` is absent); the canonical value.
-fn choice_arg(
-    map: &Map<String, Value>,
-    name: &str,
-    allowed: &[&'static str],
-) -> Result<Option<&'static str>, ToolError> {
-    let Some(value) = string_arg(map, name)? else {
-        return Ok(None);
-    };
-    let wanted = value.trim().to_ascii_lowercase();
-    match allowed.iter().find(|a| **a == wanted) {
-        Some(a) => Ok(Some(*a)),
-        None => Err(linkly_tools::choice_error(name, &value, allowed)),
-    }
-}
-
-fn format_arg(map: &Map<String, Value>) -> Result<OutputFormat, ToolError> {
-    Ok(
-        match choice_arg(map, "output_format", &["markdown", "json"])? {
-            Some("json") => OutputFormat::Json,
-            _ => OutputFormat::Markdown,
-        },
-    )
-}
-
 // ----- library_search -----
-
-const SEARCH_PARAMS: &[&str] = &[
-    "query",
-    "category",
-    "owner",
-    "limit",
-    "offset",
-    "output_format",
-];
 
 /// Runs `library_search` for the signed-in viewer: a page of the catalogue as they see it.
 pub fn library_search(db: &Db, viewer: &User, args: Value) -> ToolOutput {
-    let on_error = error_format(&args);
-    match run_search(db, viewer, args) {
-        Ok(out) => out,
-        Err(err) => failure(on_error, &err),
-    }
+    let limits = Limits::default();
+    call(
+        &SPECS[0],
+        &Caller {
+            db,
+            user: viewer,
+            limits: &limits,
+        },
+        args,
+    )
 }
 
-fn run_search(db: &Db, viewer: &User, args: Value) -> Result<ToolOutput, ToolError> {
-    let map = arguments(LIBRARY_SEARCH, args, SEARCH_PARAMS)?;
-    let format = format_arg(&map)?;
-    let query = string_arg(&map, "query")?
+fn run_search(caller: &Caller<'_>, args: Value) -> Result<Rendered, ToolError> {
+    let p: LibrarySearchParams = parse_params(args)?;
+    let query = p
+        .query
         .map(|q| q.trim().to_string())
         .filter(|q| !q.is_empty());
-    let category = choice_arg(&map, "category", CATEGORIES)?;
-    let owner = string_arg(&map, "owner")?
+    let owner = p
+        .owner
         .map(|o| o.trim().trim_start_matches('@').to_string())
         .filter(|o| !o.is_empty());
-    let limit = int_arg(&map, "limit", 1, 50, 10)?;
-    let offset = int_arg(&map, "offset", 0, i64::MAX, 0)?;
+    let limit = linkly_tools::check_range("limit", p.limit.unwrap_or(10), 1, 50)?;
+    let offset = p.offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(
+            ToolError::invalid(format!("offset must be ≥ 0 (got {offset})"))
+                .with_details(json!({"parameter": "offset", "minimum": 0, "received": offset})),
+        );
+    }
     let q = CatalogQuery {
         query,
-        category: category.map(str::to_string),
+        category: p.category.map(|c| c.0.to_string()),
         owner,
         limit: limit as u32,
         offset: offset as u64,
     };
-    let page = db.search_libraries(viewer, &q).map_err(db_error)?;
-    Ok(success(
-        format,
-        search_markdown(viewer, &q, &page),
-        search_json(viewer, &q, &page),
-    ))
+    let page = caller
+        .db
+        .search_libraries(caller.user, &q)
+        .map_err(db_error)?;
+    rendered(
+        p.output_format,
+        search_markdown(caller.user, &q, &page),
+        search_json(caller.user, &q, &page),
+    )
 }
 
 /// One library of a `library_search` answer.
@@ -494,21 +411,6 @@ pub struct LibraryLinkAnswer {
     /// With `slot_exhausted`: where to upgrade for more slots.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upgrade_url: Option<String>,
-}
-
-/// The JSON schemas of the two tools' answers (before `_meta` is added), by tool name.
-pub fn output_schemas() -> [(&'static str, Value); 2] {
-    let schema = |s: schemars::Schema| serde_json::to_value(s).unwrap_or(Value::Null);
-    [
-        (
-            LIBRARY_SEARCH,
-            schema(schemars::schema_for!(LibrarySearchAnswer)),
-        ),
-        (
-            LIBRARY_LINK,
-            schema(schemars::schema_for!(LibraryLinkAnswer)),
-        ),
-    ]
 }
 
 fn has_more(q: &CatalogQuery, page: &CatalogPage) -> bool {
@@ -655,16 +557,10 @@ fn one_line(s: &str) -> String {
 
 // ----- library_link -----
 
-const LINK_PARAMS: &[&str] = &["library", "action", "output_format"];
-
 /// Runs `library_link` for the signed-in user: links (the default) or unlinks a library.
 /// `not_found` is a `LIBRARY_NOT_FOUND` error; the other statuses are successful answers.
 pub fn library_link(db: &Db, user: &User, limits: &Limits, args: Value) -> ToolOutput {
-    let on_error = error_format(&args);
-    match run_link(db, user, limits, args) {
-        Ok(out) => out,
-        Err(err) => failure(on_error, &err),
-    }
+    call(&SPECS[1], &Caller { db, user, limits }, args)
 }
 
 fn parse_library(raw: &str) -> Result<LibraryKey, ToolError> {
@@ -687,20 +583,17 @@ fn parse_library(raw: &str) -> Result<LibraryKey, ToolError> {
     LibraryKey::parse(t).map_err(|e| ToolError::invalid(e.to_string()).with_details(details))
 }
 
-fn run_link(db: &Db, user: &User, limits: &Limits, args: Value) -> Result<ToolOutput, ToolError> {
-    let map = arguments(LIBRARY_LINK, args, LINK_PARAMS)?;
-    let format = format_arg(&map)?;
-    let raw = match map.get("library") {
-        None | Some(Value::Null) => {
-            return Err(ToolError::invalid(
-                "library is required: the full cloud://<owner>/<slug> that library_search returns",
-            )
-            .with_details(json!({"parameter": "library"})));
-        }
-        Some(_) => string_arg(&map, "library")?.unwrap_or_default(),
+fn run_link(caller: &Caller<'_>, args: Value) -> Result<Rendered, ToolError> {
+    let Caller { db, user, limits } = *caller;
+    let p: LibraryLinkParams = parse_params(args)?;
+    let Some(raw) = p.library else {
+        return Err(ToolError::invalid(
+            "library is required: the full cloud://<owner>/<slug> that library_search returns",
+        )
+        .with_details(json!({"parameter": "library"})));
     };
     let key = parse_library(&raw)?;
-    let unlink = choice_arg(&map, "action", &["link", "unlink"])? == Some("unlink");
+    let unlink = p.action == Some(LinkAction::Unlink);
     let address = key.address();
     let not_found = || {
         ToolError::new(
@@ -770,5 +663,5 @@ fn run_link(db: &Db, user: &User, limits: &Limits, args: Value) -> Result<ToolOu
             }
         }
     };
-    Ok(success(format, markdown, value))
+    rendered(p.output_format, markdown, value)
 }

@@ -1,7 +1,8 @@
-//! The gateway's MCP server: eleven tools for a signed-in user.
+//! The gateway's MCP server: one table of tools ([`table`]) for a signed-in user.
 //!
-//! `library_search` and `library_link` are the catalogue's ([`crate::server::catalog`]). The nine
-//! document tools run on the search index of the cloud library a call names
+//! `library_search` and `library_link` are the catalogue's ([`crate::server::catalog`]). The
+//! document tools of the registry are routed by what each declares it reaches
+//! (`linkly_tools::Reach`): they run on the search index of the cloud library a call names
 //! (`library: "cloud://<owner>/<slug>"`, or a document id `cloud://<owner>/<slug>/<n>`), which
 //! the user must have linked; a library that does not exist, is private or is not linked gets
 //! the same `LIBRARY_NOT_FOUND` answer, which leaks nothing. `list_libraries` lists the linked
@@ -13,14 +14,14 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use linkly_core::{Config, DataDir, ErrorCode};
 use linkly_index::{HybridHit, HybridOptions, LexicalArm, VectorArm};
 use linkly_tools::{
-    ExploreParams, FindPathsParams, Linkly, ListParams, ListScope, OutputFormat, SearchHit,
-    SearchParams, SearchResponse, SearchScope, TimeSort, ToolError, ToolOutput, ToolParams,
-    UnknownTool, meta_footer, parse_params,
+    Linkly, ListLibrariesParams, ListParams, ListScope, OutputFormat, Reach, SearchHit,
+    SearchParams, SearchResponse, SearchScope, TOOLS, TimeSort, ToolError, ToolOutput, ToolParams,
+    ToolSpec, UnknownTool, meta_footer, parse_params,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
@@ -167,40 +168,38 @@ impl Shared {
         Ok(self.library(user, library)?.1)
     }
 
-    /// Runs one tool for `user`. Blocking.
+    /// Runs one tool of [`table`] for `user`. Blocking.
     pub fn call(&self, user: &User, name: &str, args: Value) -> Result<ToolOutput, UnknownTool> {
+        let Some(spec) = table().iter().find(|t| t.name == name) else {
+            return Err(UnknownTool {
+                name: name.to_string(),
+                available: table()
+                    .iter()
+                    .map(|t| t.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        };
         let args = match args {
             Value::Null => Value::Object(Map::new()),
             v => v,
         };
-        let format = args
-            .get("output_format")
-            .and_then(Value::as_str)
-            .and_then(|f| OutputFormat::parse(Some(f)).ok())
-            .unwrap_or_default();
-        let result = match name {
-            "library_search" => return Ok(catalog::library_search(&self.db, user, args)),
-            "library_link" => {
-                return Ok(catalog::library_link(&self.db, user, &self.limits, args));
+        let format = linkly_tools::error_format(&args);
+        let result = match spec.run {
+            Route::Catalogue(run) => {
+                let caller = catalog::Caller {
+                    db: &self.db,
+                    user,
+                    limits: &self.limits,
+                };
+                return Ok(linkly_tools::finish(run(&caller, args), format));
             }
-            "list_libraries" => self.list_libraries(user, &args),
-            "search" => self.search(user, args),
-            "explore" => self.in_library(user, args, |p: &mut ExploreParams| &mut p.library),
-            "find_paths" => self.in_library(user, args, |p: &mut FindPathsParams| &mut p.library),
-            "list" => self.list(user, args),
-            "outline" => self.by_doc(user, name, args, "doc_ids"),
-            "grep" | "read" => self.by_doc(user, name, args, "doc_id"),
-            "note_save" => self.notes(user).and_then(|n| run(&n, name, args)),
-            _ => {
-                return Err(UnknownTool {
-                    name: name.to_string(),
-                    available: tools()
-                        .iter()
-                        .map(|t| t.name.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                });
-            }
+            Route::Search => self.search(user, args),
+            Route::ListLibraries => self.list_libraries(user, &args),
+            Route::List => self.list(user, args),
+            Route::Library => self.in_library(user, spec.name, args),
+            Route::Documents(field) => self.by_doc(user, spec.name, args, field),
+            Route::Notes => self.notes(user).and_then(|n| run(&n, spec.name, args)),
         };
         Ok(result.unwrap_or_else(|err| {
             if err.code.is_internal() {
@@ -302,16 +301,27 @@ impl Shared {
         }
     }
 
-    /// A tool that runs on one library's index (`explore`, `find_paths`).
-    fn in_library<P: ToolParams>(
-        &self,
-        user: &User,
-        args: Value,
-        library: impl FnOnce(&mut P) -> &mut Option<String>,
-    ) -> Result<ToolOutput, ToolError> {
-        let mut params: P = parse_params(args)?;
-        let linkly = self.take_library(user, P::NAME, library(&mut params))?;
-        Ok(linkly.call_params(&params))
+    /// A tool over one library (`explore`, `find_paths`): its `library` parameter, taken out
+    /// and resolved (with none, the only linked library), then the call on that library's
+    /// index.
+    fn in_library(&self, user: &User, tool: &str, args: Value) -> Result<ToolOutput, ToolError> {
+        let Value::Object(mut map) = args else {
+            return Err(ToolError::invalid(format!(
+                "{tool} takes an object of arguments (got {args})"
+            )));
+        };
+        let mut library = match map.remove("library") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(l)) => Some(l),
+            Some(other) => {
+                return Err(ToolError::invalid(format!(
+                    "library must be a string cloud://<owner>/<slug> (got {other})"
+                ))
+                .with_details(json!({"parameter": "library"})));
+            }
+        };
+        let linkly = self.take_library(user, tool, &mut library)?;
+        run(&linkly, tool, Value::Object(map))
     }
 
     fn list(&self, user: &User, args: Value) -> Result<ToolOutput, ToolError> {
@@ -570,26 +580,80 @@ fn run(linkly: &Linkly, name: &str, args: Value) -> Result<ToolOutput, ToolError
         .map_err(|e| ToolError::invalid(e.to_string()))
 }
 
-/// The gateway's eleven tools: the catalogue's two, then the nine document tools, with
-/// descriptions that speak of cloud libraries.
+/// How the gateway serves one tool of its [`table`].
+#[derive(Clone, Copy)]
+pub enum Route {
+    /// One of the catalogue's own tools ([`catalog::SPECS`]).
+    Catalogue(catalog::CatalogueRun),
+    /// `search`: the named library, or every linked one fused on one scale.
+    Search,
+    /// `list_libraries`: the linked cloud libraries.
+    ListLibraries,
+    /// `list`: a cloud library's files, or the user's notes.
+    List,
+    /// A tool over one library ([`Reach::Library`]), named by its `library` parameter.
+    Library,
+    /// A tool over the documents its parameter of this name holds ([`Reach::Documents`]).
+    Documents(&'static str),
+    /// A tool over the user's own notes on the gateway ([`Reach::Notes`]).
+    Notes,
+}
+
+/// How the gateway routes a document tool, from what the tool declares it reaches; `None` for
+/// a tool over all libraries the gateway has no answer of its own for (it is then neither
+/// listed nor callable here).
+fn route(spec: &ToolSpec) -> Option<Route> {
+    Some(match spec.reach {
+        Reach::Library => Route::Library,
+        Reach::Documents(field) => Route::Documents(field),
+        Reach::Notes => Route::Notes,
+        Reach::Libraries if spec.name == SearchParams::NAME => Route::Search,
+        Reach::Libraries if spec.name == ListParams::NAME => Route::List,
+        Reach::Libraries if spec.name == ListLibrariesParams::NAME => Route::ListLibraries,
+        Reach::Libraries => return None,
+    })
+}
+
+/// Every tool the gateway serves, the one table it lists and calls from: the catalogue's two,
+/// then each tool of the registry (`linkly_tools::TOOLS`) that it can route.
+pub fn table() -> &'static [ToolSpec<Route>] {
+    static TABLE: LazyLock<Vec<ToolSpec<Route>>> = LazyLock::new(|| {
+        let own = catalog::SPECS
+            .iter()
+            .map(|spec| spec.serving(Route::Catalogue(spec.run)));
+        let routed = TOOLS
+            .iter()
+            .filter_map(|spec| route(spec).map(|r| spec.serving(r)));
+        own.chain(routed).collect()
+    });
+    &TABLE
+}
+
+/// The gateway's tools as MCP lists them, from [`table`]: the document tools' descriptions and
+/// schemas speak of cloud libraries.
 pub fn tools() -> Vec<Tool> {
-    let mut tools = catalog::tools();
     let cloud = |s: &str| {
         s.replace("local://<id>", "cloud://<owner>/<slug>")
             .replace("local://12", "cloud://<owner>/<slug>/12")
             .replace("local://", "cloud://")
     };
-    for mut t in linkly_mcp::LinklyServer::tools() {
-        if let Some(d) = t.description.as_ref() {
-            t.description = Some(cloud(d).into());
-        }
-        let schema = Value::Object((*t.input_schema).clone()).to_string();
-        if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&cloud(&schema)) {
-            t.input_schema = Arc::new(map);
-        }
-        tools.push(t);
-    }
-    tools
+    table()
+        .iter()
+        .map(|spec| {
+            let mut t = linkly_mcp::tool_of(spec);
+            if matches!(spec.run, Route::Catalogue(_)) {
+                return t;
+            }
+            if let Some(d) = t.description.as_ref() {
+                t.description = Some(cloud(d).into());
+            }
+            let schema = Value::Object((*t.input_schema).clone()).to_string();
+            if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&cloud(&schema)) {
+                t.input_schema = Arc::new(map);
+            }
+            t
+        })
+        .collect()
 }
 
 /// The MCP face of a gateway, one per session.

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::library::{path_key, resolve, top_level_dirs};
 use crate::render::thousands;
-use crate::tools::kit::{Rendered, ToolSpec, parse_args, render, schema_of};
+use crate::tools::kit::{Reach, Rendered, ToolSpec, parse_args, render, schema_of};
 use crate::{Linkly, OutputFormat, Result};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -27,6 +27,8 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     read_only: true,
     input_schema: schema_of::<ExploreParams>,
     output_schema: Some(schema_of::<ExploreResponse>),
+    reach: Reach::Library,
+    idempotent: true,
     run,
 };
 

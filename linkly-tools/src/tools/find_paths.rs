@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::error::{check_count, check_range};
 use crate::render::thousands;
-use crate::tools::kit::{Rendered, ToolSpec, parse_args, render, schema_of};
+use crate::tools::kit::{Reach, Rendered, ToolSpec, parse_args, render, schema_of};
 use crate::{Linkly, OutputFormat, PathGlob, Result, ToolError};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -29,6 +29,8 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     read_only: true,
     input_schema: schema_of::<FindPathsParams>,
     output_schema: Some(schema_of::<FindPathsResponse>),
+    reach: Reach::Library,
+    idempotent: true,
     run,
 };
 

@@ -9,7 +9,8 @@ use serde_json::Value;
 use crate::error::check_range;
 use crate::render::{one_line, thousands};
 use crate::tools::kit::{
-    Rendered, ToolSpec, find_doc, parse_args, parse_doc_id, readable_content, render, schema_of,
+    Reach, Rendered, ToolSpec, find_doc, parse_args, parse_doc_id, readable_content, render,
+    schema_of,
 };
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
@@ -31,6 +32,8 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     read_only: true,
     input_schema: schema_of::<GrepParams>,
     output_schema: Some(schema_of::<GrepResponse>),
+    reach: Reach::Documents("doc_id"),
+    idempotent: true,
     run,
 };
 

@@ -3,17 +3,25 @@
 //! format. The registry ([`super::TOOLS`]) imports the tools; the tools import this, never the
 //! registry.
 
-use linkly_core::{DocType, parse_time};
+use linkly_core::{CodedError, DocType, parse_time};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::check_choice;
-use crate::{Linkly, Result, ToolError};
+use crate::render::{finish_json, finish_markdown};
+use crate::{Linkly, OutputFormat, Result, ToolError, ToolOutput};
 
-/// One tool as front ends see it: its name, description, input schema and runner.
-pub struct ToolSpec {
+/// One tool as front ends see it: its name, description, input schema, what it reaches and
+/// how it runs.
+///
+/// `Run` is how the tool is run: for the registry ([`super::TOOLS`]) a function over one
+/// [`Linkly`]; a front end that serves many indexes (the gateway) keeps the same declarations
+/// with its own routes ([`ToolSpec::serving`]) beside its own tools, so listing and calling come
+/// from one table there too.
+#[derive(Clone, Copy)]
+pub struct ToolSpec<Run = Runner> {
     /// The tool's name (`search`).
     pub name: &'static str,
     /// A one-line human title.
@@ -22,18 +30,63 @@ pub struct ToolSpec {
     pub description: &'static str,
     /// True for tools that never write.
     pub read_only: bool,
+    /// True when calling again with the same arguments changes nothing more (every read, and
+    /// a write such as linking a library twice).
+    pub idempotent: bool,
     /// The JSON schema of the arguments.
     pub input_schema: fn() -> Value,
     /// The JSON schema of a successful JSON answer (before `_meta` is added); `None` for a
     /// tool that answers in Markdown only. A tool with several answer shapes gives a `oneOf`.
     pub output_schema: Option<fn() -> Value>,
-    pub(crate) run: fn(&Linkly, Value) -> Result<Rendered>,
+    /// What the tool reads or writes: where a front end with several indexes sends a call.
+    pub reach: Reach,
+    /// How the tool runs.
+    pub run: Run,
 }
 
-impl std::fmt::Debug for ToolSpec {
+/// How a registry tool runs: over one index, with its JSON arguments.
+pub type Runner = fn(&Linkly, Value) -> Result<Rendered>;
+
+/// What a tool reads or writes, declared with it, so that a front end serving many indexes
+/// (the gateway: one per cloud library, one per user's notes) routes a call it has never seen
+/// by its declaration, not by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Every library the caller may read, or those its parameters name (`search`, `list`,
+    /// `list_libraries`): such a front end answers these its own way, or not at all.
+    Libraries,
+    /// One library: the one its optional `library` parameter names, else the only one
+    /// (`explore`, `find_paths`).
+    Library,
+    /// The documents its parameter of this name holds (a document id or a list of them), all
+    /// of one library (`outline`, `grep`, `read`).
+    Documents(&'static str),
+    /// The caller's own notes, which it writes (`note_save`).
+    Notes,
+}
+
+impl<Run> ToolSpec<Run> {
+    /// The same declaration, run another way: a front end's route for this tool.
+    pub fn serving<Other>(&self, run: Other) -> ToolSpec<Other> {
+        ToolSpec {
+            name: self.name,
+            title: self.title,
+            description: self.description,
+            read_only: self.read_only,
+            idempotent: self.idempotent,
+            input_schema: self.input_schema,
+            output_schema: self.output_schema,
+            reach: self.reach,
+            run,
+        }
+    }
+}
+
+impl<Run> std::fmt::Debug for ToolSpec<Run> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolSpec")
             .field("name", &self.name)
+            .field("reach", &self.reach)
             .finish()
     }
 }
@@ -116,7 +169,8 @@ macro_rules! tool_params {
 pub(crate) use tool_params;
 
 /// A successful tool result before the footer is added, with what it counted.
-pub(crate) struct Rendered {
+#[derive(Debug)]
+pub struct Rendered {
     /// The answer.
     pub(crate) body: Body,
     /// What a finding tool counted (see `ToolOutput::matched`).
@@ -124,6 +178,7 @@ pub(crate) struct Rendered {
 }
 
 /// The body of a [`Rendered`] answer.
+#[derive(Debug)]
 pub(crate) enum Body {
     Markdown(String),
     Json(Value),
@@ -131,7 +186,7 @@ pub(crate) enum Body {
 
 impl Rendered {
     /// A Markdown answer.
-    pub(crate) fn markdown(text: String) -> Rendered {
+    pub fn markdown(text: String) -> Rendered {
         Rendered {
             body: Body::Markdown(text),
             matched: None,
@@ -139,7 +194,7 @@ impl Rendered {
     }
 
     /// A JSON answer.
-    pub(crate) fn json(value: Value) -> Rendered {
+    pub fn json(value: Value) -> Rendered {
         Rendered {
             body: Body::Json(value),
             matched: None,
@@ -147,10 +202,44 @@ impl Rendered {
     }
 
     /// The same answer with what it counted.
-    pub(crate) fn counting(mut self, matched: u64) -> Rendered {
+    pub fn counting(mut self, matched: u64) -> Rendered {
         self.matched = Some(matched);
         self
     }
+}
+
+/// A tool's result as its caller gets it: a success with the `[meta] now=` footer (JSON
+/// `_meta.now`), or the error in `error_format` (`[CODE] message` or the JSON error object).
+/// Every tool of every front end answers through this, the gateway's own included.
+pub fn finish(result: Result<Rendered>, error_format: OutputFormat) -> ToolOutput {
+    let now = linkly_core::now_millis();
+    match result {
+        Ok(Rendered { body, matched }) => ToolOutput::success(match body {
+            Body::Markdown(body) => finish_markdown(body, now),
+            Body::Json(value) => finish_json(value, now),
+        })
+        .with_matched(matched),
+        Err(err) => {
+            // Internal failures were logged as errors where they were made; the caller's
+            // own errors are part of the conversation, not of the server's health.
+            if !err.is_internal() {
+                tracing::debug!(code = %err.code, message = %err.message, "tool call refused");
+            }
+            ToolOutput::failure(match error_format {
+                OutputFormat::Json => err.to_json().to_string(),
+                OutputFormat::Markdown => err.to_string(),
+            })
+        }
+    }
+}
+
+/// The format a call's errors are answered in: its `output_format` when that can be read at
+/// all, else Markdown.
+pub fn error_format(args: &Value) -> OutputFormat {
+    args.get("output_format")
+        .and_then(Value::as_str)
+        .and_then(|f| OutputFormat::parse(Some(f)).ok())
+        .unwrap_or_default()
 }
 
 /// The JSON schema of a parameter type, as agents and validating clients read it.
@@ -161,7 +250,7 @@ impl Rendered {
 /// `uint`), which are no JSON Schema vocabulary. An optional parameter stays nullable (an
 /// explicit `null` is "not given", as models often send it), so a nullable choice lists
 /// `null` among its values.
-pub(crate) fn schema_of<T: JsonSchema>() -> Value {
+pub fn schema_of<T: JsonSchema>() -> Value {
     let schema = schemars::generate::SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<T>();
@@ -231,7 +320,7 @@ where
 /// Deserialises an optional integer parameter leniently: a JSON integer, a string holding
 /// one (`"5"`, a common model output) or `null`. Anything else fails, and [`parse_args`]
 /// names the parameter in the `INVALID_ARGUMENT`. Ranges are still checked by the tool.
-pub(crate) fn lenient_int<'de, D>(deserializer: D) -> std::result::Result<Option<i64>, D::Error>
+pub fn lenient_int<'de, D>(deserializer: D) -> std::result::Result<Option<i64>, D::Error>
 where
     D: serde::Deserializer<'de>,
 {
@@ -258,6 +347,18 @@ where
 /// parameter's fixed set (its schema's `enum`: a [`crate::choice`] type) is refused as
 /// [`check_choice`] refuses it, naming the parameter and the allowed values.
 pub(crate) fn parse_args<T: DeserializeOwned + JsonSchema>(args: Value) -> Result<T> {
+    if !args.is_object() {
+        let got = match &args {
+            Value::Array(_) => "an array",
+            Value::String(_) => "a string",
+            Value::Number(_) => "a number",
+            Value::Bool(_) => "a boolean",
+            _ => "nothing",
+        };
+        return Err(ToolError::invalid(format!(
+            "invalid arguments: a tool takes an object of named arguments (got {got})"
+        )));
+    }
     serde_path_to_error::deserialize::<_, T>(&args).map_err(|e| {
         let path = e.path().to_string();
         let name = path.split(['[', '.']).next().unwrap_or_default();

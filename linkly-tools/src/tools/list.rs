@@ -16,7 +16,8 @@ use crate::library::{allowed_dir, resolve};
 use crate::notes::{has_all, tag_filter};
 use crate::render::{one_line, shown, thousands};
 use crate::tools::kit::{
-    Rendered, ToolSpec, check_window, doc_type_items, parse_args, parse_bound, render, schema_of,
+    Reach, Rendered, ToolSpec, check_window, doc_type_items, parse_args, parse_bound, render,
+    schema_of,
 };
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
@@ -37,6 +38,8 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     read_only: true,
     input_schema: schema_of::<ListParams>,
     output_schema: Some(output_schema),
+    reach: Reach::Libraries,
+    idempotent: true,
     run,
 };
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::library::LibraryScope;
 use crate::render::{one_line, thousands};
-use crate::tools::kit::{Rendered, ToolSpec, parse_args, schema_of};
+use crate::tools::kit::{Reach, Rendered, ToolSpec, parse_args, schema_of};
 use crate::{Linkly, Result};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -20,6 +20,8 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     read_only: true,
     input_schema: schema_of::<ListLibrariesParams>,
     output_schema: None,
+    reach: Reach::Libraries,
+    idempotent: true,
     run,
 };
 

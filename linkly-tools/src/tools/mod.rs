@@ -4,6 +4,8 @@ pub(crate) mod explore;
 pub(crate) mod find_paths;
 pub(crate) mod grep;
 pub(crate) mod kit;
+#[cfg(feature = "example-tool")]
+pub(crate) mod line_count;
 pub(crate) mod list;
 pub(crate) mod list_libraries;
 pub(crate) mod note_save;
@@ -24,4 +26,6 @@ pub static TOOLS: &[ToolSpec] = &[
     find_paths::SPEC,
     list::SPEC,
     note_save::SPEC,
+    #[cfg(feature = "example-tool")]
+    line_count::SPEC,
 ];

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::notes::store::{self, SaveRequest};
 use crate::notes::{tags, versions};
-use crate::tools::kit::{Rendered, ToolSpec, parse_args, schema_of};
+use crate::tools::kit::{Reach, Rendered, ToolSpec, parse_args, schema_of};
 use crate::{Linkly, Result, ToolError};
 
 pub(crate) const SPEC: ToolSpec = ToolSpec {
@@ -31,6 +31,8 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     read_only: false,
     input_schema: schema_of::<NoteSaveParams>,
     output_schema: Some(output_schema),
+    reach: Reach::Notes,
+    idempotent: false,
     run,
 };
 

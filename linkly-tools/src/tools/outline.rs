@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::error::check_count;
 use crate::render::{one_line, thousands};
-use crate::tools::kit::{Rendered, ToolSpec, parse_args, parse_doc_id, render, schema_of};
+use crate::tools::kit::{Reach, Rendered, ToolSpec, parse_args, parse_doc_id, render, schema_of};
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
 /// Node lines shown per document when `expand` is omitted; deeper levels are collapsed until
@@ -28,6 +28,8 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     read_only: true,
     input_schema: schema_of::<OutlineParams>,
     output_schema: Some(schema_of::<OutlineResponse>),
+    reach: Reach::Documents("doc_ids"),
+    idempotent: true,
     run,
 };
 

@@ -15,7 +15,8 @@ use crate::error::check_range;
 use crate::notes::front_matter::Value as FmValue;
 use crate::render::{one_line, thousands};
 use crate::tools::kit::{
-    Rendered, ToolSpec, find_doc, parse_args, parse_doc_id, readable_content, render, schema_of,
+    Reach, Rendered, ToolSpec, find_doc, parse_args, parse_doc_id, readable_content, render,
+    schema_of,
 };
 use crate::{Linkly, OutputFormat, Result};
 
@@ -50,6 +51,8 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     read_only: true,
     input_schema: schema_of::<ReadParams>,
     output_schema: Some(schema_of::<ReadResponse>),
+    reach: Reach::Documents("doc_id"),
+    idempotent: true,
     run,
 };
 

@@ -14,7 +14,8 @@ use crate::error::check_range;
 use crate::render::{one_line, shown, thousands};
 use crate::snippet::{Passage, QueryTerms, SnippetKind, best_passage, opening};
 use crate::tools::kit::{
-    Rendered, ToolSpec, check_window, doc_type_items, parse_args, parse_bound, render, schema_of,
+    Reach, Rendered, ToolSpec, check_window, doc_type_items, parse_args, parse_bound, render,
+    schema_of,
 };
 use crate::{Linkly, OutputFormat, Result, ToolError};
 
@@ -42,6 +43,8 @@ pub(crate) const SPEC: ToolSpec = ToolSpec {
     read_only: true,
     input_schema: schema_of::<SearchParams>,
     output_schema: Some(schema_of::<SearchResponse>),
+    reach: Reach::Libraries,
+    idempotent: true,
     run,
 };
 
