@@ -1,7 +1,8 @@
-//! `linkly mcp --remote <URL> --token <T>`: one stdio MCP server with eleven tools. The nine
-//! document tools run on the local index, as `linkly mcp` serves them, except when a call names
-//! a `cloud://` library or document id: that call, and every `library_search` and
-//! `library_link`, goes to the gateway. `list_libraries` answers with both lists (local first).
+//! `linkly mcp --remote <URL> --token <T>`: one stdio MCP server with the registry's tools and
+//! the gateway's own. The registry's tools run on the local index, as `linkly mcp` serves them,
+//! except when a call names a `cloud://` library or document id (where the tool's `Reach` says
+//! to look): that call, and every call of the gateway's own tools (`library_search`,
+//! `library_link`), goes to the gateway. `list_libraries` answers with both lists (local first).
 //!
 //! The gateway session is opened lazily and opened again once when the transport fails (the
 //! gateway restarted, say), as `linkly_mcp::BridgeServer` does; while the gateway is down the
@@ -10,7 +11,7 @@
 use std::sync::Arc;
 
 use linkly_mcp::{INSTRUCTIONS, LinklyServer, RemoteClient, RemoteError, SERVER_NAME};
-use linkly_tools::{Linkly, ToolOutput};
+use linkly_tools::{Linkly, ListLibrariesParams, Reach, TOOLS, ToolOutput, ToolParams};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -20,9 +21,6 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use crate::{GatewayError, Result};
-
-/// The tools only a gateway serves.
-pub const CLOUD_TOOLS: [&str; 2] = ["library_search", "library_link"];
 
 /// What the router tells clients at `initialize`, after the local server's instructions.
 const CLOUD_INSTRUCTIONS: &str = " Cloud: `library_search` finds libraries others published \
@@ -44,32 +42,37 @@ pub enum Route {
     Mixed,
 }
 
-/// Where a tool call goes: `library_search` and `library_link` to the gateway, a call naming a
-/// `cloud://` library or document id too, `list_libraries` to both, the rest to the local index.
+/// Where a tool call goes, from the registry's declaration of the tool (`linkly_tools::TOOLS`):
+/// a tool the registry does not have (the gateway's own, `library_search` and `library_link`)
+/// to the gateway; `list_libraries` to both; a call whose library or documents (the parameter
+/// its `Reach` names) are `cloud://` ones to the gateway; the rest to the local index.
 pub fn route(name: &str, args: &Value) -> Route {
-    if CLOUD_TOOLS.contains(&name) {
+    let Some(spec) = TOOLS.iter().find(|t| t.name == name) else {
         return Route::Cloud;
-    }
-    if name == "list_libraries" {
-        return Route::Both;
-    }
+    };
     let is_cloud = |v: &Value| {
         v.as_str()
             .is_some_and(|s| s.trim_start().starts_with(crate::model::LibraryKey::PREFIX))
     };
-    if args.get("library").is_some_and(is_cloud) || args.get("doc_id").is_some_and(is_cloud) {
-        return Route::Cloud;
-    }
-    if let Some(ids) = args.get("doc_ids").and_then(Value::as_array) {
-        let cloud = ids.iter().filter(|v| is_cloud(v)).count();
-        if cloud == ids.len() && cloud > 0 {
-            return Route::Cloud;
+    match spec.reach {
+        Reach::Libraries if spec.name == ListLibrariesParams::NAME => Route::Both,
+        Reach::Documents(field) => match args.get(field) {
+            Some(Value::Array(ids)) => {
+                let cloud = ids.iter().filter(|v| is_cloud(v)).count();
+                match cloud {
+                    0 => Route::Local,
+                    n if n == ids.len() => Route::Cloud,
+                    _ => Route::Mixed,
+                }
+            }
+            Some(id) if is_cloud(id) => Route::Cloud,
+            _ => Route::Local,
+        },
+        Reach::Libraries | Reach::Library if args.get("library").is_some_and(is_cloud) => {
+            Route::Cloud
         }
-        if cloud > 0 {
-            return Route::Mixed;
-        }
+        _ => Route::Local,
     }
-    Route::Local
 }
 
 /// The stdio router of `linkly mcp --remote`.
@@ -160,7 +163,7 @@ impl RemoteRouter {
         }?;
         let cloud: Vec<Tool> = tools
             .into_iter()
-            .filter(|t| CLOUD_TOOLS.contains(&t.name.as_ref()))
+            .filter(|t| !TOOLS.iter().any(|local| local.name == t.name))
             .collect();
         *self.cloud_tools.lock().await = Some(cloud.clone());
         Ok(cloud)
