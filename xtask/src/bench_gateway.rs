@@ -12,7 +12,7 @@ use linkly_gateway::model::{CATEGORIES, LibraryMeta, Plan, Visibility};
 use linkly_gateway::server::db::{Db, DbSpec};
 use serde_json::{Value, json};
 
-struct Gateway(Child);
+pub(crate) struct Gateway(Child);
 
 impl Drop for Gateway {
     fn drop(&mut self) {
@@ -74,9 +74,25 @@ fn seed_catalogue(db: &Db, libraries: usize) -> anyhow::Result<f64> {
 }
 
 fn start(bin: &Path, home: &Path, database: &str) -> anyhow::Result<(Gateway, String)> {
+    start_with_model(bin, home, database, None)
+}
+
+/// `linkly gateway serve` on a free port over `database`, embedding queries with `model`
+/// (none: keyword search only); the gateway and its base URL.
+pub(crate) fn start_with_model(
+    bin: &Path,
+    home: &Path,
+    database: &str,
+    model: Option<&Path>,
+) -> anyhow::Result<(Gateway, String)> {
     let port_file = home.join("gateway.port");
     let _ = fs_err::remove_file(&port_file);
-    let child = Command::new(bin)
+    let mut cmd = Command::new(bin);
+    cmd.env_remove("LINKLY_MODEL_DIR");
+    if let Some(m) = model {
+        cmd.env("LINKLY_MODEL_DIR", m);
+    }
+    let child = cmd
         .arg("--home")
         .arg(home)
         .args(["gateway", "serve", "--port", "0", "--port-file"])

@@ -98,7 +98,7 @@ fn parse(out: std::process::Output, what: &str) -> anyhow::Result<Value> {
 }
 
 /// The CPU's model name and the flags that matter to the kernels, from `/proc/cpuinfo`.
-fn cpu() -> (String, String) {
+pub(crate) fn cpu() -> (String, String) {
     let info = fs_err::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let field = |name: &str| {
         info.lines()

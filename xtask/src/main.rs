@@ -21,6 +21,8 @@
 //!   per format on `../shared/corpus` (release build).
 //! - `cargo xtask bench beir [--dataset DIR] [--model DIR] [--latency]`: nDCG@10 / Recall@100 of bm25, dense
 //!   and hybrid search on a BEIR dataset, embedding throughput, latency, peak RSS.
+//! - `cargo xtask bench ranking [--docs N] [--model DIR] [--linkly BIN]`: the gateway's ranking
+//!   against local search on the same folders (issue 43).
 //! - `cargo xtask bench fusion [--model DIR] [--dataset DIR]`: the hybrid search's fusions
 //!   (reciprocal rank, weighted scores) on SciFact and on the cross-language set.
 //! - `cargo xtask dist [--debug] [--profile P] [--target T] [--wheel] [--zig] [--compatibility
@@ -71,6 +73,7 @@ mod bench_fusion;
 mod bench_gateway;
 mod bench_kernels;
 mod bench_ocr;
+mod bench_ranking;
 mod bench_recoll;
 mod bench_serve;
 mod bench_soak;
@@ -132,7 +135,7 @@ fn main() -> anyhow::Result<()> {
                        p50/p99/peak RSS at --docs N[,M] (1000), --calls C (40); --linkly PATH:
                        another build of linkly (the one before a change); plus the search tool
                        in-process
-  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench fusion         the hybrid search's fusions on SciFact (the index bench beir left for\n                       --model DIR) and on the cross-language set\n  bench embed          embedding throughput (--docs N)\n  bench analysis|scan|kernels   the inner loops in-process: the analysis pass (--docs N --files F),\n                       the vector scan, the encoder's kernels against gemm\n  bench filter         filtered search: a path glob, a type, a library, a date window\n                       (--docs N, default 100,000; --runs R; --cli-runs C)\n  bench transcribe     Whisper tiny.en and base against faster-whisper: real-time factor, peak RSS, WER\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  dist [--debug|--profile P] [--target T] [--wheel [--zig] [--compatibility TAG]] [--no-archive]\n                       a release in target/dist: binary, man pages, completions, archive, wheel, SHA256SUMS\n  wheel-check [WHEEL] [--no-avx2]   the wheel in a new venv without Rust: version, index, search,\n                       MCP stdio, pip's platform refusal (--no-avx2: again under qemu without AVX2)\n  docs [--check]       write docs/tools.md from the tools' definitions (--check: fail if stale)\n  metrics [--repo DIR] lines per crate, largest files, import circles per crate\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
+  bench ocr            OCR speed and accuracy\n  bench recoll         keyword indexing against Recoll's recollindex (--docs N, --rounds R,\n                       --generated-recoll 0: Linkly alone on the generated corpus)\n  bench beir           retrieval quality on BEIR (--dataset DIR; --latency: query latency again\n                       on the index the last run left)\n  bench fusion         the hybrid search's fusions on SciFact (the index bench beir left for\n                       --model DIR) and on the cross-language set\n  bench ranking        a library published to the gateway against the same folder searched locally:\n                       nDCG@10 and MRR@10 on SciFact (--docs N) and the cross-language set\n  bench embed          embedding throughput (--docs N)\n  bench analysis|scan|kernels   the inner loops in-process: the analysis pass (--docs N --files F),\n                       the vector scan, the encoder's kernels against gemm\n  bench filter         filtered search: a path glob, a type, a library, a date window\n                       (--docs N, default 100,000; --runs R; --cli-runs C)\n  bench transcribe     Whisper tiny.en and base against faster-whisper: real-time factor, peak RSS, WER\n  bench load --url U   K MCP clients over HTTP against a running server (--clients K --calls N --tool T --args JSON --pid P)\n  dist [--debug|--profile P] [--target T] [--wheel [--zig] [--compatibility TAG]] [--no-archive]\n                       a release in target/dist: binary, man pages, completions, archive, wheel, SHA256SUMS\n  wheel-check [WHEEL] [--no-avx2]   the wheel in a new venv without Rust: version, index, search,\n                       MCP stdio, pip's platform refusal (--no-avx2: again under qemu without AVX2)\n  docs [--check]       write docs/tools.md from the tools' definitions (--check: fail if stale)\n  metrics [--repo DIR] lines per crate, largest files, import circles per crate\n  tokens               tokens of tools/list and of a typical answer per tool\n  tidy                 check the invariants of docs/ARCHITECTURE.md (layers, no printing in\n                       libraries, no storage or model types in public APIs, lib.rs openings, unsafe)"
             );
             std::process::exit(2);
         }
@@ -150,6 +153,7 @@ fn bench_command(args: &[String]) -> anyhow::Result<()> {
         Some("embed") => bench_embed::run(rest),
         Some("discovery") => bench_discovery::run(rest),
         Some("fusion") => bench_fusion::run(rest),
+        Some("ranking") => bench_ranking::run(rest),
         Some("filter") => bench_filter::run(rest),
         Some("analysis" | "scan" | "kernels") => bench_kernels::run(args),
         Some("load") => load::cli(rest),

@@ -137,6 +137,9 @@ impl Db {
             usage::charge_commit(tx, library_id, publish_id, quota)?;
             commit(tx, library_id, publish_id)
         });
+        if done.is_ok() {
+            self.index_vectors_of(library_id);
+        }
         self.discard_when_over(done, library_id, publish_id)
     }
 

@@ -228,6 +228,18 @@ impl FromRow for Near {
     }
 }
 
+impl Near {
+    /// The chunk, its cosine similarity from the distance.
+    fn chunk(self) -> Chunk {
+        Chunk {
+            doc_id: self.doc_id,
+            score: (1.0 - self.distance) as f32,
+            start_line: line(self.start_line),
+            end_line: line(self.end_line),
+        }
+    }
+}
+
 fn line(v: i64) -> u32 {
     u32::try_from(v.max(0)).unwrap_or(u32::MAX)
 }
@@ -384,14 +396,133 @@ impl Db {
         k: usize,
         allowed: Option<&[i64]>,
     ) -> Result<Vec<Chunk>> {
+        let hnsw = lib.chunk_count >= self.hnsw_from()
+            && lib.vector_model.as_deref() == Some(model)
+            && hnsw_width(lib.vector_dim).is_some();
         self.tx(false, |tx| {
-            if tx.is_pg() {
+            if tx.is_pg() && hnsw {
+                nearest_by_hnsw(tx, lib, model, query, k, allowed)
+            } else if tx.is_pg() {
                 nearest_in_postgres(tx, lib, model, query, k, allowed)
             } else {
                 nearest_by_scan(tx, lib, model, query, k, allowed)
             }
         })
     }
+
+    /// Makes the HNSW index of the vectors of `model` at `width` on PostgreSQL, when missing:
+    /// one partial index per model and width over every library's chunks, built without
+    /// blocking publishes (`CONCURRENTLY`). Nothing on SQLite, or for a width pgvector's HNSW
+    /// cannot index (over 2,000).
+    pub fn ensure_hnsw(&self, model: &str, width: usize) -> Result<()> {
+        let Some(dim) = hnsw_width(width) else {
+            return Ok(());
+        };
+        let (name, predicate) = hnsw_index(model, dim);
+        self.pg_outside_tx(&format!(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON chunks \
+             USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE {predicate}"
+        ))
+    }
+
+    /// After a publish of `library_id` committed: on PostgreSQL, the HNSW index of its vectors'
+    /// model is built in the background once the library reaches [`super::HNSW_FROM_CHUNKS`]
+    /// chunks of it (until it exists, those searches are exact scans).
+    pub(super) fn index_vectors_of(&self, library_id: i64) {
+        if !matches!(self.spec(), super::DbSpec::Postgres(_)) {
+            return;
+        }
+        let state = self.tx(false, |tx| {
+            tx.row::<LibraryState>(
+                "SELECT id, version, doc_count, roots, vector_model, vector_dim, chunk_count \
+                 FROM libraries WHERE id = $1",
+                &[Val::I(library_id)],
+            )
+        });
+        let Ok(Some(LibraryState {
+            vector_model: Some(model),
+            vector_dim,
+            chunk_count,
+            ..
+        })) = state
+        else {
+            return;
+        };
+        if chunk_count < self.hnsw_from() {
+            return;
+        }
+        let db = self.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = db.ensure_hnsw(&model, vector_dim) {
+                tracing::warn!(%model, error = %e, "building the HNSW index of a model's vectors failed; their searches stay exact scans");
+            }
+        });
+    }
+}
+
+/// The width pgvector's HNSW indexes (`vector` up to 2,000 dimensions), as `u32`.
+fn hnsw_width(width: usize) -> Option<u32> {
+    u32::try_from(width).ok().filter(|w| (1..=2000).contains(w))
+}
+
+/// The name of the HNSW index of `model` at `dim` and the predicate of the rows it holds (the
+/// queries repeat it word for word, so the planner sees the index applies). The model name is
+/// a publisher's text: it is quoted as an SQL literal, and the index is named by its hash.
+fn hnsw_index(model: &str, dim: u32) -> (String, String) {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in model.bytes().chain(dim.to_le_bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    let literal = format!("'{}'", model.replace('\'', "''"));
+    (
+        format!("chunks_hnsw_{h:016x}"),
+        format!("model = {literal} AND dim = {dim}"),
+    )
+}
+
+/// [`Db::nearest_chunks`] through the HNSW index of the library's model: pgvector's iterative
+/// scan walks the graph until `k` rows of this library and version (and `allowed`) are found,
+/// in relaxed order; they are then sorted by their exact distance.
+fn nearest_by_hnsw(
+    tx: &mut Tx<'_>,
+    lib: &LibraryState,
+    model: &str,
+    query: &[f32],
+    k: usize,
+    allowed: Option<&[i64]>,
+) -> Result<Vec<Chunk>> {
+    let Some(dim) = hnsw_width(lib.vector_dim) else {
+        return nearest_in_postgres(tx, lib, model, query, k, allowed);
+    };
+    let (_, predicate) = hnsw_index(model, dim);
+    tx.exec("SET LOCAL hnsw.iterative_scan = relaxed_order", &[])?;
+    tx.exec(
+        &format!("SET LOCAL hnsw.ef_search = {}", (2 * k).clamp(40, 1000)),
+        &[],
+    )?;
+    let mut params = vec![
+        Val::I(lib.id),
+        Val::I(lib.version),
+        Val::V(query.to_vec()),
+        Val::I(k as i64),
+    ];
+    let only = match allowed {
+        Some(ids) => {
+            params.push(Val::Ints(ids.to_vec()));
+            format!(" AND doc_id {}", tx.in_list(5))
+        }
+        None => String::new(),
+    };
+    let sql = format!(
+        "WITH near AS MATERIALIZED (SELECT doc_id, start_line, end_line, \
+         embedding::vector({dim}) <=> $3::vector({dim}) AS distance FROM chunks \
+         WHERE {predicate} AND library_id = $1 AND {}{only} ORDER BY distance LIMIT $4) \
+         SELECT doc_id, start_line, end_line, distance FROM near ORDER BY distance, doc_id",
+        visible(2)
+    );
+    let rows: Vec<Near> = tx.rows(&sql, &params)?;
+    Ok(rows.into_iter().map(Near::chunk).collect())
 }
 
 fn nearest_in_postgres(
@@ -422,15 +553,7 @@ fn nearest_in_postgres(
         visible(2)
     );
     let rows: Vec<Near> = tx.rows(&sql, &params)?;
-    Ok(rows
-        .into_iter()
-        .map(|r| Chunk {
-            doc_id: r.doc_id,
-            score: (1.0 - r.distance) as f32,
-            start_line: line(r.start_line),
-            end_line: line(r.end_line),
-        })
-        .collect())
+    Ok(rows.into_iter().map(Near::chunk).collect())
 }
 
 fn nearest_by_scan(

@@ -195,7 +195,15 @@ struct Inner {
     backend: Backend,
     /// A streaming standby that read-only transactions go to (PostgreSQL only).
     standby: Option<Standby>,
+    /// From this many chunks of its model up, a library's nearest chunks are found through
+    /// the model's HNSW index on PostgreSQL ([`HNSW_FROM_CHUNKS`] unless changed).
+    hnsw_from: std::sync::atomic::AtomicU64,
 }
+
+/// From this many chunks of one model up, PostgreSQL finds a library's nearest chunks through
+/// that model's HNSW index (approximate, pgvector's iterative scan keeping the library's rows);
+/// below, exactly by distance, which is as fast at that size and never misses.
+pub const HNSW_FROM_CHUNKS: u64 = 20_000;
 
 /// A PostgreSQL standby of the database and where it is, for messages.
 struct Standby {
@@ -284,8 +292,35 @@ impl Db {
                 spec: spec.clone(),
                 backend,
                 standby,
+                hnsw_from: HNSW_FROM_CHUNKS.into(),
             }),
         })
+    }
+
+    /// From how many chunks of its model a library is searched through the model's HNSW index
+    /// on PostgreSQL ([`HNSW_FROM_CHUNKS`] by default; `0`: always, `u64::MAX`: never).
+    pub fn set_hnsw_from(&self, chunks: u64) {
+        self.inner
+            .hnsw_from
+            .store(chunks, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn hnsw_from(&self) -> u64 {
+        self.inner
+            .hnsw_from
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Runs `sql` outside any transaction on the primary (PostgreSQL), as statements such as
+    /// `CREATE INDEX CONCURRENTLY` require; nothing on SQLite.
+    fn pg_outside_tx(&self, sql: &str) -> Result<()> {
+        let Backend::Postgres(pool) = &self.inner.backend else {
+            return Ok(());
+        };
+        let mut client = pool.take()?;
+        let done = client.batch_execute(sql).map_err(postgres::failed);
+        pool.give(client);
+        done
     }
 
     /// Where it lives.
