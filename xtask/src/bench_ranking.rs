@@ -1,9 +1,9 @@
 //! `cargo xtask bench ranking [--docs N] [--model DIR] [--linkly BIN]`: a library published to
 //! the gateway ranks as the same folder searched locally (issue 43, point 4).
 //!
-//! Two data directories index the same two folders, one keyword-only (no model) and one hybrid
-//! (`--model`, default the test model): the first `--docs` SciFact abstracts (default 1,000) and
-//! the cross-language set (`testdata/corpus`). Each publishes both folders to one gateway
+//! Each folder is indexed in a data directory of its own, once keyword-only (no model) and once
+//! hybrid (`--model`, default the test model): the first `--docs` SciFact abstracts (default
+//! 1,000) and the cross-language set (`testdata/corpus`). Each publishes both folders to one gateway
 //! (SQLite). Then every SciFact test query judged inside the subset, and every cross-language
 //! question, is asked of the local library (`linkly call search`) and of the cloud one (the
 //! gateway's MCP `search`), limit 10; nDCG@10 and MRR@10 per side, and the largest difference.
@@ -64,8 +64,10 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     );
     let mut worst: f64 = 0.0;
     for (mode, with_model) in [("keyword", false), ("hybrid", true)] {
-        let home = work.join(format!("home-{mode}"));
         for set in &sets {
+            // One data directory per folder: BM25's statistics are then the folder's own, as
+            // the published library's are.
+            let home = work.join(format!("home-{mode}-{}", set.name));
             let library = format!("{}-{mode}", set.name);
             let env_model = with_model.then_some(model.as_path());
             linkly(
