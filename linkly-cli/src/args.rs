@@ -42,7 +42,7 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Folders(FoldersCommand),
     /// Read or change a setting of config.toml by its key (`folders`, `exclude`, `notes_dir`,
-    /// `lan_token`, `libraries`, `lan_shared_libraries`, `ocr.enabled`, `ocr.languages`,
+    /// `lan_enabled`, `lan_token`, `libraries`, `lan_shared_libraries`, `ocr.enabled`, `ocr.languages`,
     /// `transcription.audio`, `transcription.video`); a running server applies a change within
     /// a second.
     #[command(subcommand)]
@@ -301,9 +301,11 @@ pub(crate) struct ServeArgs {
     /// The first port to try (the next ones are tried while it is busy).
     #[arg(long, default_value_t = DEFAULT_PORT)]
     pub(crate) port: u16,
-    /// Also accept LAN clients: binds 0.0.0.0 (or --bind); they send the LAN token (generated
-    /// once and kept in the config; `linkly status` shows it) and may search and read only the
-    /// libraries in `lan_shared_libraries`. The token travels over plain HTTP: trusted
+    /// Also accept LAN clients: binds 0.0.0.0 (or --bind) and turns the `lan_enabled` setting
+    /// on; they send the LAN token (generated once and kept in the config; `linkly status`
+    /// shows it) and may search and read only the libraries in `lan_shared_libraries`. Without
+    /// it, LAN access follows `lan_enabled` while the server runs (the window's Agents page or
+    /// `linkly config set lan_enabled true|false`). The token travels over plain HTTP: trusted
     /// networks only, or an SSH tunnel or TLS proxy.
     #[arg(long)]
     pub(crate) lan: bool,

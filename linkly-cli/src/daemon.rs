@@ -34,6 +34,7 @@ use serde_json::json;
 use crate::args::ServeArgs;
 use crate::backend::runtime;
 use crate::health::{Target, describe, read_port_file_full};
+use crate::lan;
 use crate::output::Printer;
 
 /// How long a server started by `linkly mcp` lives without any request (`LINKLY_MCP_IDLE_SECS`).
@@ -57,15 +58,15 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
     for p in &a.paths {
         changed |= config.add_folder(p)?;
     }
-    let lan_token = if a.lan {
+    // `--lan` turns LAN access on (a setting: the window turns it off and on again while the
+    // server runs) and listens on every address from the start.
+    if a.lan && config.lan_access().is_none() {
+        config.lan_enabled = true;
         if config.lan_token.as_deref().is_none_or(str::is_empty) {
             config.lan_token = Some(new_token());
-            changed = true;
         }
-        config.lan_token.clone()
-    } else {
-        None
-    };
+        changed = true;
+    }
     data.ensure()?;
     if changed {
         config.save(data)?;
@@ -124,9 +125,13 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
     let window_live = live.clone();
     let result = rt.block_on(async move {
         // Bind first, so clients can connect at once and see `index_status`.
+        // Who may come from the network is read from the configuration at every request.
+        let lan_of = linkly.clone();
+        let lan_switch: linkly_http::LanSwitch =
+            Arc::new(move || lan_of.config().lan_access().map(str::to_string));
         let bound = linkly_http::bind(HttpOptions {
             bind,
-            lan_token: lan_token.clone(),
+            lan_switch: Some(lan_switch),
             port: a.port,
             port_file: Some(data.port_file()),
             control_token: Some(new_token()),
@@ -180,7 +185,25 @@ pub(crate) fn serve(data: &DataDir, a: ServeArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("{}", e.message))?;
         let stop = stop_when(state.clone(), data.root().to_path_buf(), a.exit_when_unused);
         let agent_token = data.agent_token()?;
-        let app = compose(&bound, linkly, state.clone(), window_live, agent_token);
+        let lan_listener = Arc::new(lan::Listener::default());
+        let app = compose(
+            &bound,
+            linkly.clone(),
+            state.clone(),
+            window_live,
+            agent_token,
+            lan_listener.clone(),
+        );
+        if bind.is_loopback() {
+            // Started for this computer: the LAN listener opens and closes with the setting.
+            tokio::spawn(lan::follow(
+                linkly,
+                lan_listener,
+                bound.port(),
+                app.router.clone(),
+                bound.limits(),
+            ));
+        }
         let close_sessions = app.close_sessions;
         let served = linkly_http::serve(bound, app.router, state, async move {
             stop.await;
@@ -209,6 +232,7 @@ fn compose(
     state: Arc<ServerState>,
     live: Arc<linkly_window::Live>,
     agent_token: String,
+    lan_listener: Arc<lan::Listener>,
 ) -> App {
     let mcp = linkly_mcp::router(
         linkly.clone(),
@@ -227,7 +251,7 @@ fn compose(
         linkly_window::WindowOptions {
             endpoint: bound.endpoint(),
             bind: bound.bind(),
-            lan_token: bound.access().token().map(str::to_string),
+            lan_address: lan_address(bound, &linkly, lan_listener),
             agent_token: Some(agent_token),
             gate: gate.clone(),
         },
@@ -244,6 +268,32 @@ fn compose(
         router: gate.wrap(routes),
         close_sessions,
     }
+}
+
+/// Where other computers reach the server while LAN access is on: the LAN listener's address
+/// for a server started for this computer; for one started with `--lan` (every address from
+/// the start), its network address while the setting is on.
+fn lan_address(
+    bound: &linkly_http::BoundHttp,
+    linkly: &Arc<Linkly>,
+    listener: Arc<lan::Listener>,
+) -> Arc<dyn Fn() -> Option<std::net::SocketAddr> + Send + Sync> {
+    let (bind, port) = (bound.bind(), bound.port());
+    if bind.is_loopback() {
+        return Arc::new(move || listener.address());
+    }
+    let ip = if bind.is_unspecified() {
+        lan::network_address().unwrap_or(bind)
+    } else {
+        bind
+    };
+    let linkly = linkly.clone();
+    Arc::new(move || {
+        linkly
+            .config()
+            .lan_access()
+            .map(|_| std::net::SocketAddr::new(ip, port))
+    })
 }
 
 /// Shows what the engine does: start-up sync and failures on stderr, the rest in the log, and

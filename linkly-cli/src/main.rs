@@ -31,6 +31,7 @@ mod documents;
 #[cfg(feature = "gateway-server")]
 mod gateway;
 mod health;
+mod lan;
 mod model;
 mod notes;
 mod open;

@@ -348,3 +348,77 @@ fn the_server_runs_with_the_allocators_settings_for_a_long_run() {
         assert!(vars.contains(&want), "{want} not among {vars:?}");
     }
 }
+
+/// This computer's network address, as the server finds it (see `linkly-cli/src/lan.rs`).
+fn network_address() -> Option<std::net::IpAddr> {
+    [
+        "192.0.2.1:9",
+        "10.255.255.254:9",
+        "172.31.255.254:9",
+        "192.168.255.254:9",
+    ]
+    .into_iter()
+    .find_map(|probe| {
+        let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+        socket.connect(probe).ok()?;
+        let ip = socket.local_addr().ok()?.ip();
+        (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+    })
+}
+
+#[test]
+#[allow(clippy::print_stderr)]
+fn lan_access_opens_and_closes_while_the_server_runs() {
+    let Some(ip) = network_address() else {
+        eprintln!("note: this machine has no network address: LAN access not tested");
+        return;
+    };
+    let env = Env::sample();
+    env.run_ok(&["library", "add", "docs", env.docs.to_str().unwrap()]);
+    env.run_ok(&["config", "add", "lan_shared_libraries", "docs"]);
+    let (_server, port) = start(&env, &[]);
+    let lan = std::net::SocketAddr::new(ip, port);
+    let reachable = || std::net::TcpStream::connect_timeout(&lan, Duration::from_secs(2)).is_ok();
+    assert!(
+        !reachable(),
+        "a server started for this computer is closed to the network"
+    );
+
+    // Turned on while it runs: the network address opens within a second or so, with the
+    // token made for it.
+    env.run_ok(&["config", "set", "lan_enabled", "true"]);
+    let token = String::from_utf8_lossy(&env.run_ok(&["config", "get", "lan_token"]).stdout)
+        .trim()
+        .to_string();
+    assert_eq!(token.len(), 32, "{token}");
+    wait_until("the LAN listener opens", Duration::from_secs(20), reachable);
+    let endpoint = format!("http://{lan}");
+    let visitor = |token: Option<&str>| {
+        let mut cmd = env.cmd();
+        match token {
+            Some(t) => cmd.env("LINKLY_TOKEN", t),
+            None => cmd.env_remove("LINKLY_TOKEN"),
+        };
+        cmd.args(["--json", "--endpoint", &endpoint, "search", "budget"])
+            .output()
+            .unwrap()
+    };
+    let out = visitor(Some(&token));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["total"].as_u64().unwrap() >= 1, "{v}");
+    assert!(!visitor(None).status.success(), "no token, no search");
+
+    // Turned off: closed again, and this computer is served as ever.
+    env.run_ok(&["config", "set", "lan_enabled", "false"]);
+    wait_until("the LAN listener closes", Duration::from_secs(20), || {
+        !reachable()
+    });
+    assert!(!visitor(Some(&token)).status.success());
+    assert_eq!(status(&env)["server"], "running", "{}", status(&env));
+}

@@ -225,9 +225,13 @@ pub struct Config {
     pub exclude: Vec<String>,
     /// The notes folder. Default: `<data dir>/notes`.
     pub notes_dir: Option<PathBuf>,
-    /// The bearer token that LAN clients of `linkly serve --lan` must send. Generated on the
-    /// first `serve --lan`; loopback clients never need it. Default: none.
+    /// The bearer token that LAN clients must send. Made when LAN access is first turned on;
+    /// loopback clients never need it. Default: none.
     pub lan_token: Option<String>,
+    /// LAN access: other computers may reach the server (with [`Config::lan_token`]) and read
+    /// [`Config::lan_shared_libraries`]. A running server applies a change within a second;
+    /// `linkly serve --lan` turns it on. Default: off.
+    pub lan_enabled: bool,
     /// Libraries: named sets of folders inside the watched ones (see `library.rs`). Default:
     /// none.
     pub libraries: Vec<crate::Library>,
@@ -245,6 +249,14 @@ pub struct Config {
 }
 
 impl Config {
+    /// The LAN token while LAN access is on ([`Config::lan_enabled`] with a token), else
+    /// none: what a running server's gate reads on every request.
+    pub fn lan_access(&self) -> Option<&str> {
+        self.lan_token
+            .as_deref()
+            .filter(|t| self.lan_enabled && !t.is_empty())
+    }
+
     /// Reads the config of a data directory; a missing file is the default config.
     pub fn load(dir: &DataDir) -> Result<Config> {
         let path = dir.config_file();

@@ -53,9 +53,14 @@ pub const SETTINGS: &[Setting] = &[
         doc: "the notes folder (default: <data dir>/notes)",
     },
     Setting {
+        key: "lan_enabled",
+        kind: SettingKind::Bool,
+        doc: "LAN access: other computers sign in with lan_token and read lan_shared_libraries; a running server opens or closes it within a second (default: false; turning it on makes the token)",
+    },
+    Setting {
         key: "lan_token",
         kind: SettingKind::Text,
-        doc: "the token LAN clients send (remove it to turn LAN sharing off)",
+        doc: "the token LAN clients send (removing it turns LAN access off)",
     },
     Setting {
         key: "libraries",
@@ -290,6 +295,7 @@ impl Config {
                 .as_ref()
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default(),
+            "lan_enabled" => self.lan_enabled.to_string(),
             "lan_token" => self.lan_token.clone().unwrap_or_default(),
             "libraries" => lines(
                 &self
@@ -338,6 +344,12 @@ impl Config {
             (SettingKind::Bool, SettingOp::Set(v)) => {
                 let on = parse_bool(key, v)?;
                 match key {
+                    "lan_enabled" => {
+                        self.lan_enabled = on;
+                        if on && self.lan_token.as_deref().is_none_or(str::is_empty) {
+                            self.lan_token = Some(uuid::Uuid::new_v4().simple().to_string());
+                        }
+                    }
                     "ocr.enabled" => self.ocr.enabled = on,
                     "transcription.audio" => self.transcription.audio = on,
                     "transcription.video" => self.transcription.video = on,
@@ -365,7 +377,10 @@ impl Config {
                 }
                 self.lan_token = Some(v.to_string());
             }
-            (SettingKind::Text, SettingOp::Remove(_)) => self.lan_token = None,
+            (SettingKind::Text, SettingOp::Remove(_)) => {
+                self.lan_token = None;
+                self.lan_enabled = false;
+            }
             (SettingKind::Text, SettingOp::Add(_)) => {
                 return Err(bad_op("a text takes `set <value>` or `remove`"));
             }

@@ -372,6 +372,14 @@ impl Gate {
         hex(&h.finalize()[..20])
     }
 
+    /// The proof of a visitor's session `sid` signed in with the LAN token `lan`: a new token
+    /// (LAN access turned off and on again) ends every session made with the old one.
+    fn visitor_proof(&self, lan: &str, sid: &str) -> String {
+        let mut h = Sha256::new();
+        h.update(lan.as_bytes());
+        self.proof(&format!("visitor:{}", hex(&h.finalize()[..16])), sid)
+    }
+
     /// The value of [`AUTH_COOKIE`] that makes session `sid` the person's.
     pub fn person_proof(&self, sid: &str) -> String {
         self.proof("person", sid)
@@ -387,12 +395,10 @@ impl Gate {
                 .is_some_and(|t| constant_time_eq(token.as_bytes(), t.as_bytes()))
         };
         if is(&self.0.opts.local_secret) {
-            Some((Caller::Person, self.proof("person", sid)))
-        } else if is(&self.0.opts.access.token().map(str::to_string)) {
-            Some((Caller::Visitor, self.proof("visitor", sid)))
-        } else {
-            None
+            return Some((Caller::Person, self.proof("person", sid)));
         }
+        let lan = self.0.opts.access.token().filter(|t| is(&Some(t.clone())))?;
+        Some((Caller::Visitor, self.visitor_proof(&lan, sid)))
     }
 
     /// Uses a one-time sign-in code (see [`sign_in_link_code`]): once, before it expires.
@@ -440,7 +446,7 @@ impl Gate {
                 Ok(Caller::Person)
             } else if matches(o.agent_token.as_deref(), p) {
                 Ok(Caller::Agent)
-            } else if matches(o.access.token(), p) {
+            } else if matches(o.access.token().as_deref(), p) {
                 Ok(Caller::Visitor)
             } else {
                 Err(())
@@ -453,8 +459,8 @@ impl Gate {
             if constant_time_eq(proof.as_bytes(), self.proof("person", sid).as_bytes()) {
                 return Ok(Caller::Person);
             }
-            if o.access.token().is_some()
-                && constant_time_eq(proof.as_bytes(), self.proof("visitor", sid).as_bytes())
+            if let Some(lan) = o.access.token()
+                && constant_time_eq(proof.as_bytes(), self.visitor_proof(&lan, sid).as_bytes())
             {
                 return Ok(Caller::Visitor);
             }
@@ -487,6 +493,9 @@ impl Gate {
         (StatusCode::FORBIDDEN, text).into_response()
     }
 }
+
+/// The refusal of a peer on the network while LAN access is off.
+pub const LAN_OFF: &str = "Forbidden: LAN access is off: the person turns it on in the window's Agents page (or with `linkly config set lan_enabled true`)";
 
 /// The paths whose callers are programs, not browsers: 401 rather than the sign-in page.
 fn for_programs(path: &str) -> bool {
@@ -531,6 +540,9 @@ async fn admit(state: Arc<(Gate, Vec<RouteClass>)>, mut req: Request, next: Next
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
     let access = gate.access();
+    if access.shut_out(peer) {
+        return (StatusCode::FORBIDDEN, LAN_OFF).into_response();
+    }
     if access.exempt(peer)
         && !access.host_allowed(
             req.headers()

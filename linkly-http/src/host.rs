@@ -102,6 +102,9 @@ pub struct HttpOptions {
     pub bind: IpAddr,
     /// The bearer token non-local clients must send (LAN mode).
     pub lan_token: Option<String>,
+    /// LAN access switched while the server runs (instead of `lan_token`): the token while it
+    /// is on, read on every request ([`Access::switched`]).
+    pub lan_switch: Option<crate::LanSwitch>,
     /// The first port to try; the next ones are tried while it is busy.
     pub port: u16,
     /// How many ports to try.
@@ -129,6 +132,7 @@ impl std::fmt::Debug for HttpOptions {
         f.debug_struct("HttpOptions")
             .field("bind", &self.bind)
             .field("lan_token", &self.lan_token.as_ref().map(|_| "<set>"))
+            .field("lan_switch", &self.lan_switch.is_some())
             .field("port", &self.port)
             .field("port_attempts", &self.port_attempts)
             .field("port_file", &self.port_file)
@@ -148,6 +152,7 @@ impl Default for HttpOptions {
         HttpOptions {
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             lan_token: None,
+            lan_switch: None,
             port: 60606,
             port_attempts: 20,
             port_file: None,
@@ -290,7 +295,18 @@ impl BoundHttp {
 
     /// Who may call this server by address (the LAN token, the `Host` check).
     pub fn access(&self) -> Access {
-        Access::new(self.opts.bind, self.opts.lan_token.clone())
+        match &self.opts.lan_switch {
+            Some(lan) => Access::switched(self.opts.bind, lan.clone()),
+            None => Access::new(self.opts.bind, self.opts.lan_token.clone()),
+        }
+    }
+
+    /// The limits each connection is served under (also on a second listener).
+    pub fn limits(&self) -> crate::ConnLimits {
+        crate::ConnLimits {
+            max_connections: self.opts.max_connections,
+            header_read_timeout: self.opts.header_read_timeout,
+        }
     }
 
     /// The gate of this server: its access rule and local secret, with `agent_token` and the
@@ -328,7 +344,10 @@ impl BoundHttp {
 /// Binds `opts.bind` (127.0.0.1 by default) on the first free port from `opts.port` on.
 pub async fn bind(opts: HttpOptions) -> Result<BoundHttp, HttpError> {
     let ip = opts.bind;
-    if !ip.is_loopback() && opts.lan_token.as_deref().is_none_or(str::is_empty) {
+    if !ip.is_loopback()
+        && opts.lan_switch.is_none()
+        && opts.lan_token.as_deref().is_none_or(str::is_empty)
+    {
         return Err(HttpError::NeedsToken(ip));
     }
     let mut last_err = None;

@@ -15,12 +15,12 @@ mod gate;
 mod health;
 mod host;
 
-pub use crate::access::{Access, HOST_REFUSED, constant_time_eq, is_local_peer};
+pub use crate::access::{Access, HOST_REFUSED, LanSwitch, constant_time_eq, is_local_peer};
 pub use crate::conn::{ConnLimits, serve as serve_connections};
 pub use crate::gate::{
     ANONYMOUS_BODY_BYTES, ANONYMOUS_READ_TIMEOUT, AUTH_COOKIE, BASELINE_CSP, Caller, Class, Gate,
-    GateOptions, LINK_LIFETIME, LanShared, LinkError, Refusal, RefusalPage, RouteClass, Routes,
-    SESSION_COOKIE, class_of, cookie, new_token, sign_in_link_code,
+    GateOptions, LAN_OFF, LINK_LIFETIME, LanShared, LinkError, Refusal, RefusalPage, RouteClass,
+    Routes, SESSION_COOKIE, class_of, cookie, new_token, sign_in_link_code,
 };
 pub use crate::health::{
     CONTROL_HEADER, Health, IndexStatus, PortFile, ServerInfo, StartedBy, StopRequest,

@@ -64,9 +64,9 @@ pub struct WindowOptions {
     pub endpoint: String,
     /// The address the server is bound to.
     pub bind: IpAddr,
-    /// The LAN token when the server is reachable beyond loopback (`--lan`): LAN visitors sign
-    /// in with it.
-    pub lan_token: Option<String>,
+    /// Where other computers reach the server while LAN access is on (none: off), asked at
+    /// each page.
+    pub lan_address: Arc<dyn Fn() -> Option<std::net::SocketAddr> + Send + Sync>,
     /// The agent token MCP clients over HTTP send (shown on the Agents page).
     pub agent_token: Option<String>,
     /// The server's gate: who calls (the window's sign-in makes its cookies).
@@ -78,7 +78,7 @@ impl std::fmt::Debug for WindowOptions {
         f.debug_struct("WindowOptions")
             .field("endpoint", &self.endpoint)
             .field("bind", &self.bind)
-            .field("lan_token", &self.lan_token.as_ref().map(|_| "<set>"))
+            .field("lan_address", &(self.lan_address)())
             .field("agent_token", &self.agent_token.as_ref().map(|_| "<set>"))
             .finish_non_exhaustive()
     }

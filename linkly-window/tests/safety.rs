@@ -34,6 +34,16 @@ struct Fixture {
 }
 
 fn fixture_with(lan_token: Option<&str>) -> Fixture {
+    build(lan_token, false)
+}
+
+/// A server started for this computer whose LAN access the person switches while it runs (as
+/// `linkly serve` is): on, with `lan_token`, at the start.
+fn fixture_switched(lan_token: &str) -> Fixture {
+    build(Some(lan_token), true)
+}
+
+fn build(lan_token: Option<&str>, switched: bool) -> Fixture {
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
     fs_err::create_dir_all(&docs).unwrap();
@@ -62,18 +72,30 @@ fn fixture_with(lan_token: Option<&str>) -> Fixture {
             ..Library::default()
         });
         config.lan_shared_libraries = vec!["team".into()];
+        config.lan_token = lan_token.map(str::to_string);
+        config.lan_enabled = true;
     }
     config.save(&data).unwrap();
     let linkly = Arc::new(Linkly::open(data).unwrap());
     linkly.index_now(&mut |_| {}).unwrap();
-    let bind = if lan_token.is_some() {
+    let bind = if lan_token.is_some() && !switched {
         IpAddr::V4(Ipv4Addr::UNSPECIFIED)
     } else {
         IpAddr::V4(Ipv4Addr::LOCALHOST)
     };
+    let lan_of = linkly.clone();
+    let access = if switched {
+        Access::switched(
+            bind,
+            Arc::new(move || lan_of.config().lan_access().map(str::to_string)),
+        )
+    } else {
+        Access::new(bind, lan_token.map(str::to_string))
+    };
     let shared_of = linkly.clone();
+    let address_of = linkly.clone();
     let gate = Gate::new(GateOptions {
-        access: Access::new(bind, lan_token.map(str::to_string)),
+        access,
         local_secret: Some(SECRET.into()),
         agent_token: None,
         lan_shared: Arc::new(move || shared_of.config().lan_shared_libraries.clone()),
@@ -84,7 +106,12 @@ fn fixture_with(lan_token: Option<&str>) -> Fixture {
         WindowOptions {
             endpoint: "http://127.0.0.1:60606/mcp".into(),
             bind,
-            lan_token: lan_token.map(str::to_string),
+            lan_address: Arc::new(move || {
+                address_of
+                    .config()
+                    .lan_access()
+                    .map(|_| "192.168.1.10:60606".parse().unwrap())
+            }),
             agent_token: None,
             gate: gate.clone(),
         },
@@ -104,7 +131,21 @@ fn fixture() -> Fixture {
     fixture_with(None)
 }
 
-async fn send(app: &Router, req: Request<Body>) -> (StatusCode, Response<Body>, String) {
+async fn send(app: &Router, mut req: Request<Body>) -> (StatusCode, Response<Body>, String) {
+    // The person's requests come from this computer; anyone else's from the network (no peer
+    // address: never a local one).
+    let person = format!("Bearer {SECRET}");
+    if req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .is_some_and(|a| a == person.as_str())
+    {
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(std::net::SocketAddr::from((
+                [127, 0, 0, 1],
+                50_000,
+            ))));
+    }
     let res = app.clone().oneshot(req).await.unwrap();
     let status = res.status();
     let (parts, body) = res.into_parts();
@@ -642,6 +683,10 @@ async fn libraries_are_created_edited_and_deleted_from_their_page() {
 
 /// A LAN visitor signed in with the LAN token: its session (cookie with the proof, CSRF).
 async fn visitor(app: &Router, lang: &str) -> Session {
+    visitor_with(app, lang, "s3cret-token").await
+}
+
+async fn visitor_with(app: &Router, lang: &str, token: &str) -> Session {
     let req = Request::get("/signin")
         .header(header::HOST, HOST)
         .header(header::ACCEPT_LANGUAGE, lang)
@@ -654,13 +699,59 @@ async fn visitor(app: &Router, lang: &str) -> Session {
         csrf: csrf_of(&body),
         person: false,
     };
-    let (status, res, _) = submit(app, &s, "/signin", "token=s3cret-token").await;
+    let (status, res, _) = submit(app, &s, "/signin", &format!("token={token}")).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     let auth = cookie_pair(res.headers()[header::SET_COOKIE].to_str().unwrap());
     Session {
         cookie: format!("{}; {auth}", s.cookie),
         ..s
     }
+}
+
+#[tokio::test]
+async fn lan_access_is_turned_off_and_on_while_the_server_runs() {
+    let f = fixture_switched("s3cret-token");
+    let person = session(&f.app).await;
+    let v = visitor(&f.app, "en").await;
+    let search = || anon("/search?q=budget", Some(&v.cookie));
+    let (status, _, body) = send(&f.app, search()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body.contains("plan.md"), "{body}");
+    let (_, _, page) = send(&f.app, get("/agents", Some(&person.cookie))).await;
+    assert!(page.contains("data-state=\"on\""), "{page}");
+    assert!(page.contains("http://192.168.1.10:60606/"), "{page}");
+
+    // Off: the visitor is shut out at the next request, signed in or not; the token is gone.
+    let (status, res, _) = submit(&f.app, &person, "/agents/lan", "enable=0").await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location(&res), "/agents#lan");
+    let config = f.linkly.config();
+    assert!(!config.lan_enabled && config.lan_token.is_none());
+    for req in [search(), anon("/signin", None), anon("/health", None)] {
+        let (status, _, body) = send(&f.app, req).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+        assert!(body.contains("LAN access is off"), "{body}");
+    }
+    // This computer is served as ever.
+    let (status, _, page) = send(&f.app, get("/agents", Some(&person.cookie))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("data-state=\"off\""), "{page}");
+
+    // On again: a new token; the old one and the sessions made with it stay refused.
+    let (status, _, _) = submit(&f.app, &person, "/agents/lan", "enable=1").await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let token = f.linkly.config().lan_access().unwrap().to_string();
+    assert_ne!(token, "s3cret-token");
+    let (status, res, _) = send(&f.app, search()).await;
+    assert_eq!(
+        status,
+        StatusCode::SEE_OTHER,
+        "the old session signs in again"
+    );
+    assert_eq!(location(&res), "/signin");
+    let again = visitor_with(&f.app, "en", &token).await;
+    let (status, _, body) = send(&f.app, anon("/search?q=budget", Some(&again.cookie))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
 }
 
 #[tokio::test]

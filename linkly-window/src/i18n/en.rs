@@ -307,18 +307,19 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "lan.on",
         "This server is reachable on the local network: other computers sign in with the token.",
     ),
+    (
+        "lan.applied",
+        "Applied at once: other computers can connect within a second of turning it on, and are cut off as soon as it is turned off. Turning it off also forgets the token.",
+    ),
+    ("lan.address", "Other computers open:"),
     ("lan.off", "This server answers this computer only."),
     ("lan.reveal", "Show the token"),
     (
         "lan.token_note",
         "Agents on other computers send it as Authorization: Bearer <token>.",
     ),
-    ("lan.enable", "Allow LAN access"),
-    ("lan.disable", "Forget the LAN token"),
-    (
-        "lan.restart",
-        "Takes effect when Linkly is started again with `linkly serve --lan` (or without it).",
-    ),
+    ("lan.enable", "Turn LAN access on"),
+    ("lan.disable", "Turn LAN access off"),
     (
         "lan.local_only",
         "Only this computer can change the LAN setting.",

@@ -334,18 +334,19 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "lan.on",
         "Este servidor es accesible en la red local: los otros equipos inician sesión con el token.",
     ),
+    (
+        "lan.applied",
+        "Se aplica al instante: los otros equipos pueden conectarse en el segundo siguiente a activarlo y quedan cortados en cuanto se desactiva. Desactivarlo también olvida el token.",
+    ),
+    ("lan.address", "Los otros equipos abren:"),
     ("lan.off", "Este servidor solo responde a este equipo."),
     ("lan.reveal", "Mostrar el token"),
     (
         "lan.token_note",
         "Los agentes de otros equipos lo envían como Authorization: Bearer <token>.",
     ),
-    ("lan.enable", "Permitir el acceso en red"),
-    ("lan.disable", "Olvidar el token de red"),
-    (
-        "lan.restart",
-        "Tiene efecto cuando Linkly se inicia de nuevo con `linkly serve --lan` (o sin él).",
-    ),
+    ("lan.enable", "Activar el acceso por red local"),
+    ("lan.disable", "Desactivar el acceso por red local"),
     (
         "lan.local_only",
         "Solo este equipo puede cambiar el ajuste de red.",

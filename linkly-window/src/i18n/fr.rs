@@ -331,18 +331,19 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "lan.on",
         "Ce serveur est joignable sur le réseau local : les autres ordinateurs se connectent avec le jeton.",
     ),
+    (
+        "lan.applied",
+        "Appliqué tout de suite : les autres ordinateurs peuvent se connecter dans la seconde qui suit l’activation, et sont coupés dès la désactivation. Désactiver oublie aussi le jeton.",
+    ),
+    ("lan.address", "Les autres ordinateurs ouvrent :"),
     ("lan.off", "Ce serveur ne répond qu’à cet ordinateur."),
     ("lan.reveal", "Afficher le jeton"),
     (
         "lan.token_note",
         "Les agents des autres ordinateurs l’envoient comme Authorization: Bearer <jeton>.",
     ),
-    ("lan.enable", "Autoriser l’accès réseau"),
-    ("lan.disable", "Oublier le jeton réseau"),
-    (
-        "lan.restart",
-        "Prend effet quand Linkly est relancé avec `linkly serve --lan` (ou sans).",
-    ),
+    ("lan.enable", "Activer l’accès réseau local"),
+    ("lan.disable", "Désactiver l’accès réseau local"),
     (
         "lan.local_only",
         "Seul cet ordinateur peut changer le réglage réseau.",

@@ -314,6 +314,11 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "このサーバーはローカルネットワークから利用できます。ほかのコンピューターはトークンでサインインします。",
     ),
     (
+        "lan.applied",
+        "すぐに反映されます。オンにすると 1 秒以内にほかのコンピューターが接続でき、オフにするとすぐに切断されます。オフにするとトークンも破棄されます。",
+    ),
+    ("lan.address", "ほかのコンピューターで開くアドレス:"),
+    (
         "lan.off",
         "このサーバーはこのコンピューターにだけ応答します。",
     ),
@@ -322,12 +327,8 @@ pub(super) const TEXT: &[(&str, &str)] = &[
         "lan.token_note",
         "ほかのコンピューターのエージェントは Authorization: Bearer <token> として送ります。",
     ),
-    ("lan.enable", "LAN アクセスを許可"),
-    ("lan.disable", "LAN トークンを破棄"),
-    (
-        "lan.restart",
-        "`linkly serve --lan`（またはなし）で Linkly を再起動すると有効になります。",
-    ),
+    ("lan.enable", "LAN アクセスをオンにする"),
+    ("lan.disable", "LAN アクセスをオフにする"),
     (
         "lan.local_only",
         "LAN の設定を変更できるのはこのコンピューターだけです。",

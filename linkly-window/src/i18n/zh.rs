@@ -277,18 +277,19 @@ pub(super) const TEXT: &[(&str, &str)] = &[
     ),
     ("lan.title", "从其他电脑访问（局域网）"),
     ("lan.on", "此服务器可在局域网中访问：其他电脑需用令牌登录。"),
+    (
+        "lan.applied",
+        "立即生效：开启后一秒内其他电脑即可连接，关闭后立即断开。关闭时也会清除令牌。",
+    ),
+    ("lan.address", "其他电脑打开："),
     ("lan.off", "此服务器只响应本机。"),
     ("lan.reveal", "显示令牌"),
     (
         "lan.token_note",
         "其他电脑上的智能体以 Authorization: Bearer <token> 发送它。",
     ),
-    ("lan.enable", "允许局域网访问"),
-    ("lan.disable", "清除局域网令牌"),
-    (
-        "lan.restart",
-        "在用 `linkly serve --lan`（或不带该选项）重新启动 Linkly 后生效。",
-    ),
+    ("lan.enable", "开启局域网访问"),
+    ("lan.disable", "关闭局域网访问"),
     ("lan.local_only", "只有本机可以更改局域网设置。"),
     ("signin.title", "登录"),
     (

@@ -41,7 +41,7 @@ pub(crate) async fn page_handler(
     let l = ctx.lang;
     let url = app.opts.endpoint.clone();
     // Only the person reaches this page (the gate's class), so the LAN token may show.
-    let (token, shared, libraries, version) = blocking(&app, |linkly| {
+    let (token, enabled, shared, libraries, version) = blocking(&app, |linkly| {
         // What config.toml holds now, so that a share is checked against the version shown.
         let c = linkly_core::Config::load(linkly.data_dir())
             .map(std::sync::Arc::new)
@@ -52,6 +52,7 @@ pub(crate) async fn page_handler(
             .unwrap_or_default();
         (
             c.lan_token.clone(),
+            c.lan_access().is_some(),
             c.lan_shared_libraries.clone(),
             names,
             version,
@@ -59,7 +60,7 @@ pub(crate) async fn page_handler(
     })
     .await;
     let agent_token = app.opts.agent_token.clone().unwrap_or_default();
-    let lan_live = app.opts.lan_token.is_some() && !app.opts.bind.is_loopback();
+    let lan_address = (app.opts.lan_address)();
     let desktop = "{\n  \"mcpServers\": {\n    \"linkly\": {\n      \"command\": \"linkly\",\n      \"args\": [\"mcp\"]\n    }\n  }\n}".to_string();
     let code = format!(
         "claude mcp add linkly -- linkly mcp\n\n# {}\nclaude mcp add --transport http linkly {url} --header \"Authorization: Bearer $LINKLY_AGENT_TOKEN\"",
@@ -99,7 +100,12 @@ pub(crate) async fn page_handler(
         }
         section.panel #lan {
             h2 { (l.t("lan.title")) }
-            p { (if lan_live { l.t("lan.on") } else { l.t("lan.off") }) }
+            @if let Some(address) = lan_address {
+                p #lan-state data-state="on" { (l.t("lan.on")) }
+                p { (l.t("lan.address")) " " code #lan-address { "http://" (address) "/" } }
+            } @else {
+                p #lan-state data-state="off" { (l.t("lan.off")) }
+            }
             p.muted #lan-plain-http { (l.t("lan.plain_http")) }
             @if shared.is_empty() {
                 p #lan-shared data-testid="lan-shared" { (l.t("lan.shared_none")) }
@@ -120,15 +126,15 @@ pub(crate) async fn page_handler(
             @if !ctx.lan {
                 form #lan-form.inline-form method="post" action="/agents/lan" {
                     (csrf_field(&ctx))
-                    @if token.is_some() {
+                    @if enabled {
                         input type="hidden" name="enable" value="0";
-                        button.link-danger type="submit" { (l.t("lan.disable")) }
+                        button.link-danger type="submit" data-testid="lan-switch" { (l.t("lan.disable")) }
                     } @else {
                         input type="hidden" name="enable" value="1";
-                        button.primary type="submit" { (l.t("lan.enable")) }
+                        button.primary type="submit" data-testid="lan-switch" { (l.t("lan.enable")) }
                     }
                 }
-                p.muted { (l.t("lan.restart")) }
+                p.muted { (l.t("lan.applied")) }
             }
         }
     };
@@ -175,8 +181,9 @@ pub(crate) struct LanForm {
     enable: String,
 }
 
-/// `POST /agents/lan`: makes (or forgets) the LAN token in the configuration; `linkly serve
-/// --lan` uses it from its next start. Refused to a visitor signed in over the LAN.
+/// `POST /agents/lan`: turns LAN access on (making the LAN token when there is none) or off
+/// (forgetting the token, so that a later one is new); the running server opens or closes its
+/// LAN listener within a second. Refused to a visitor signed in over the LAN.
 pub(crate) async fn lan(
     State(app): State<App>,
     Extension(ctx): Extension<Ctx>,
@@ -196,8 +203,10 @@ pub(crate) async fn lan(
                 if c.lan_token.as_deref().is_none_or(str::is_empty) {
                     c.lan_token = Some(uuid::Uuid::new_v4().simple().to_string());
                 }
+                c.lan_enabled = true;
             } else {
                 c.lan_token = None;
+                c.lan_enabled = false;
             }
             Ok(())
         })
