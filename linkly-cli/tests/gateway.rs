@@ -741,6 +741,19 @@ fn notes_are_saved_by_every_process_of_a_gateway() {
             assert!(!out.is_error, "round {round}, process {i}: {}", out.text);
         }
     }
+    // The gateway names the app each note came from, as the client named itself.
+    let listed = rt
+        .block_on(clients[0].call("list", json!({"scope": "notes", "output_format": "json"})))
+        .unwrap();
+    let v: Value = serde_json::from_str(&listed.text).unwrap();
+    let sources: Vec<&str> = v["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .filter_map(|n| n["source"].as_str())
+        .collect();
+    assert_eq!(sources.len(), 6, "{v}");
+    assert!(sources.iter().all(|s| *s == linkly_mcp::CLIENT_NAME), "{v}");
     // Each process finds every note, whichever process saved it.
     for client in &clients {
         for round in 0..3 {

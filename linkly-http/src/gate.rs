@@ -397,7 +397,12 @@ impl Gate {
         if is(&self.0.opts.local_secret) {
             return Some((Caller::Person, self.proof("person", sid)));
         }
-        let lan = self.0.opts.access.token().filter(|t| is(&Some(t.clone())))?;
+        let lan = self
+            .0
+            .opts
+            .access
+            .token()
+            .filter(|t| is(&Some(t.clone())))?;
         Some((Caller::Visitor, self.visitor_proof(&lan, sid)))
     }
 

@@ -135,11 +135,12 @@ impl RemoteRouter {
     }
 
     /// Calls a tool on the gateway, with one new session and retry when the transport failed
-    /// (a `note_save` only when it never left).
+    /// (a tool the registry declares not idempotent, `note_save`, only when it never left).
     pub async fn call_cloud(&self, name: &str, args: Value) -> Result<ToolOutput, RemoteError> {
         let session = self.session().await?;
+        let repeatable = !TOOLS.iter().any(|t| t.name == name && !t.idempotent);
         match session.call(name, args.clone()).await {
-            Err(RemoteError::Transport { message, unsent }) if unsent || name != "note_save" => {
+            Err(RemoteError::Transport { message, unsent }) if unsent || repeatable => {
                 tracing::info!(error = %message, "the gateway went away; reconnecting");
                 self.drop_session(&session).await;
                 self.session().await?.call(name, args).await

@@ -737,12 +737,16 @@ impl ServerHandler for GatewayServer {
         let user = self.user(&context)?;
         let name = request.name.to_string();
         let mut args = request.arguments.unwrap_or_default();
-        if name == "note_save"
+        let takes_app_name = table()
+            .iter()
+            .any(|t| t.name == name && (t.input_schema)()["properties"].get("app_name").is_some());
+        if takes_app_name
             && args.get("app_name").is_none_or(Value::is_null)
             && let Some(peer) = context.peer.peer_info()
         {
-            // The seed: the server fills in the app a note came from; an MCP client names
-            // itself at `initialize` (its title, else its name).
+            // The seed: the server fills in the app a note came from (a tool that takes
+            // `app_name`); an MCP client names itself at `initialize` (its title, else its
+            // name).
             let client = &peer.client_info;
             let app = client.title.as_deref().unwrap_or(&client.name);
             // At most the 64 characters note_save takes.
