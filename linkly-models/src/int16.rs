@@ -8,7 +8,7 @@
 //! AVX-512 (AMD Zen 2 and 3, Intel before AVX-512), that is up to twice the multiply-adds per
 //! cycle of the f32 FMAs `gemm` runs there (1.3–1.5× measured on Zen 3). The vectors stay
 //! within a cosine of 0.9999 of the f32 ones on the real model (int8's 7 bits gave 0.996),
-//! which is why this is the default there (see [`supported`] and `embedder.rs`).
+//! which is why this is the default there (see [`supported`] and `embedder/mod.rs`).
 //!
 //! Layout: the columns are cut into panels of [`NR`] (three AVX2 registers of eight 32-bit
 //! sums); a panel's weights are stored pair of inputs by pair of inputs, each register's eight
@@ -160,13 +160,13 @@ impl Int16Linear {
                     a_max: self.a_max,
                 })
             });
-        let mut out = vec![0.0f32; rows * n];
         let panels = n.div_ceil(NR);
         let row_tiles = rows.div_ceil(MR);
         // By rows only when every task gets a whole block of rows: a task streams all the
         // weights past its rows, so a query's few dozen rows split by rows would read the
         // weights once per three rows instead of once.
         if row_tiles >= threads * 2 && rows >= ROW_BLOCK * threads {
+            let mut out = vec![0.0f32; rows * n];
             let per = (row_tiles / (threads * 4)).max(1) * MR;
             out.par_chunks_mut(n * per)
                 .zip(xq.par_chunks(pairs * per))
@@ -182,36 +182,20 @@ impl Int16Linear {
                         first_col: 0,
                     })
                 });
-        } else {
-            // Few rows: each task takes some panels of every row, into a buffer of its own.
-            let per = panels.div_ceil(threads * 2).max(1);
-            let parts: Vec<(usize, usize, Vec<f32>)> = (0..panels)
-                .step_by(per)
-                .collect::<Vec<_>>()
-                .into_par_iter()
-                .map(|first| {
-                    let last = (first + per).min(panels);
-                    let cols = ((last - first) * NR).min(n - first * NR);
-                    let mut part = vec![0.0f32; rows * cols];
-                    self.simd.vectorize(Block {
-                        w: self,
-                        xq: &xq,
-                        xs: &xs,
-                        panels: first..last,
-                        out: &mut part,
-                        width: cols,
-                        first_col: first * NR,
-                    });
-                    (first * NR, cols, part)
-                })
-                .collect();
-            for (col, cols, part) in parts {
-                for (r, src) in part.chunks_exact(cols).enumerate() {
-                    out[r * n + col..r * n + col + cols].copy_from_slice(src);
-                }
-            }
+            return out;
         }
-        out
+        // Few rows: each task takes some panels of every row, into a buffer of its own.
+        crate::linear::by_panels(rows, n, NR, |out, _, panels, width, first_col| {
+            self.simd.vectorize(Block {
+                w: self,
+                xq: &xq,
+                xs: &xs,
+                panels,
+                out,
+                width,
+                first_col,
+            })
+        })
     }
 
     /// The same arithmetic in plain scalar code: what the kernels must reproduce exactly.

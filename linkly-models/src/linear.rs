@@ -77,14 +77,29 @@ pub(crate) fn by_rows_or_panels(
 ) -> Vec<f32> {
     let threads = rayon::current_num_threads();
     let panels = n.div_ceil(panel);
-    let mut out = vec![0.0f32; rows * n];
     if rows >= call_rows * threads * 2 || threads == 1 || panels < 2 {
+        let mut out = vec![0.0f32; rows * n];
         let per = rows_per_task(rows, call_rows);
         out.par_chunks_mut(n * per)
             .enumerate()
             .for_each(|(i, out)| block(out, i * per, 0..panels, n, 0));
         return out;
     }
+    by_panels(rows, n, panel, block)
+}
+
+/// A product's `rows × n` output (panels of `panel` columns) by panels over rayon: each task
+/// computes some panels of every row with `block(out, 0, panels, width, first_col)`, into a
+/// buffer of its own copied into place: what [`by_rows_or_panels`] does for few rows.
+pub(crate) fn by_panels(
+    rows: usize,
+    n: usize,
+    panel: usize,
+    block: impl Fn(&mut [f32], usize, std::ops::Range<usize>, usize, usize) + Sync,
+) -> Vec<f32> {
+    let threads = rayon::current_num_threads();
+    let panels = n.div_ceil(panel);
+    let mut out = vec![0.0f32; rows * n];
     let per = panels.div_ceil(threads * 2).max(1);
     let parts: Vec<(usize, usize, Vec<f32>)> = (0..panels)
         .step_by(per)

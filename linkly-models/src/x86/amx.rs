@@ -7,7 +7,7 @@
 //! tile of activations by a 32 × 16 tile of weights into 16 × 16 f32 sums: 8,192 multiply-adds
 //! per instruction, where an AVX-512 FMA does 16. Sums are kept in f32, so the only error is
 //! the rounding of each input to 8 significant bits: the vectors stay within a cosine of
-//! 0.9999 of the f32 ones on the real model (a test in `embedder.rs` checks it).
+//! 0.9999 of the f32 ones on the real model (a test in `embedder/mod.rs` checks it).
 //!
 //! Each kernel call computes 32 rows × 32 columns (four accumulator tiles, two tiles of
 //! activations, two of weights: the eight tile registers) over the whole input width, in one

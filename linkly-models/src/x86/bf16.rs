@@ -8,7 +8,7 @@
 //! f32 lane), twice what one f32 FMA does, and the weights take half the memory. Sums are kept
 //! in f32, so the only error is the rounding of each input to 8 significant bits, as on AMX
 //! ([`super::amx`]): the vectors stay within a cosine of 0.9999 of the f32 ones on the real
-//! model (a test in `embedder.rs` checks it).
+//! model (a test in `embedder/mod.rs` checks it).
 //!
 //! Why `unsafe` (see [`super`]): the AVX-512 loads and stores take raw pointers, and functions
 //! compiled for AVX-512 BF16 may only be called where the CPU has it. Both are confined here,

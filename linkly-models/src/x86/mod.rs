@@ -18,7 +18,7 @@
 //! where its instructions run (`None` elsewhere), and checks every slice length its pointer
 //! arithmetic relies on before a kernel runs; each `unsafe` block says why it is sound. Tests
 //! hold each kernel to a scalar reference of the same arithmetic and to the exact f32 product,
-//! and the encoder's vectors to the f32 ones on the real model (`embedder.rs`).
+//! and the encoder's vectors to the f32 ones on the real model (`embedder/mod.rs`).
 
 #![allow(unsafe_code)]
 
