@@ -3,6 +3,8 @@
 //! the watched folders. The catalog ([`Index::catalog_page`] and friends) enumerates documents
 //! without full-text matching: stable paged listings, counts and light summaries. One
 //! [`DocFilter`] says which documents a catalog query or a search covers; it compiles to SQL.
+//! The store also keeps the tags of Markdown documents, read by the caller once per indexed
+//! version ([`Index::catch_up_tags`]), so that a tag filter reads no file ([`Index::tagged_paths`]).
 //!
 //! This is the only crate that names tantivy, and the only one that names SQLite but the
 //! gateway's own store; none of their types appear in its public API. It depends on `linkly-core`, `linkly-models` (the embedding model it runs, with
@@ -29,6 +31,7 @@ mod keywords;
 mod lexical;
 mod pipeline;
 mod store;
+mod tags;
 mod tokenizer;
 pub mod vector;
 mod watcher;

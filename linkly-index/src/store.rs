@@ -76,6 +76,13 @@ CREATE TABLE IF NOT EXISTS docs (
     dirty INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS content (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS doc_tags (
+    doc_id INTEGER NOT NULL,
+    tag TEXT NOT NULL,
+    PRIMARY KEY (doc_id, tag)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS doc_tags_by_tag ON doc_tags (tag, doc_id);
+CREATE TABLE IF NOT EXISTS doc_tag_stamps (doc_id INTEGER PRIMARY KEY, hash TEXT NOT NULL);
 ";
 
 /// Everything the store knows of one document, except its text.
@@ -742,9 +749,13 @@ impl Store {
         {
             let mut docs = tx.prepare_cached("DELETE FROM docs WHERE id = ?1")?;
             let mut content = tx.prepare_cached("DELETE FROM content WHERE id = ?1")?;
+            let mut tags = tx.prepare_cached("DELETE FROM doc_tags WHERE doc_id = ?1")?;
+            let mut stamps = tx.prepare_cached("DELETE FROM doc_tag_stamps WHERE doc_id = ?1")?;
             for id in ids {
                 docs.execute([*id as i64])?;
                 content.execute([*id as i64])?;
+                tags.execute([*id as i64])?;
+                stamps.execute([*id as i64])?;
             }
         }
         tx.commit()?;

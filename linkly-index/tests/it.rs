@@ -13,3 +13,4 @@ mod open;
 mod repair;
 mod semantic;
 mod sync_paths;
+mod tags;

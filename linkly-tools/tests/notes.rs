@@ -1102,3 +1102,42 @@ fn update_config_saves_and_applies() {
     let o = f.linkly.overview().unwrap();
     assert!(o.by_type.iter().any(|(t, n)| t == "md" && *n >= 2));
 }
+
+#[test]
+fn a_tag_filter_answers_from_the_index_not_the_notes_folder() {
+    let f = Fixture::new();
+    let owl = f.save(json!({"mode": "create", "content": "Owls hunt voles at dusk #birds"}));
+    let path = PathBuf::from(owl["path"].as_str().unwrap());
+    let found = |tags: Value| -> Vec<String> {
+        let hits = f.ok(
+            "search",
+            json!({"query": "owls voles", "tags": tags, "output_format": "json"}),
+        );
+        common::column(&hits, "results", "path")
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    };
+    let owl_path = vec![path.to_string_lossy().into_owned()];
+    // Found by its tag right after note_save returns.
+    assert_eq!(found(json!(["birds"])), owl_path);
+
+    // Rewritten on disk behind the index's back: a tag search answers from what the index
+    // holds (the folder is not read), as the text does, until a sync indexes the note again.
+    let text = fs_err::read_to_string(&path).unwrap();
+    fs_err::write(&path, text.replace("#birds", "#night")).unwrap();
+    assert_eq!(found(json!(["birds"])), owl_path);
+    assert!(found(json!(["night"])).is_empty());
+    f.sync();
+    assert!(found(json!(["birds"])).is_empty());
+    assert_eq!(found(json!(["night"])), owl_path);
+
+    // An edit through note_save: the new tag finds it at once.
+    let listed = f.notes();
+    let version = listed["items"][0]["version"].as_str().unwrap().to_string();
+    f.save(
+        json!({"mode": "edit", "note_id": owl["note_id"], "base_version": version,
+                  "content": "Owls hunt voles at dusk #night", "tags": ["hunting"]}),
+    );
+    assert_eq!(found(json!(["hunting", "night"])), owl_path);
+}

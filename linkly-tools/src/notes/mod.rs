@@ -162,16 +162,33 @@ pub(crate) fn search_restriction(
 }
 
 /// The paths of the notes that carry every tag of `tags` (normalised here), as the index
-/// stores them: the notes of a library's note-tag filter.
+/// stores them: the notes of a library's note-tag filter, or of `scope="notes"` (every note,
+/// with no tags).
+///
+/// The tags come from the index (`doc_tags`), not from the notes folder: only the notes indexed
+/// since their tags were last stored are read (after a `note_save`, the note it wrote; after
+/// an upgrade from an index without tags, every note once). A note changed on disk keeps its
+/// indexed tags until the watcher or a sync indexes it again, as its text does.
 pub(crate) fn tagged_paths(linkly: &Linkly, tags: &[String]) -> Result<Vec<String>> {
     let wanted = linkly_core::normalise_tags(tags);
-    let mut paths: Vec<String> = linkly
-        .note_store()
-        .scan()?
-        .into_iter()
-        .filter(|n| has_all(n, &wanted))
-        .filter_map(|n| n.path.to_str().map(str::to_string))
-        .collect();
-    paths.sort();
+    // Over another store (a gateway's library) there are no local notes.
+    let Ok(index) = linkly.local_index() else {
+        return Ok(Vec::new());
+    };
+    let dir = crate::library::path_key(&linkly.notes_dir());
+    index.catch_up_tags(&dir, |path| {
+        let path = Path::new(path);
+        is_note_file(path)
+            .then(|| store::read_note(path).ok().map(|n| n.tags))
+            .flatten()
+    })?;
+    let mut paths = index.tagged_paths(&dir, &wanted)?;
+    paths.retain(|p| is_note_file(Path::new(p)));
     Ok(paths)
+}
+
+/// Whether a path names a note file as the note store's scan takes it (`*.md`, any case).
+fn is_note_file(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("md"))
 }
