@@ -18,9 +18,9 @@ use std::time::Duration;
 use linkly_core::{DocType, OutlineNode, SkipReason};
 use serde::{Deserialize, Serialize};
 
-use crate::Extracted;
 use crate::child::{self, RunError};
 use crate::registry::{checked_extractor, extract_bytes};
+use crate::{Detected, Extracted, Extractor};
 
 /// How risky extractions are run: a worker command, a time budget and a memory limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,7 +190,29 @@ pub fn extract_isolated(
     path: &Path,
     bytes: &[u8],
 ) -> Result<Extracted, SkipReason> {
-    let extractor = checked_extractor(path, bytes)?;
+    extract_with_extractor(sandbox, checked_extractor(path, bytes)?, path, bytes)
+}
+
+/// [`extract_isolated`] for a file whose kind a walk decided ([`Detected`]): `bytes` (read by
+/// [`Detected::read`], after [`Detected::admit`]) are read by the extractor decided there, the
+/// content only completing that decision (see [`Detected`]), never making it again.
+pub fn extract_detected(
+    sandbox: &Sandbox,
+    detected: &Detected,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<Extracted, SkipReason> {
+    extract_with_extractor(sandbox, detected.settle(path, bytes)?, path, bytes)
+}
+
+/// Extracts with an extractor chosen and checked: in a worker or in-process (see
+/// [`extract_isolated`]).
+fn extract_with_extractor(
+    sandbox: &Sandbox,
+    extractor: &'static dyn Extractor,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<Extracted, SkipReason> {
     let risky = extractor.isolate() || (bytes.len() as u64 > ISOLATE_ABOVE && !extractor.slow());
     match &sandbox.worker {
         Some((program, args)) if risky => {
