@@ -76,6 +76,10 @@ struct WireRequest {
     /// The transcription switches (audio, video); absent means both on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     transcribe: Option<(bool, bool)>,
+    /// The extractor the parent chose, by its first extension: the worker reads the file with
+    /// it instead of deciding again. Absent: the worker decides ([`crate::extract_path_with`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    format: Option<String>,
 }
 
 /// [`crate::ocr::OcrOptions`] on the wire.
@@ -219,7 +223,7 @@ fn extract_with_extractor(
             let timeout = extractor
                 .worker_timeout(&crate::Input { path, bytes })
                 .unwrap_or(sandbox.timeout);
-            run_in_worker(program, args, sandbox, timeout, path, extractor.doc_type())
+            run_in_worker(program, args, sandbox, timeout, path, extractor)
         }
         _ => extract_bytes(extractor, path, bytes, &sandbox.options),
     }
@@ -242,8 +246,9 @@ fn run_in_worker(
     sandbox: &Sandbox,
     timeout: Duration,
     path: &Path,
-    doc_type: DocType,
+    extractor: &dyn Extractor,
 ) -> Result<Extracted, SkipReason> {
+    let doc_type = extractor.doc_type();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let cmd = child::command(program, &args, sandbox.memory_limit);
     let ocr = &sandbox.options.ocr;
@@ -257,6 +262,7 @@ fn run_in_worker(
         }),
         speech_model: sandbox.options.speech.model.clone(),
         transcribe: Some((sandbox.options.speech.audio, sandbox.options.speech.video)),
+        format: Some(extractor.extensions()[0].to_string()),
     })
     .unwrap_or_default();
     let finished = match child::run(cmd, Some(&request), timeout, MAX_OUTPUT) {
@@ -339,6 +345,21 @@ fn parse_output(out: &[u8]) -> Result<WireResult, String> {
     }
 }
 
+/// The worker's extraction of a file with the extractor its parent chose (and whose size the
+/// parent checked): read whole, empty or unreadable said as such.
+fn extract_file_as(
+    extractor: &'static dyn Extractor,
+    path: &Path,
+    options: &crate::ExtractOptions,
+) -> Result<Extracted, SkipReason> {
+    let bytes = fs_err::read(path)
+        .map_err(|e| SkipReason::new(SkipReason::CORRUPT, format!("cannot read file: {e}")))?;
+    if bytes.is_empty() {
+        return Err(SkipReason::new(SkipReason::EMPTY, "the file has no bytes"));
+    }
+    extract_bytes(extractor, path, &bytes, options)
+}
+
 /// Writes a line to stderr (the parent shows the last one in its skip reason).
 macro_rules! worker_note {
     ($($arg:tt)*) => {{
@@ -379,7 +400,14 @@ pub fn run_worker() -> i32 {
         options.speech.audio = audio;
         options.speech.video = video;
     }
-    let result = crate::extract_path_with(&request.path, &options);
+    let chosen = request
+        .format
+        .as_deref()
+        .and_then(|f| crate::extractor_for(Path::new(&format!("x.{f}"))));
+    let result = match chosen {
+        Some(extractor) => extract_file_as(extractor, &request.path, &options),
+        None => crate::extract_path_with(&request.path, &options),
+    };
     let wire = WireResult::from_result(result);
     let mut json = match serde_json::to_vec(&wire) {
         Ok(j) => j,
