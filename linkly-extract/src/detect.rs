@@ -10,7 +10,10 @@
 //! There is no table of extensions here: the extractors' own
 //! [`crate::Extractor::extensions`] in [`crate::formats::FORMATS`] are the one table.
 
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+
+use linkly_core::{DocType, SkipReason};
 
 use crate::Extractor;
 use crate::formats::FORMATS;
@@ -80,9 +83,18 @@ fn by_extension(ext: &str) -> Option<&'static dyn Extractor> {
 /// Given only a head, a zip package whose part names lie further on is answered with the DOCX
 /// extractor as the stand-in for its family; extraction, which reads the whole file, decides.
 pub fn detect(path: &Path, head: &[u8]) -> Option<&'static dyn Extractor> {
-    let by_ext = crate::extractor_for(path);
+    decide(crate::extractor_for(path), path, head).map(|(e, _)| e)
+}
+
+/// [`detect`] given the extension's extractor (`by_ext`, looked up once by the caller); also
+/// says what the content showed.
+fn decide(
+    by_ext: Option<&'static dyn Extractor>,
+    path: &Path,
+    head: &[u8],
+) -> Option<(&'static dyn Extractor, Option<Sniffed>)> {
     let sniffed = sniff(head);
-    match (by_ext, sniffed) {
+    let extractor = match (by_ext, sniffed) {
         (Some(e), Some(s)) if !s.read_by(e) => {
             tracing::debug!(path = %path.display(), content = ?s, "extension and content disagree: content wins");
             s.extractor().or(Some(e))
@@ -91,6 +103,133 @@ pub fn detect(path: &Path, head: &[u8]) -> Option<&'static dyn Extractor> {
         (None, Some(s)) if s.is_document() || path.extension().is_none() => s.extractor(),
         (None, None) if path.extension().is_none() => text_kind(head),
         (None, _) => None,
+    }?;
+    Some((extractor, sniffed))
+}
+
+/// How many bytes [`Detected::at_walk`] reads of a file without an extension to recognise it.
+const WALK_HEAD: u64 = 4096;
+
+/// What a file is — the extractor that reads it, its type and, when they were read to tell,
+/// its first bytes — decided once, where a sync first meets the file, and carried to its
+/// extraction ([`crate::extract_detected`]), so the head is read once, the type decided once
+/// and the size cap checked once.
+///
+/// The walk decides by the name when it has an extension (no file is opened for it) and by the
+/// first bytes when it has none. What the walk could not see is completed, not decided again,
+/// when the bytes are read: a name-decided file's content is checked against its extension
+/// (a PDF named `.docx` is read as PDF), and a zip package whose part names lie past the head
+/// is told apart by the whole file.
+#[derive(Clone)]
+pub struct Detected {
+    /// The extractor; `None` for a type indexed by name only ([`crate::NAME_ONLY`]).
+    extractor: Option<&'static dyn Extractor>,
+    doc_type: DocType,
+    /// The first bytes, when the walk read them (a file without an extension).
+    head: Option<Vec<u8>>,
+    /// True while the content may still change the extractor: decided by the name alone, or
+    /// by a head that shows a zip package.
+    open: bool,
+}
+
+impl std::fmt::Debug for Detected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Detected")
+            .field("extractor", &self.extractor.map(|e| e.extensions()[0]))
+            .field("doc_type", &self.doc_type)
+            .field("head", &self.head.as_ref().map(Vec::len))
+            .field("open", &self.open)
+            .finish()
+    }
+}
+
+impl Detected {
+    /// What a walk learns of the file at `path`: by its extension ([`crate::doc_type_for`]),
+    /// or, without one, by its first 4 KiB (read here, and kept). `None`: Linkly does not
+    /// index it (an unknown extension, unreadable, or content no extractor reads).
+    pub fn at_walk(path: &Path) -> Option<Detected> {
+        if path.extension().is_some() {
+            let doc_type = crate::doc_type_for(path)?;
+            return Some(Detected {
+                extractor: crate::extractor_for(path),
+                doc_type,
+                head: None,
+                open: true,
+            });
+        }
+        let mut head = Vec::with_capacity(WALK_HEAD as usize);
+        std::fs::File::open(path)
+            .ok()?
+            .take(WALK_HEAD)
+            .read_to_end(&mut head)
+            .ok()?;
+        let (extractor, sniffed) = decide(None, path, &head)?;
+        Some(Detected {
+            extractor: Some(extractor),
+            doc_type: extractor.doc_type(),
+            head: Some(head),
+            open: matches!(sniffed, Some(Sniffed::Zip(_))),
+        })
+    }
+
+    /// The document's type (by name, or by content for a file without an extension): the type
+    /// of its record when it is skipped.
+    pub fn doc_type(&self) -> DocType {
+        self.doc_type
+    }
+
+    /// True when its extractor is slow (OCR, transcription): a sync extracts it after the rest.
+    pub fn slow(&self) -> bool {
+        self.extractor.is_some_and(|e| e.slow())
+    }
+
+    /// Whether a file of `len` bytes is to be read at all: no extractor (`unsupported_format`)
+    /// or over the extractor's cap (`too_large`) are told before a byte is read.
+    pub fn admit(&self, path: &Path, len: u64) -> Result<(), SkipReason> {
+        match self.extractor {
+            None => Err(crate::unsupported(path)),
+            Some(e) if len > e.max_bytes() => Err(crate::too_large(e, len)),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// The file's bytes: the head the walk read, then the rest, read now (a file rewritten
+    /// since is read as the walk saw its start; its new modification time has the next sync
+    /// read it again).
+    pub fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        let Some(head) = &self.head else {
+            return fs_err::read(path);
+        };
+        let mut file = fs_err::File::open(path)?;
+        file.seek(SeekFrom::Start(head.len() as u64))?;
+        let mut bytes = head.clone();
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// The extractor of the whole file `bytes`: the walk's, unless the content completes the
+    /// decision (see the type's doc); an empty file or one over the cap of an extractor the
+    /// content chose is skipped.
+    pub(crate) fn settle(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+    ) -> Result<&'static dyn Extractor, SkipReason> {
+        let Some(extractor) = self.extractor else {
+            return Err(crate::unsupported(path));
+        };
+        if bytes.is_empty() {
+            return Err(SkipReason::new(SkipReason::EMPTY, "the file has no bytes"));
+        }
+        if !self.open {
+            return Ok(extractor);
+        }
+        let by_ext = self.head.is_none().then_some(extractor);
+        let settled = decide(by_ext, path, bytes).map_or(extractor, |(e, _)| e);
+        if !std::ptr::addr_eq(settled, extractor) && bytes.len() as u64 > settled.max_bytes() {
+            return Err(crate::too_large(settled, bytes.len() as u64));
+        }
+        Ok(settled)
     }
 }
 

@@ -18,9 +18,9 @@ use std::time::Duration;
 use linkly_core::{DocType, OutlineNode, SkipReason};
 use serde::{Deserialize, Serialize};
 
-use crate::Extracted;
 use crate::child::{self, RunError};
 use crate::registry::{checked_extractor, extract_bytes};
+use crate::{Detected, Extracted, Extractor};
 
 /// How risky extractions are run: a worker command, a time budget and a memory limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +76,10 @@ struct WireRequest {
     /// The transcription switches (audio, video); absent means both on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     transcribe: Option<(bool, bool)>,
+    /// The extractor the parent chose, by its first extension: the worker reads the file with
+    /// it instead of deciding again. Absent: the worker decides ([`crate::extract_path_with`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    format: Option<String>,
 }
 
 /// [`crate::ocr::OcrOptions`] on the wire.
@@ -190,14 +194,36 @@ pub fn extract_isolated(
     path: &Path,
     bytes: &[u8],
 ) -> Result<Extracted, SkipReason> {
-    let extractor = checked_extractor(path, bytes)?;
+    extract_with_extractor(sandbox, checked_extractor(path, bytes)?, path, bytes)
+}
+
+/// [`extract_isolated`] for a file whose kind a walk decided ([`Detected`]): `bytes` (read by
+/// [`Detected::read`], after [`Detected::admit`]) are read by the extractor decided there, the
+/// content only completing that decision (see [`Detected`]), never making it again.
+pub fn extract_detected(
+    sandbox: &Sandbox,
+    detected: &Detected,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<Extracted, SkipReason> {
+    extract_with_extractor(sandbox, detected.settle(path, bytes)?, path, bytes)
+}
+
+/// Extracts with an extractor chosen and checked: in a worker or in-process (see
+/// [`extract_isolated`]).
+fn extract_with_extractor(
+    sandbox: &Sandbox,
+    extractor: &'static dyn Extractor,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<Extracted, SkipReason> {
     let risky = extractor.isolate() || (bytes.len() as u64 > ISOLATE_ABOVE && !extractor.slow());
     match &sandbox.worker {
         Some((program, args)) if risky => {
             let timeout = extractor
                 .worker_timeout(&crate::Input { path, bytes })
                 .unwrap_or(sandbox.timeout);
-            run_in_worker(program, args, sandbox, timeout, path, extractor.doc_type())
+            run_in_worker(program, args, sandbox, timeout, path, extractor)
         }
         _ => extract_bytes(extractor, path, bytes, &sandbox.options),
     }
@@ -220,8 +246,9 @@ fn run_in_worker(
     sandbox: &Sandbox,
     timeout: Duration,
     path: &Path,
-    doc_type: DocType,
+    extractor: &dyn Extractor,
 ) -> Result<Extracted, SkipReason> {
+    let doc_type = extractor.doc_type();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let cmd = child::command(program, &args, sandbox.memory_limit);
     let ocr = &sandbox.options.ocr;
@@ -235,6 +262,7 @@ fn run_in_worker(
         }),
         speech_model: sandbox.options.speech.model.clone(),
         transcribe: Some((sandbox.options.speech.audio, sandbox.options.speech.video)),
+        format: Some(extractor.extensions()[0].to_string()),
     })
     .unwrap_or_default();
     let finished = match child::run(cmd, Some(&request), timeout, MAX_OUTPUT) {
@@ -317,6 +345,21 @@ fn parse_output(out: &[u8]) -> Result<WireResult, String> {
     }
 }
 
+/// The worker's extraction of a file with the extractor its parent chose (and whose size the
+/// parent checked): read whole, empty or unreadable said as such.
+fn extract_file_as(
+    extractor: &'static dyn Extractor,
+    path: &Path,
+    options: &crate::ExtractOptions,
+) -> Result<Extracted, SkipReason> {
+    let bytes = fs_err::read(path)
+        .map_err(|e| SkipReason::new(SkipReason::CORRUPT, format!("cannot read file: {e}")))?;
+    if bytes.is_empty() {
+        return Err(SkipReason::new(SkipReason::EMPTY, "the file has no bytes"));
+    }
+    extract_bytes(extractor, path, &bytes, options)
+}
+
 /// Writes a line to stderr (the parent shows the last one in its skip reason).
 macro_rules! worker_note {
     ($($arg:tt)*) => {{
@@ -357,7 +400,14 @@ pub fn run_worker() -> i32 {
         options.speech.audio = audio;
         options.speech.video = video;
     }
-    let result = crate::extract_path_with(&request.path, &options);
+    let chosen = request
+        .format
+        .as_deref()
+        .and_then(|f| crate::extractor_for(Path::new(&format!("x.{f}"))));
+    let result = match chosen {
+        Some(extractor) => extract_file_as(extractor, &request.path, &options),
+        None => crate::extract_path_with(&request.path, &options),
+    };
     let wire = WireResult::from_result(result);
     let mut json = match serde_json::to_vec(&wire) {
         Ok(j) => j,

@@ -27,9 +27,9 @@ pub mod ocr;
 mod options;
 mod registry;
 
-pub use crate::detect::detect;
+pub use crate::detect::{Detected, detect};
 pub use crate::error::{Error, Result};
-pub use crate::isolate::{ISOLATE_ABOVE, Sandbox, extract_isolated, run_worker};
+pub use crate::isolate::{ISOLATE_ABOVE, Sandbox, extract_detected, extract_isolated, run_worker};
 pub use crate::options::{ExtractOptions, SpeechOptions};
 pub use crate::registry::{
     Extracted, Extractor, Input, MAX_TEXT_BYTES, NAME_ONLY, doc_type_for, extract_loaded,

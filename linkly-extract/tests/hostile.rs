@@ -10,7 +10,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use linkly_core::{DocType, SkipReason};
-use linkly_extract::{Extracted, detect, extract_loaded, extract_path};
+use linkly_extract::{
+    Detected, Extracted, Sandbox, detect, extract_detected, extract_loaded, extract_path,
+};
 
 /// Runs `f` on its own thread and fails when it has not returned within `secs` seconds (a
 /// watchdog against hangs, not a speed check: a linear parser takes well under a second).
@@ -200,6 +202,58 @@ fn a_mislabelled_file_is_read_as_what_it_is() {
         (e.doc_type, e.text.as_str()),
         (DocType::Docx, "Word, not Excel")
     );
+}
+
+/// What a walk decides of a file ([`Detected::at_walk`]) is what its extraction uses: the name
+/// decides when there is an extension (the content still shows a mislabelled file), the head
+/// when there is none, and that decision is not taken again from the bytes extracted.
+#[test]
+fn the_walk_decides_once_what_a_file_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::in_process();
+    let put = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let extract = |path: &Path, d: &Detected| {
+        d.admit(path, std::fs::metadata(path).unwrap().len())?;
+        let bytes = d.read(path).unwrap();
+        extract_detected(&sandbox, d, path, &bytes)
+    };
+
+    // By name; the content completes it: a PDF named .docx is read as PDF.
+    let fake = put("fake.docx", &pdf("Hello from a mislabelled file"));
+    let d = Detected::at_walk(&fake).unwrap();
+    assert_eq!(d.doc_type(), DocType::Docx);
+    assert_eq!(extract(&fake, &d).unwrap().doc_type, DocType::Pdf);
+
+    // By the head: the walk read it as text, and the bytes given to the extraction (a PDF
+    // now) do not make it decide again.
+    let notes = put("NOTES", b"Remember the milk.\n");
+    let d = Detected::at_walk(&notes).unwrap();
+    assert_eq!(d.doc_type(), DocType::Txt);
+    assert_eq!(
+        extract(&notes, &d).unwrap().text,
+        "Remember the milk.",
+        "the head is read once: the walk's bytes"
+    );
+    let e = extract_detected(&sandbox, &d, &notes, b"%PDF-1.4 not really\n").unwrap();
+    assert_eq!(
+        (e.doc_type, e.text.as_str()),
+        (DocType::Txt, "%PDF-1.4 not really")
+    );
+
+    // Not indexed at all: an unknown extension, binary junk without one.
+    assert!(Detected::at_walk(&put("main.rs", b"fn main() {}")).is_none());
+    assert!(Detected::at_walk(&put("blob", b"\x00\x01\x02\xFF\xFE binary")).is_none());
+
+    // The cap is told before a byte is read, by the walk's extractor.
+    let big = put("big.csv", b"a,b\n");
+    let d = Detected::at_walk(&big).unwrap();
+    let skip = d.admit(&big, 17 * 1024 * 1024).unwrap_err();
+    assert_eq!(skip.code, SkipReason::TOO_LARGE);
+    assert!(d.admit(&big, 4).is_ok());
 }
 
 #[test]

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, UNIX_EPOCH};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use linkly_core::{DocType, char_count, now_millis, word_count};
+use linkly_core::{char_count, now_millis, word_count};
+use linkly_extract::Detected;
 use sha2::{Digest, Sha256};
 
 use crate::lexical::LexicalDoc;
@@ -48,11 +49,6 @@ pub(crate) fn searchable(text: &str, max: usize) -> &str {
 const LAST_RECONCILE: &str = "last_reconcile_at";
 /// `meta` key: when the last sync of any kind finished (Unix ms).
 const LAST_SYNC: &str = "last_sync_at";
-
-/// True for files of a slow format (images: OCR), which a sync extracts after all the others.
-fn is_slow(path: &Path) -> bool {
-    linkly_extract::extractor_for(path).is_some_and(|e| e.slow())
-}
 
 /// What a sync is doing, for progress displays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +131,8 @@ struct Candidate {
     size: u64,
     modified_at: i64,
     previous: Option<FileState>,
+    /// What the file is, decided by the walk and carried to its extraction.
+    detected: Detected,
 }
 
 pub(crate) struct Prepared {
@@ -223,9 +221,15 @@ fn exclusion_set(patterns: &[String]) -> GlobSet {
     b.build().unwrap_or_else(|_| GlobSet::empty())
 }
 
+/// What the walk hands on for each file it admits: the path, its metadata and what it is.
+type Found<'a> = dyn FnMut(PathBuf, std::fs::Metadata, Detected) + 'a;
+
 /// Walks the watched folders: files of known doc types, hidden files, `.gitignore`d paths and
 /// exclusions left out.
-pub(crate) fn walk(opts: &SyncOptions, mut found: impl FnMut(PathBuf, std::fs::Metadata)) {
+pub(crate) fn walk(
+    opts: &SyncOptions,
+    mut found: impl FnMut(PathBuf, std::fs::Metadata, Detected),
+) {
     let excluded = exclusion_set(&opts.exclude);
     for root in &opts.roots {
         walk_from(root, root, None, &excluded, &mut found);
@@ -239,7 +243,7 @@ fn walk_from(
     root: &Path,
     max_depth: Option<usize>,
     excluded: &GlobSet,
-    found: &mut dyn FnMut(PathBuf, std::fs::Metadata),
+    found: &mut Found<'_>,
 ) {
     let root_for_filter = root.to_path_buf();
     let excluded = excluded.clone();
@@ -276,16 +280,13 @@ fn walk_from(
             continue;
         }
         let path = entry.into_path();
-        let known = match path.extension() {
-            Some(_) => linkly_extract::doc_type_for(&path).is_some(),
-            // No extension: a document recognised by its content (a DOCX saved as `report`).
-            None => head(&path).is_some_and(|h| linkly_extract::detect(&path, &h).is_some()),
-        };
-        if !known {
+        // Known by its extension, or (none) a document recognised by its content (a DOCX saved
+        // as `report`): decided here, once.
+        let Some(detected) = Detected::at_walk(&path) else {
             continue;
-        }
+        };
         if let Ok(meta) = fs_err::metadata(&path) {
-            found(path, meta);
+            found(path, meta, detected);
         }
     }
 }
@@ -402,45 +403,19 @@ fn mtime_millis(meta: &std::fs::Metadata) -> i64 {
         .unwrap_or(0)
 }
 
-/// The first bytes of a file, for content detection.
-fn head(path: &Path) -> Option<Vec<u8>> {
-    use std::io::Read as _;
-    let mut buf = Vec::with_capacity(4096);
-    std::fs::File::open(path)
-        .ok()?
-        .take(4096)
-        .read_to_end(&mut buf)
-        .ok()?;
-    Some(buf)
-}
-
 fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
-    // The extension's extractor, else (no extension) the one the content shows.
-    let extractor = linkly_extract::extractor_for(&c.path).or_else(|| {
-        c.path
-            .extension()
-            .is_none()
-            .then(|| head(&c.path))
-            .flatten()
-            .and_then(|h| linkly_extract::detect(&c.path, &h))
-    });
-    let doc_type = linkly_extract::doc_type_for(&c.path)
-        .or(extractor.map(|e| e.doc_type()))
-        .unwrap_or(DocType::Txt);
+    let doc_type = c.detected.doc_type();
     let stat_hash = || format!("stat:{}:{}", c.size, c.modified_at);
-    let (hash, result) = match extractor {
-        _ if c.path.to_str().is_none() => (
-            stat_hash(),
-            Err(linkly_core::SkipReason::new(
-                linkly_core::SkipReason::NON_UTF8_PATH,
-                "the file name is not valid UTF-8; rename the file to have it read",
-            )),
-        ),
-        None => (stat_hash(), Err(linkly_extract::unsupported(&c.path))),
-        Some(e) if c.size > e.max_bytes() => {
-            (stat_hash(), Err(linkly_extract::too_large(e, c.size)))
-        }
-        Some(_) => match fs_err::read(&c.path) {
+    let admitted = match c.path.to_str() {
+        None => Err(linkly_core::SkipReason::new(
+            linkly_core::SkipReason::NON_UTF8_PATH,
+            "the file name is not valid UTF-8; rename the file to have it read",
+        )),
+        Some(_) => c.detected.admit(&c.path, c.size),
+    };
+    let (hash, result) = match admitted {
+        Err(reason) => (stat_hash(), Err(reason)),
+        Ok(()) => match c.detected.read(&c.path) {
             Ok(bytes) => {
                 let hash = format!("{:x}", Sha256::digest(&bytes));
                 if let Some(prev) = &c.previous
@@ -451,7 +426,7 @@ fn prepare(c: Candidate, sandbox: &linkly_extract::Sandbox) -> Work {
                 }
                 (
                     hash,
-                    linkly_extract::extract_isolated(sandbox, &c.path, &bytes),
+                    linkly_extract::extract_detected(sandbox, &c.detected, &c.path, &bytes),
                 )
             }
             Err(e) => (
@@ -637,49 +612,53 @@ impl Index {
         // of the key: a sixth of the memory of the keys themselves, on 100,000 files.
         let mut seen: HashSet<u128> = HashSet::new();
         let mut states;
-        let mut consider =
-            |states: &mut HashMap<String, FileState>, path: PathBuf, meta: std::fs::Metadata| {
-                // A name that is not UTF-8 is listed under a lossy key, by name only (see
-                // `SkipReason::NON_UTF8_PATH`).
-                let key = path_key(&path);
-                if !seen.insert(key_digest(&key)) {
-                    return;
-                }
-                let size = meta.len();
-                let modified_at = mtime_millis(&meta);
-                let previous = states.remove(&key);
-                if let Some(prev) = &previous
-                    && !prev.dirty
-                    && prev.size == size
-                    && prev.modified_at == modified_at
-                    && !(prev.hash.ends_with(OCR_PENDING) && ocr_ready())
-                    && !(prev.hash.ends_with(SPEECH_PENDING) && speech_ready())
-                    && !(prev.hash.ends_with(SPEECH_OFF)
-                        && linkly_extract::doc_type_for(&path)
-                            .is_some_and(|t| opts.sandbox.options.speech.allows(t)))
-                {
-                    report.unchanged += 1;
-                    return;
-                }
-                candidates.push(Candidate {
-                    path,
-                    size,
-                    modified_at,
-                    previous,
+        let mut consider = |states: &mut HashMap<String, FileState>,
+                            path: PathBuf,
+                            meta: std::fs::Metadata,
+                            detected: Detected| {
+            // A name that is not UTF-8 is listed under a lossy key, by name only (see
+            // `SkipReason::NON_UTF8_PATH`).
+            let key = path_key(&path);
+            if !seen.insert(key_digest(&key)) {
+                return;
+            }
+            let size = meta.len();
+            let modified_at = mtime_millis(&meta);
+            let previous = states.remove(&key);
+            if let Some(prev) = &previous
+                && !prev.dirty
+                && prev.size == size
+                && prev.modified_at == modified_at
+                && !(prev.hash.ends_with(OCR_PENDING) && ocr_ready())
+                && !(prev.hash.ends_with(SPEECH_PENDING) && speech_ready())
+                && !(prev.hash.ends_with(SPEECH_OFF)
+                    && opts.sandbox.options.speech.allows(detected.doc_type()))
+            {
+                report.unchanged += 1;
+                return;
+            }
+            candidates.push(Candidate {
+                path,
+                size,
+                modified_at,
+                previous,
+                detected,
+            });
+            if candidates.len() % 1000 == 0 {
+                progress(&Progress {
+                    phase: Phase::Scanning,
+                    done: seen.len() as u64,
+                    total: seen.len() as u64,
+                    bytes: 0,
                 });
-                if candidates.len() % 1000 == 0 {
-                    progress(&Progress {
-                        phase: Phase::Scanning,
-                        done: seen.len() as u64,
-                        total: seen.len() as u64,
-                        bytes: 0,
-                    });
-                }
-            };
+            }
+        };
         let deleted: Vec<u64> = match paths {
             None => {
                 states = self.store.file_states()?;
-                walk(opts, |path, meta| consider(&mut states, path, meta));
+                walk(opts, |path, meta, detected| {
+                    consider(&mut states, path, meta, detected)
+                });
                 // Whatever is left in `states` was not seen: deleted, or under a folder no
                 // longer watched. Files under a watched folder that is missing right now (an
                 // unmounted disk) are kept.
@@ -711,15 +690,21 @@ impl Index {
                     .collect();
                 states = self.store.file_states_in(&exact, &dirs)?;
                 for (dir, (root, files)) in &scope.files {
-                    walk_from(dir, root, Some(1), &excluded, &mut |path, meta| {
-                        if files.contains(&path) {
-                            consider(&mut states, path, meta);
-                        }
-                    });
+                    walk_from(
+                        dir,
+                        root,
+                        Some(1),
+                        &excluded,
+                        &mut |path, meta, detected| {
+                            if files.contains(&path) {
+                                consider(&mut states, path, meta, detected);
+                            }
+                        },
+                    );
                 }
                 for (dir, root) in &scope.trees {
-                    walk_from(dir, root, None, &excluded, &mut |path, meta| {
-                        consider(&mut states, path, meta);
+                    walk_from(dir, root, None, &excluded, &mut |path, meta, detected| {
+                        consider(&mut states, path, meta, detected);
                     });
                 }
                 // What was named or lay below a named folder and was not seen is gone (or is
@@ -781,7 +766,7 @@ impl Index {
     ) -> Result<()> {
         // Slow formats (OCR) last: keyword search of everything else never waits for them.
         // The sort is stable, so walk order stays within each group.
-        candidates.sort_by_key(|c| is_slow(&c.path));
+        candidates.sort_by_key(|c| c.detected.slow());
         let total = candidates.len() as u64;
         progress(&Progress {
             phase: Phase::Indexing,
@@ -813,7 +798,7 @@ impl Index {
             // Every file costs a little, so a folder of empty files is bounded too.
             |c| c.size + 4096,
             |c| {
-                let slow = is_slow(&c.path);
+                let slow = c.detected.slow();
                 (prepare(c, sandbox), slow)
             },
             |(work, slow)| {
@@ -1008,7 +993,7 @@ impl<'a> BatchWriter<'a> {
 mod tests {
     use std::time::{Duration, SystemTime};
 
-    use linkly_core::DocId;
+    use linkly_core::{DocId, DocType};
 
     use super::*;
 
@@ -1173,6 +1158,39 @@ mod tests {
         assert_eq!(f.matches("alpha"), 1);
     }
 
+    #[test]
+    fn a_file_rewritten_after_the_walk_is_extracted_as_the_walk_decided() {
+        let f = Fixture::new();
+        let notes = f.docs.join("NOTES");
+        fs_err::write(&notes, "Plain words about the harbour.\n").unwrap();
+        let mut found = Vec::new();
+        walk(&f.opts, |path, meta, detected| {
+            if path == notes {
+                found.push((path, meta, detected));
+            }
+        });
+        let (path, meta, detected) = found.pop().expect("admitted by its content");
+        assert_eq!(detected.doc_type(), DocType::Txt);
+        // Its start now says PDF: a prepare that read the head again would decide again.
+        fs_err::write(&notes, "%PDF-1.4\n").unwrap();
+        let c = Candidate {
+            path,
+            size: meta.len(),
+            modified_at: mtime_millis(&meta),
+            previous: None,
+            detected,
+        };
+        let Work::Index(p) = prepare(c, &f.opts.sandbox) else {
+            panic!("a new file is indexed");
+        };
+        assert_eq!(p.doc.skip_reason, None);
+        assert_eq!(p.doc.doc_type, DocType::Txt);
+        assert!(
+            matches!(&p.doc.text, StoredText::Plain(t) if t.contains("harbour")),
+            "the text the walk saw"
+        );
+    }
+
     /// Prepares new files of the fixture's folder as a sync would.
     fn prepared(f: &Fixture, names: &[&str]) -> Vec<Work> {
         names
@@ -1182,6 +1200,7 @@ mod tests {
                 fs_err::write(&path, format!("# {name}\n\ncharlie words of {name}\n")).unwrap();
                 let meta = fs_err::metadata(&path).unwrap();
                 let c = Candidate {
+                    detected: Detected::at_walk(&path).unwrap(),
                     path,
                     size: meta.len(),
                     modified_at: mtime_millis(&meta),
