@@ -2,8 +2,13 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use linkly_tools::{GrepMode, ImageText, ListScope, ListSort, NoteMode, SearchScope, TimeSort};
+use serde_json::Value;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use linkly_tools::{
+    ExploreParams, FindPathsParams, GrepParams, ListParams, NoteSaveParams, OutlineParams,
+    ReadParams, SearchParams,
+};
 
 /// Search documents and take notes from the terminal.
 #[derive(Debug, Parser)]
@@ -52,7 +57,8 @@ pub(crate) enum Command {
     /// Find documents.
     Search(SearchArgs),
     /// Show the outline of documents.
-    Outline(OutlineArgs),
+    #[command(after_help = "An id `-` reads ids from stdin, one per line.")]
+    Outline(OutlineParams),
     /// Search one or more documents' lines with a regular expression.
     Grep(GrepArgs),
     /// Read line ranges of one or more documents.
@@ -60,16 +66,16 @@ pub(crate) enum Command {
     /// List the libraries with their ids and document counts.
     ListLibraries,
     /// Overview of all indexed content or of one library.
-    Explore(ExploreArgs),
+    Explore(ExploreParams),
     /// Find folders by name (feeds `search --path-glob`).
-    FindPaths(FindPathsArgs),
+    FindPaths(FindPathsParams),
     /// List the files of a folder or library, or the notes.
     List(ListArgs),
     /// Manage libraries: named sets of folders.
     #[command(subcommand)]
     Library(LibraryCommand),
     /// Create a note, or edit one with compare-and-swap versions.
-    NoteSave(NoteSaveArgs),
+    NoteSave(NoteSaveParams),
     /// Call any tool by name with its JSON arguments, as an MCP client does
     /// (`linkly call grep '{"pattern": "TODO", "doc_id": "local://3"}'`): the answer is printed
     /// as the tool gives it. The tools and their parameters: docs/tools.md.
@@ -191,96 +197,58 @@ pub(crate) struct DoctorArgs {
     pub(crate) fix: bool,
 }
 
-#[derive(Debug, Args)]
-pub(crate) struct SearchArgs {
-    /// Keywords or a phrase.
-    pub(crate) query: String,
-    /// Maximum results (1–50, default 20).
-    #[arg(long)]
-    pub(crate) limit: Option<i64>,
-    /// Document types, comma-separated (pdf,docx,md,...).
-    #[arg(long = "type", value_name = "TYPES")]
-    pub(crate) doc_types: Option<String>,
-    /// A library name or `local://<id>`.
-    #[arg(long)]
-    pub(crate) library: Option<String>,
-    /// A substring glob on the absolute path.
-    #[arg(long)]
-    pub(crate) path_glob: Option<String>,
-    /// Modified at or after (ISO 8601, UTC, inclusive).
-    #[arg(long)]
-    pub(crate) modified_after: Option<String>,
-    /// Modified at or before (ISO 8601, UTC, inclusive).
-    #[arg(long)]
-    pub(crate) modified_before: Option<String>,
-    /// Re-order the results by time.
-    #[arg(long, value_enum)]
-    pub(crate) time_sort: Option<TimeSort>,
-    /// `folder` (default) or `notes`.
-    #[arg(long, value_enum)]
-    pub(crate) scope: Option<SearchScope>,
-    /// Note tags, comma-separated (AND).
-    #[arg(long)]
-    pub(crate) tags: Option<String>,
+/// The command line as typed: [`Cli`] read with [`command`]'s help (a usage error exits).
+pub(crate) fn parse() -> Cli {
+    Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit())
 }
 
-#[derive(Debug, Args)]
-pub(crate) struct OutlineArgs {
-    /// Document ids (`local://12` or `12`); `-` reads ids from stdin, one per line.
-    #[arg(required = true)]
-    pub(crate) ids: Vec<String>,
-    /// Node ids to expand, comma-separated (`2,3.1`).
-    #[arg(long)]
-    pub(crate) expand: Option<String>,
+/// The command line: [`Cli`], each tool parameter's help (its doc comment, the schema's
+/// description) followed by the bounds and default its tool's schema gives (`1–50, default
+/// 20`), so those too are declared once, in the tool.
+pub(crate) fn command() -> clap::Command {
+    let mut cmd = Cli::command();
+    for spec in linkly_tools::TOOLS {
+        let name = spec.name.replace('_', "-");
+        if cmd.find_subcommand(&name).is_none() {
+            continue;
+        }
+        let schema = (spec.input_schema)();
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+            continue;
+        };
+        cmd = cmd.mut_subcommand(&name, |mut sub| {
+            for (id, property) in properties {
+                let Some(note) = bounds_and_default(property) else {
+                    continue;
+                };
+                if sub.get_arguments().any(|a| a.get_id() == id.as_str()) {
+                    sub = sub.mut_arg(id, |arg| {
+                        let help = arg.get_help().map(ToString::to_string);
+                        arg.help(format!("{} ({note})", help.unwrap_or_default()))
+                    });
+                }
+            }
+            sub
+        });
+    }
+    cmd
 }
 
-#[derive(Debug, Args)]
-pub(crate) struct GrepArgs {
-    /// A regular expression (Rust regex syntax).
-    pub(crate) pattern: String,
-    /// Document ids; `-` reads ids from stdin.
-    #[arg(required = true)]
-    pub(crate) ids: Vec<String>,
-    /// Context lines before and after (0–50, default 3).
-    #[arg(short = 'C', long)]
-    pub(crate) context: Option<i64>,
-    /// Context lines before.
-    #[arg(short = 'B', long)]
-    pub(crate) before: Option<i64>,
-    /// Context lines after.
-    #[arg(short = 'A', long)]
-    pub(crate) after: Option<i64>,
-    /// Case-insensitive.
-    #[arg(short = 'i', long)]
-    pub(crate) ignore_case: bool,
-    /// `content` (default) or `count`.
-    #[arg(long, value_enum)]
-    pub(crate) mode: Option<GrepMode>,
-    /// Matching lines returned (1–100, default 20).
-    #[arg(long)]
-    pub(crate) limit: Option<i64>,
-    /// Matching lines skipped.
-    #[arg(long)]
-    pub(crate) offset: Option<i64>,
-    /// Tolerate stray whitespace inside matches (default: on for PDF).
-    #[arg(long, value_name = "true|false")]
-    pub(crate) fuzzy_whitespace: Option<bool>,
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct ReadArgs {
-    /// Document ids; `-` reads ids from stdin.
-    #[arg(required = true)]
-    pub(crate) ids: Vec<String>,
-    /// First line, 1-based.
-    #[arg(long)]
-    pub(crate) offset: Option<i64>,
-    /// Lines (1–500, default 200).
-    #[arg(long)]
-    pub(crate) limit: Option<i64>,
-    /// Text of referenced images: none, abstract or full.
-    #[arg(long, value_enum)]
-    pub(crate) image_text: Option<ImageText>,
+/// `1–50, default 20` from a property's schema; `None` when it gives neither.
+fn bounds_and_default(property: &Value) -> Option<String> {
+    let bound = |key: &str| property.get(key).and_then(Value::as_i64);
+    let range = match (bound("minimum"), bound("maximum")) {
+        (Some(min), Some(max)) => Some(format!("{min}–{max}")),
+        (Some(min), None) if min > 0 => Some(format!("at least {min}")),
+        (None, Some(max)) => Some(format!("at most {max}")),
+        _ => None,
+    };
+    let default = property.get("default").map(|d| match d {
+        Value::String(s) => format!("default {s}"),
+        d => format!("default {d}"),
+    });
+    let parts: Vec<String> = range.into_iter().chain(default).collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 #[derive(Debug, Args)]
@@ -585,87 +553,47 @@ pub(crate) enum LibraryCommand {
     },
 }
 
+/// `linkly search`: the tool's parameters, with `--type` read here.
 #[derive(Debug, Args)]
-pub(crate) struct ExploreArgs {
-    /// Only this library (name or `local://<id>`).
-    #[arg(long)]
-    pub(crate) library: Option<String>,
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct FindPathsArgs {
-    /// Folder keywords, comma-separated (OR-ed).
-    #[arg(long, required = true)]
-    pub(crate) patterns: String,
-    /// Only this library (name or `local://<id>`).
-    #[arg(long)]
-    pub(crate) library: Option<String>,
-    /// Folders returned (1–50, default 10).
-    #[arg(long)]
-    pub(crate) limit: Option<i64>,
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct ListArgs {
-    /// `folder`, `library` or `notes`.
-    #[arg(long, value_enum, required = true)]
-    pub(crate) scope: ListScope,
-    /// A library name or `local://<id>` (scope library).
-    #[arg(long)]
-    pub(crate) library: Option<String>,
-    /// A directory inside the watched folders (scopes folder and library).
-    #[arg(long)]
-    pub(crate) path: Option<PathBuf>,
-    /// Document types, comma-separated (scopes folder and library).
+pub(crate) struct SearchArgs {
+    #[command(flatten)]
+    pub(crate) params: SearchParams,
+    /// Only these document types, comma-separated (pdf,docx,md,...).
     #[arg(long = "type", value_name = "TYPES")]
     pub(crate) doc_types: Option<String>,
-    /// Modified at or after (ISO 8601, UTC, inclusive).
-    #[arg(long)]
-    pub(crate) modified_after: Option<String>,
-    /// Modified at or before (ISO 8601, UTC, inclusive).
-    #[arg(long)]
-    pub(crate) modified_before: Option<String>,
-    /// Note tags, comma-separated (AND; scope notes).
-    #[arg(long)]
-    pub(crate) tags: Option<String>,
-    /// Items per page (1–200, default 50; at most 50 with snippets).
-    #[arg(long)]
-    pub(crate) limit: Option<i64>,
-    /// Items skipped.
-    #[arg(long)]
-    pub(crate) offset: Option<i64>,
-    /// Order: recent (default), oldest or name.
-    #[arg(long, value_enum)]
-    pub(crate) sort: Option<ListSort>,
-    /// Include snippets.
-    #[arg(long, conflicts_with = "no_snippet")]
-    pub(crate) snippet: bool,
-    /// Leave snippets out.
-    #[arg(long)]
-    pub(crate) no_snippet: bool,
 }
 
+/// `linkly grep`: the tool's parameters for each of several documents.
 #[derive(Debug, Args)]
-pub(crate) struct NoteSaveArgs {
-    /// `create` a note or `edit` one.
-    #[arg(long, value_enum)]
-    pub(crate) mode: NoteMode,
-    /// The Markdown body without front matter (on edit, the full revised body); `-` reads it
-    /// from stdin.
-    #[arg(long, allow_hyphen_values = true)]
-    pub(crate) content: String,
-    /// The note's UUID (required for edit; from `linkly list --scope notes`).
-    #[arg(long)]
-    pub(crate) note_id: Option<String>,
-    /// The version last read (required for edit).
-    #[arg(long)]
-    pub(crate) base_version: Option<String>,
-    /// Tags to add, comma-separated (the server appends the missing #tag tokens).
-    #[arg(long)]
-    pub(crate) tags: Option<String>,
-    /// The host app's display name, stored as the note's source.
-    #[arg(long)]
-    pub(crate) app_name: Option<String>,
+pub(crate) struct GrepArgs {
+    #[command(flatten)]
+    pub(crate) params: GrepParams,
+    /// Document ids (`local://12` or `12`); `-` reads ids from stdin, one per line.
+    #[arg(required = true)]
+    pub(crate) ids: Vec<String>,
+}
+
+/// `linkly read`: the tool's parameters for each of several documents.
+#[derive(Debug, Args)]
+pub(crate) struct ReadArgs {
+    /// Document ids (`local://12` or `12`); `-` reads ids from stdin, one per line.
+    #[arg(required = true)]
+    pub(crate) ids: Vec<String>,
+    #[command(flatten)]
+    pub(crate) params: ReadParams,
+}
+
+/// `linkly list`: the tool's parameters, with `--type` and `--no-snippet` read here.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    #[command(flatten)]
+    pub(crate) params: ListParams,
+    /// Only these document types, comma-separated (folder and library scopes).
+    #[arg(long = "type", value_name = "TYPES")]
+    pub(crate) doc_types: Option<String>,
+    /// Leave snippets out (`--snippet=false`).
+    #[arg(long, conflicts_with = "snippet")]
+    pub(crate) no_snippet: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -726,7 +654,84 @@ pub(crate) struct OpenArgs {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_byte_size;
+    use super::{command, parse_byte_size};
+
+    /// The parameters the command line fills itself, and the argument that does: ids read
+    /// several at a time (and from stdin), `--type` (refused as the tool refuses), `--json`.
+    fn filled_by_the_command_line(tool: &str, parameter: &str) -> Option<&'static str> {
+        match (tool, parameter) {
+            ("grep" | "read", "doc_id") => Some("ids"),
+            (_, "doc_types") => Some("doc_types"),
+            (_, "output_format") => Some("json"),
+            _ => None,
+        }
+    }
+
+    /// Whitespace collapsed, a final period dropped (clap drops it from a one-line help).
+    fn plain(text: &str) -> String {
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        text.strip_suffix('.').unwrap_or(&text).to_string()
+    }
+
+    /// Every parameter of every tool is an argument of its subcommand (named as the
+    /// parameter), whose help is the parameter's schema description: one declaration, in the
+    /// tool. A new parameter without a flag, or a help written apart, fails here.
+    #[test]
+    fn every_tool_parameter_is_an_argument_helped_by_its_description() {
+        let mut cmd = command();
+        cmd.build();
+        let mut checked = 0;
+        // The registry's example tool (the `example-tool` feature) has no command of its own:
+        // `linkly call` reaches it, as any tool.
+        for spec in linkly_tools::TOOLS.iter().filter(|t| t.name != "line_count") {
+            let name = spec.name.replace('_', "-");
+            let sub = cmd
+                .find_subcommand(&name)
+                .unwrap_or_else(|| panic!("no `linkly {name}` for the tool {}", spec.name));
+            let schema = (spec.input_schema)();
+            let properties = schema["properties"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            for (parameter, property) in &properties {
+                let filled = filled_by_the_command_line(spec.name, parameter);
+                let id = filled.unwrap_or(parameter);
+                let arg = sub
+                    .get_arguments()
+                    .find(|a| a.get_id() == id)
+                    .unwrap_or_else(|| panic!("`linkly {name}` has no argument for {parameter}"));
+                if filled.is_some() {
+                    continue;
+                }
+                let description = property["description"].as_str().map(plain);
+                let help = arg.get_help().map(|h| plain(&h.to_string()));
+                let (Some(description), Some(help)) = (description, help) else {
+                    panic!("{}.{parameter}: a description and a help", spec.name);
+                };
+                assert!(
+                    help.starts_with(&description),
+                    "{}.{parameter}: help {help:?} is not the description {description:?}",
+                    spec.name
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 40, "only {checked} parameters checked");
+    }
+
+    /// The schema's bounds and default follow the help; a parameter with neither has none.
+    #[test]
+    fn help_carries_the_schemas_bounds_and_default() {
+        let cmd = command();
+        let help = |sub: &str, id: &str| {
+            let sub = cmd.find_subcommand(sub).unwrap();
+            let arg = sub.get_arguments().find(|a| a.get_id() == id).unwrap();
+            arg.get_help().unwrap().to_string()
+        };
+        assert!(help("search", "limit").ends_with("(1–50, default 20)"));
+        assert!(help("read", "offset").ends_with("(at least 1, default 1)"));
+        assert!(!help("search", "library").contains("default"));
+    }
 
     #[test]
     fn byte_sizes_read_with_binary_suffixes() {

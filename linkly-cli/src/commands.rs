@@ -10,7 +10,7 @@ use linkly_index::Index;
 use linkly_tools::{FreshEvent, Linkly};
 use serde_json::json;
 
-use crate::args::{Cli, Command, ConfigCommand, FoldersCommand, IndexArgs};
+use crate::args::{self, Cli, Command, ConfigCommand, FoldersCommand, IndexArgs};
 use crate::backend;
 #[cfg(feature = "gateway-server")]
 use crate::gateway;
@@ -84,16 +84,14 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             u8::try_from(linkly_extract::run_worker()).unwrap_or(2),
         )),
         Command::Completions { shell } => {
-            use clap::CommandFactory;
-            let mut cmd = Cli::command();
+            let mut cmd = args::command();
             clap_complete::generate(shell, &mut cmd, "linkly", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
         Command::Man { dir } => {
-            use clap::CommandFactory;
             match dir {
-                Some(dir) => clap_mangen::generate_to(Cli::command(), dir)?,
-                None => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?,
+                Some(dir) => clap_mangen::generate_to(args::command(), dir)?,
+                None => clap_mangen::Man::new(args::command()).render(&mut std::io::stdout())?,
             }
             Ok(ExitCode::SUCCESS)
         }

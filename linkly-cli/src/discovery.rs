@@ -7,7 +7,7 @@ use linkly_core::{DataDir, LibraryEdit};
 use linkly_tools::{ExploreParams, FindPathsParams, ListLibrariesParams, ListParams};
 use serde_json::{Value, json};
 
-use crate::args::{ExploreArgs, FindPathsArgs, LibraryCommand, ListArgs};
+use crate::args::{LibraryCommand, ListArgs};
 use crate::call::{self, comma_list, read_once};
 use crate::output::Printer;
 
@@ -108,36 +108,31 @@ pub(crate) fn list_libraries(data: &DataDir, printer: Printer) -> anyhow::Result
 /// `linkly explore`.
 pub(crate) fn explore(
     data: &DataDir,
-    a: ExploreArgs,
+    params: ExploreParams,
     printer: Printer,
 ) -> anyhow::Result<ExitCode> {
-    let params = ExploreParams {
-        library: a.library,
-        ..Default::default()
-    };
     read_once(data, printer, &params)
 }
 
 /// `linkly find-paths`.
 pub(crate) fn find_paths(
     data: &DataDir,
-    a: FindPathsArgs,
+    params: FindPathsParams,
     printer: Printer,
 ) -> anyhow::Result<ExitCode> {
-    let params = FindPathsParams {
-        patterns: comma_list(&a.patterns),
-        library: a.library,
-        limit: a.limit,
-        ..Default::default()
-    };
     read_once(data, printer, &params)
 }
 
 /// `linkly list`.
 pub(crate) fn list(data: &DataDir, a: ListArgs, printer: Printer) -> anyhow::Result<ExitCode> {
     // A relative path is taken from the current directory; the tool checks the rest.
-    let path = match a.path {
-        Some(p) if p.is_relative() => Some(std::env::current_dir()?.join(p)),
+    let path = match a.params.path {
+        Some(p) if std::path::Path::new(&p).is_relative() => Some(
+            std::env::current_dir()?
+                .join(p)
+                .to_string_lossy()
+                .into_owned(),
+        ),
         p => p,
     };
     let doc_types = match call::doc_types(a.doc_types.as_deref(), printer) {
@@ -145,18 +140,14 @@ pub(crate) fn list(data: &DataDir, a: ListArgs, printer: Printer) -> anyhow::Res
         Err(code) => return Ok(code),
     };
     let params = ListParams {
-        scope: a.scope,
-        library: a.library,
-        path: path.map(|p| p.to_string_lossy().into_owned()),
+        path,
         doc_types,
-        tags: a.tags.as_deref().map(comma_list),
-        modified_after: a.modified_after,
-        modified_before: a.modified_before,
-        sort: a.sort,
-        snippet: (a.snippet || a.no_snippet).then_some(a.snippet),
-        limit: a.limit,
-        offset: a.offset,
-        ..Default::default()
+        snippet: if a.no_snippet {
+            Some(false)
+        } else {
+            a.params.snippet
+        },
+        ..a.params
     };
     read_once(data, printer, &params)
 }

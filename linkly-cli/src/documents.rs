@@ -1,13 +1,14 @@
-//! The document tools as commands: `search`, `outline`, `grep` and `read`. Each turns its
-//! flags into the tool's params and calls it (see `call`).
+//! The document tools as commands: `search`, `outline`, `grep` and `read`. Each command line
+//! is the tool's own params (plus what the command line fills: ids, `--type`); each calls it
+//! (see `call`).
 
 use std::process::ExitCode;
 
 use linkly_core::DataDir;
 use linkly_tools::{GrepParams, OutlineParams, ReadParams, SearchParams};
 
-use crate::args::{GrepArgs, OutlineArgs, ReadArgs, SearchArgs};
-use crate::call::{self, comma_list, expand_ids, read_once, read_per_id};
+use crate::args::{GrepArgs, ReadArgs, SearchArgs};
+use crate::call::{self, expand_ids, read_once, read_per_id};
 use crate::output::Printer;
 
 /// `linkly search`.
@@ -17,17 +18,8 @@ pub(crate) fn search(data: &DataDir, a: SearchArgs, printer: Printer) -> anyhow:
         Err(code) => return Ok(code),
     };
     let params = SearchParams {
-        query: a.query,
-        limit: a.limit,
         doc_types,
-        library: a.library,
-        path_glob: a.path_glob,
-        scope: a.scope,
-        tags: a.tags.as_deref().map(comma_list),
-        modified_after: a.modified_after,
-        modified_before: a.modified_before,
-        time_sort: a.time_sort,
-        ..Default::default()
+        ..a.params
     };
     read_once(data, printer, &params)
 }
@@ -35,43 +27,30 @@ pub(crate) fn search(data: &DataDir, a: SearchArgs, printer: Printer) -> anyhow:
 /// `linkly outline`.
 pub(crate) fn outline(
     data: &DataDir,
-    a: OutlineArgs,
+    params: OutlineParams,
     printer: Printer,
 ) -> anyhow::Result<ExitCode> {
     let params = OutlineParams {
-        doc_ids: expand_ids(a.ids)?,
-        expand: a.expand.as_deref().map(comma_list),
-        ..Default::default()
+        doc_ids: expand_ids(params.doc_ids)?,
+        ..params
     };
     read_once(data, printer, &params)
 }
 
 /// `linkly grep`: one call per document.
 pub(crate) fn grep(data: &DataDir, a: GrepArgs, printer: Printer) -> anyhow::Result<ExitCode> {
-    let ids = expand_ids(a.ids.clone())?;
+    let ids = expand_ids(a.ids)?;
     read_per_id(data, printer, "grep", &ids, |id| GrepParams {
-        pattern: a.pattern.clone(),
         doc_id: id.to_string(),
-        context: a.context,
-        before: a.before,
-        after: a.after,
-        case_insensitive: a.ignore_case.then_some(true),
-        output_mode: a.mode,
-        limit: a.limit,
-        offset: a.offset,
-        fuzzy_whitespace: a.fuzzy_whitespace,
-        ..Default::default()
+        ..a.params.clone()
     })
 }
 
 /// `linkly read`: one call per document.
 pub(crate) fn read(data: &DataDir, a: ReadArgs, printer: Printer) -> anyhow::Result<ExitCode> {
-    let ids = expand_ids(a.ids.clone())?;
+    let ids = expand_ids(a.ids)?;
     read_per_id(data, printer, "read", &ids, |id| ReadParams {
         doc_id: id.to_string(),
-        offset: a.offset,
-        limit: a.limit,
-        image_text: a.image_text,
-        ..Default::default()
+        ..a.params.clone()
     })
 }

@@ -45,8 +45,6 @@ mod welcome;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
     // `linkly __extract-worker`: extract one risky file for the parent and exit.
     linkly_tools::extraction_worker_hook();
@@ -54,7 +52,7 @@ fn main() -> ExitCode {
         print!("{}", welcome::text(&linkly_core::DataDir::from_env()));
         return ExitCode::SUCCESS;
     }
-    let cli = args::Cli::parse();
+    let cli = args::parse();
     if allocator::long_run(&cli.command) {
         allocator::settle_for_a_long_run();
     }

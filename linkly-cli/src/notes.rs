@@ -12,9 +12,8 @@ use linkly_tools::NoteSaveParams;
 
 use linkly_tools::NoteMode;
 
-use crate::args::NoteSaveArgs;
 use crate::backend;
-use crate::call::{call_once, comma_list};
+use crate::call::call_once;
 use crate::output::{Outcome, Printer};
 
 /// The largest body read from stdin (the tool's own cap): 10 MiB.
@@ -36,7 +35,7 @@ fn read_stdin() -> anyhow::Result<String> {
 /// Runs `note-save`.
 pub(crate) fn note_save(
     data: &DataDir,
-    a: NoteSaveArgs,
+    a: NoteSaveParams,
     printer: Printer,
 ) -> anyhow::Result<ExitCode> {
     let fail = |message: &str| {
@@ -59,8 +58,7 @@ pub(crate) fn note_save(
             ));
         }
     }
-    let tags = a.tags.as_deref().map(comma_list);
-    if tags
+    if a.tags
         .as_deref()
         .is_some_and(|t| linkly_core::normalise_tags(t).is_empty())
     {
@@ -77,14 +75,7 @@ pub(crate) fn note_save(
     } else {
         a.content
     };
-    let params = NoteSaveParams {
-        mode: a.mode,
-        content,
-        note_id: a.note_id,
-        base_version: a.base_version,
-        tags,
-        app_name: a.app_name,
-    };
+    let params = NoteSaveParams { content, ..a };
     let linkly = backend::open(data)?;
     Ok(printer.exit(call_once(&linkly, printer, &params)))
 }

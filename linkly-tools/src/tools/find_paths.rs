@@ -45,6 +45,10 @@ crate::tools::kit::tool_params! {
         /// Keywords (each at most 64 bytes), OR-ed; matched as substrings of folder paths, ASCII
         /// case-insensitive, CJK literal.
         #[schemars(length(min = 1, max = MAX_PATTERNS))]
+        #[cfg_attr(
+            feature = "clap",
+            arg(long, required = true, value_delimiter = ',', value_parser = crate::tools::kit::trimmed)
+        )]
         pub patterns: Vec<String>,
         /// Only folders of this library (name or `local://<id>`).
         pub library: Option<String>,

@@ -53,21 +53,27 @@ crate::tools::kit::tool_params! {
         /// A Rust `regex` pattern (no look-around, no back-references).
         pub pattern: String,
         /// The document to search (`local://12`).
+        #[cfg_attr(feature = "clap", arg(skip))]
         pub doc_id: String,
         /// Lines of context before and after each match.
         #[schemars(range(min = 0, max = 50), extend("default" = 3))]
+        #[cfg_attr(feature = "clap", arg(short = 'C'))]
         pub context: Option<i64>,
         /// Lines before each match (overrides `context` on that side).
         #[schemars(range(min = 0, max = 50))]
+        #[cfg_attr(feature = "clap", arg(short = 'B'))]
         pub before: Option<i64>,
         /// Lines after each match (overrides `context` on that side).
         #[schemars(range(min = 0, max = 50))]
+        #[cfg_attr(feature = "clap", arg(short = 'A'))]
         pub after: Option<i64>,
         /// Match case-insensitively.
         #[schemars(extend("default" = false))]
+        #[cfg_attr(feature = "clap", arg(short = 'i', visible_alias = "ignore-case"))]
         pub case_insensitive: Option<bool>,
         /// `content` (matching lines with context) or `count` (the count only).
         #[schemars(extend("default" = "content"))]
+        #[cfg_attr(feature = "clap", arg(visible_alias = "mode"))]
         pub output_mode: Option<GrepMode>,
         /// Matching lines returned.
         #[schemars(range(min = 1, max = 100), extend("default" = 20))]
@@ -77,6 +83,7 @@ crate::tools::kit::tool_params! {
         pub offset: Option<i64>,
         /// Tolerate spurious spaces and line breaks inside the matched text. Default: on for PDF,
         /// off otherwise.
+        #[cfg_attr(feature = "clap", arg(require_equals = false))]
         pub fuzzy_whitespace: Option<bool>,
         /// The answer's format.
         #[schemars(extend("default" = "markdown"))]

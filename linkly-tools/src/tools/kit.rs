@@ -116,14 +116,75 @@ pub fn parse_params<P: ToolParams>(args: Value) -> Result<P> {
 /// string holding the number ([`lenient_int`]), and the struct is the [`ToolParams`] of the
 /// module's `SPEC`. Other fields (a required `String`, a `Vec`) are taken as written; each
 /// field's doc comment and `#[schemars(...)]` bounds and defaults pass through.
+///
+/// With the `clap` feature the struct is also `clap::Args`, so a command line takes the tool's
+/// own parameters, each field's doc comment (its schema description) being its help. The
+/// command-line conventions are written here too: an optional parameter is a `--flag`, a list
+/// one comma-separated (items trimmed), a boolean one `--flag` alone for true (or `--flag=false`); the answer's
+/// format (`Option<OutputFormat>`) and the document types (`Option<Vec<DocType>>`, whose
+/// refusal is the tool's own) are left to the command line (`--json`, `--type`). A field taken
+/// as written is positional unless its own `#[cfg_attr(feature = "clap", arg(...))]` says
+/// otherwise (or `arg(skip)`, for a parameter the command line fills itself); a field's own
+/// `arg(...)` comes after the convention's, so it may add to or override it.
 macro_rules! tool_params {
     ($(#[$meta:meta])* pub struct $name:ident { $($fields:tt)* }) => {
         $crate::tools::kit::tool_params!(@field [$(#[$meta])* $name] [] $($fields)*);
+    };
+    // The answer's format: the command line's `--json` sets it.
+    (@field $head:tt [$($done:tt)*]
+        $(#[$m:meta])* pub $field:ident : Option<OutputFormat> $(, $($rest:tt)*)?) => {
+        $crate::tools::kit::tool_params!(@field $head [$($done)*
+            #[cfg_attr(feature = "clap", arg(skip))]
+            $(#[$m])*
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub $field: Option<OutputFormat>,
+        ] $($($rest)*)?);
+    };
+    // Document types: the command line's `--type` list, refused by the tool's own check.
+    (@field $head:tt [$($done:tt)*]
+        $(#[$m:meta])* pub $field:ident : Option<Vec<DocType>> $(, $($rest:tt)*)?) => {
+        $crate::tools::kit::tool_params!(@field $head [$($done)*
+            #[cfg_attr(feature = "clap", arg(skip))]
+            $(#[$m])*
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub $field: Option<Vec<DocType>>,
+        ] $($($rest)*)?);
+    };
+    // An optional switch: `--flag` alone is true, `--flag=false` false.
+    (@field $head:tt [$($done:tt)*]
+        $(#[$m:meta])* pub $field:ident : Option<bool> $(, $($rest:tt)*)?) => {
+        $crate::tools::kit::tool_params!(@field $head [$($done)*
+            #[cfg_attr(feature = "clap", arg(
+                long,
+                num_args = 0..=1,
+                require_equals = true,
+                default_missing_value = "true",
+                value_name = "true|false"
+            ))]
+            $(#[$m])*
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub $field: Option<bool>,
+        ] $($($rest)*)?);
+    };
+    // An optional list: a comma-separated `--flag`.
+    (@field $head:tt [$($done:tt)*]
+        $(#[$m:meta])* pub $field:ident : Option<Vec<String>> $(, $($rest:tt)*)?) => {
+        $crate::tools::kit::tool_params!(@field $head [$($done)*
+            #[cfg_attr(feature = "clap", arg(
+                long,
+                value_delimiter = ',',
+                value_parser = $crate::tools::kit::trimmed
+            ))]
+            $(#[$m])*
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub $field: Option<Vec<String>>,
+        ] $($($rest)*)?);
     };
     // An optional integer: absent, null, a number or a string holding one.
     (@field $head:tt [$($done:tt)*]
         $(#[$m:meta])* pub $field:ident : Option<i64> $(, $($rest:tt)*)?) => {
         $crate::tools::kit::tool_params!(@field $head [$($done)*
+            #[cfg_attr(feature = "clap", arg(long))]
             $(#[$m])*
             #[serde(
                 default,
@@ -137,6 +198,7 @@ macro_rules! tool_params {
     (@field $head:tt [$($done:tt)*]
         $(#[$m:meta])* pub $field:ident : Option<$ty:ty> $(, $($rest:tt)*)?) => {
         $crate::tools::kit::tool_params!(@field $head [$($done)*
+            #[cfg_attr(feature = "clap", arg(long))]
             $(#[$m])*
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub $field: Option<$ty>,
@@ -155,6 +217,7 @@ macro_rules! tool_params {
         #[derive(
             Debug, Clone, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
         )]
+        #[cfg_attr(feature = "clap", derive(clap::Args))]
         #[serde(deny_unknown_fields)]
         pub struct $name {
             $($done)*
@@ -167,6 +230,12 @@ macro_rules! tool_params {
 }
 
 pub(crate) use tool_params;
+
+/// One item of a comma-separated command-line list, without the blanks around it (`pdf, md`).
+#[cfg(feature = "clap")]
+pub(crate) fn trimmed(item: &str) -> std::result::Result<String, std::convert::Infallible> {
+    Ok(item.trim().to_string())
+}
 
 /// A successful tool result before the footer is added, with what it counted.
 #[derive(Debug)]

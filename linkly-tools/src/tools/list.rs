@@ -74,6 +74,7 @@ crate::tools::kit::tool_params! {
     pub struct ListParams {
         /// `folder` (indexed files under a directory; no `path` = all watched folders), `library`
         /// (requires `library`) or `notes`.
+        #[cfg_attr(feature = "clap", arg(long))]
         pub scope: ListScope,
         /// A library name or `local://<id>` (scope `library`).
         pub library: Option<String>,

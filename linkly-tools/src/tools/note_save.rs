@@ -52,9 +52,11 @@ crate::tools::kit::tool_params! {
     /// Parameters of `note_save`.
     pub struct NoteSaveParams {
         /// `create` (a new note) or `edit` (replace an existing note's body).
+        #[cfg_attr(feature = "clap", arg(long))]
         pub mode: NoteMode,
         /// The Markdown body without front matter; on edit, the full revised body. At most 10 MiB;
         /// blank is refused.
+        #[cfg_attr(feature = "clap", arg(long, allow_hyphen_values = true))]
         pub content: String,
         /// The note's UUID: required for edit (from read or list scope="notes"); optional on create
         /// (an id that exists already is NOTE_DUPLICATE_ID).

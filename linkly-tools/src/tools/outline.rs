@@ -38,6 +38,7 @@ crate::tools::kit::tool_params! {
     pub struct OutlineParams {
         /// Document ids (`local://12`, or a bare `12`).
         #[schemars(length(min = 1, max = 20))]
+        #[cfg_attr(feature = "clap", arg(required = true))]
         pub doc_ids: Vec<String>,
         /// Node ids like "2" or "3.1" to show fully expanded; the others collapse to their first
         /// level. Omitted: all levels, within a size budget.

@@ -72,6 +72,7 @@ crate::tools::kit::tool_params! {
     /// Parameters of `read`.
     pub struct ReadParams {
         /// The document to read (`local://12`).
+        #[cfg_attr(feature = "clap", arg(skip))]
         pub doc_id: String,
         /// The first line, 1-based. Past the end gives an empty range.
         #[schemars(range(min = 1), extend("default" = 1))]
