@@ -683,7 +683,10 @@ mod tests {
         let mut checked = 0;
         // The registry's example tool (the `example-tool` feature) has no command of its own:
         // `linkly call` reaches it, as any tool.
-        for spec in linkly_tools::TOOLS.iter().filter(|t| t.name != "line_count") {
+        for spec in linkly_tools::TOOLS
+            .iter()
+            .filter(|t| t.name != "line_count")
+        {
             let name = spec.name.replace('_', "-");
             let sub = cmd
                 .find_subcommand(&name)
