@@ -289,19 +289,26 @@ fn vector(i: usize, t: f32) -> Vec<f32> {
     v
 }
 
+/// Eight documents of the corpus, each with two chunk vectors of the model `test-model`: the
+/// first along axis `i`, the second along axis `i + 2` (of 4), each turned a little.
+fn with_vectors() -> Vec<PublishedDoc> {
+    let mut docs = corpus();
+    docs.truncate(8);
+    for (i, d) in docs.iter_mut().enumerate() {
+        let (a, b) = (vector(i, 0.1), vector(i + 2, 0.3));
+        d.vectors = Some(PublishedVectors::encode(
+            "test-model",
+            &[(1, 1, a.as_slice()), (2, 2, b.as_slice())],
+        ));
+    }
+    docs
+}
+
 #[test]
 fn vectors_are_searched_exactly_within_the_visible_version() {
     each(|spec| {
         let db = Db::open(spec).unwrap();
-        let mut docs = corpus();
-        docs.truncate(8);
-        for (i, d) in docs.iter_mut().enumerate() {
-            let (a, b) = (vector(i, 0.1), vector(i + 2, 0.3));
-            d.vectors = Some(PublishedVectors::encode(
-                "test-model",
-                &[(1, 1, a.as_slice()), (2, 2, b.as_slice())],
-            ));
-        }
+        let docs = with_vectors();
         let lib = published(&db, &docs);
         let state = lib.state().clone();
         assert_eq!(state.vector_model.as_deref(), Some("test-model"));
@@ -344,15 +351,7 @@ fn a_large_library_is_searched_through_its_models_hnsw_index_on_postgresql() {
         return;
     };
     let db = Db::open(&pg.spec).unwrap();
-    let mut docs = corpus();
-    docs.truncate(8);
-    for (i, d) in docs.iter_mut().enumerate() {
-        let (a, b) = (vector(i, 0.1), vector(i + 2, 0.3));
-        d.vectors = Some(PublishedVectors::encode(
-            "test-model",
-            &[(1, 1, a.as_slice()), (2, 2, b.as_slice())],
-        ));
-    }
+    let docs = with_vectors();
     // Every library counts as large: the publish builds the index in the background; built
     // here too, and waited for.
     db.set_hnsw_from(0);

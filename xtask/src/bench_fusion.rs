@@ -10,7 +10,7 @@
 //! Each fusion of [`Fusion`] is scored on both, with BM25 and vectors alone beside them, so a
 //! default that helps one set and hurts the other shows.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use linkly_index::{Arms, DocFilter, Fusion, HybridOptions, Index, SyncOptions};
@@ -96,19 +96,7 @@ fn cross_language_index(choice: &linkly_index::vector::ModelChoice) -> anyhow::R
     let work = crate::target_dir()
         .join("bench")
         .join(format!("fusion-{}", choice.name));
-    let docs = work.join("docs");
-    for sub in ["md", "txt", "csv", "html"] {
-        let from = crate::root().join("testdata/corpus").join(sub);
-        let to = docs.join(sub);
-        fs_err::create_dir_all(&to)?;
-        for e in fs_err::read_dir(&from)? {
-            let p = e?.path();
-            let target = to.join(p.file_name().unwrap_or_default());
-            if p.is_file() && !target.exists() {
-                fs_err::copy(&p, target)?;
-            }
-        }
-    }
+    let docs = cross_language_corpus(&work.join("docs"))?;
     let index = Index::open(&work.join("index"))?;
     index.sync(
         &SyncOptions {
@@ -122,8 +110,25 @@ fn cross_language_index(choice: &linkly_index::vector::ModelChoice) -> anyhow::R
     Ok(index)
 }
 
+/// The cross-language set's pages (`testdata/corpus`'s text formats) copied into `docs`, once.
+pub(crate) fn cross_language_corpus(docs: &Path) -> anyhow::Result<PathBuf> {
+    for sub in ["md", "txt", "csv", "html"] {
+        let from = crate::root().join("testdata/corpus").join(sub);
+        let to = docs.join(sub);
+        fs_err::create_dir_all(&to)?;
+        for e in fs_err::read_dir(&from)? {
+            let p = e?.path();
+            let target = to.join(p.file_name().unwrap_or_default());
+            if p.is_file() && !target.exists() {
+                fs_err::copy(&p, target)?;
+            }
+        }
+    }
+    Ok(docs.to_path_buf())
+}
+
 /// `testdata/eval/cross-language.tsv`: (question, the files that answer it).
-fn cross_language_questions() -> anyhow::Result<Vec<(String, Vec<String>)>> {
+pub(crate) fn cross_language_questions() -> anyhow::Result<Vec<(String, Vec<String>)>> {
     let path = crate::root().join("testdata/eval/cross-language.tsv");
     let mut out = Vec::new();
     for line in fs_err::read_to_string(&path)?.lines() {

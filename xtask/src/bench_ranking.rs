@@ -10,7 +10,6 @@
 //! The binary is the release `linkly` with the gateway server unless `--linkly` names another
 //! build (ranking does not depend on the build).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -244,46 +243,10 @@ fn scifact_subset(work: &Path, docs: usize) -> anyhow::Result<Set> {
 
 /// The cross-language set: `testdata/corpus`'s text formats and `testdata/eval/cross-language.tsv`.
 fn cross_language(work: &Path) -> anyhow::Result<Set> {
-    let dir = work.join("xlang");
-    for sub in ["md", "txt", "csv", "html"] {
-        let from = crate::root().join("testdata/corpus").join(sub);
-        let to = dir.join(sub);
-        fs_err::create_dir_all(&to)?;
-        for e in fs_err::read_dir(&from)? {
-            let p = e?.path();
-            if p.is_file() {
-                fs_err::copy(&p, to.join(p.file_name().unwrap_or_default()))?;
-            }
-        }
-    }
-    let path = crate::root().join("testdata/eval/cross-language.tsv");
-    let mut questions: HashMap<String, Vec<String>> = HashMap::new();
-    let mut order = Vec::new();
-    for line in fs_err::read_to_string(&path)?.lines() {
-        if line.starts_with('#') || line.trim().is_empty() {
-            continue;
-        }
-        let Some((q, files)) = line.split_once('\t') else {
-            bail!("{}: a line without a tab: {line}", path.display());
-        };
-        if !questions.contains_key(q) {
-            order.push(q.to_string());
-        }
-        questions
-            .entry(q.to_string())
-            .or_default()
-            .extend(files.split(',').map(|f| f.trim().to_string()));
-    }
     Ok(Set {
         name: "xlang",
-        dir,
-        questions: order
-            .into_iter()
-            .map(|q| {
-                let files = questions.remove(&q).unwrap_or_default();
-                (q, files)
-            })
-            .collect(),
+        dir: crate::bench_fusion::cross_language_corpus(&work.join("xlang"))?,
+        questions: crate::bench_fusion::cross_language_questions()?,
     })
 }
 

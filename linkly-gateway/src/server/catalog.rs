@@ -214,6 +214,8 @@ impl ToolParams for LibrarySearchParams {
 }
 
 /// Parameters of `library_link`.
+// The field docs are the schema's descriptions, written for models (`cloud://<owner>/<slug>`).
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LibraryLinkParams {

@@ -387,7 +387,7 @@ where
 }
 
 /// Deserialises an optional integer parameter leniently: a JSON integer, a string holding
-/// one (`"5"`, a common model output) or `null`. Anything else fails, and [`parse_args`]
+/// one (`"5"`, a common model output) or `null`. Anything else fails, and `parse_args`
 /// names the parameter in the `INVALID_ARGUMENT`. Ranges are still checked by the tool.
 pub fn lenient_int<'de, D>(deserializer: D) -> std::result::Result<Option<i64>, D::Error>
 where

@@ -396,14 +396,13 @@ impl Db {
         k: usize,
         allowed: Option<&[i64]>,
     ) -> Result<Vec<Chunk>> {
-        let hnsw = lib.chunk_count >= self.hnsw_from()
-            && lib.vector_model.as_deref() == Some(model)
-            && hnsw_width(lib.vector_dim).is_some();
+        let hnsw = (lib.chunk_count >= self.hnsw_from()
+            && lib.vector_model.as_deref() == Some(model))
+        .then(|| hnsw_width(lib.vector_dim))
+        .flatten();
         self.tx(false, |tx| {
-            if tx.is_pg() && hnsw {
-                nearest_by_hnsw(tx, lib, model, query, k, allowed)
-            } else if tx.is_pg() {
-                nearest_in_postgres(tx, lib, model, query, k, allowed)
+            if tx.is_pg() {
+                nearest_in_postgres(tx, lib, model, query, k, allowed, hnsw)
             } else {
                 nearest_by_scan(tx, lib, model, query, k, allowed)
             }
@@ -481,50 +480,10 @@ fn hnsw_index(model: &str, dim: u32) -> (String, String) {
     )
 }
 
-/// [`Db::nearest_chunks`] through the HNSW index of the library's model: pgvector's iterative
+/// [`Db::nearest_chunks`] on PostgreSQL: exactly, by distance over the library's rows; or,
+/// with `hnsw` (the width of the model's HNSW index), through that index: pgvector's iterative
 /// scan walks the graph until `k` rows of this library and version (and `allowed`) are found,
-/// in relaxed order; they are then sorted by their exact distance.
-fn nearest_by_hnsw(
-    tx: &mut Tx<'_>,
-    lib: &LibraryState,
-    model: &str,
-    query: &[f32],
-    k: usize,
-    allowed: Option<&[i64]>,
-) -> Result<Vec<Chunk>> {
-    let Some(dim) = hnsw_width(lib.vector_dim) else {
-        return nearest_in_postgres(tx, lib, model, query, k, allowed);
-    };
-    let (_, predicate) = hnsw_index(model, dim);
-    tx.exec("SET LOCAL hnsw.iterative_scan = relaxed_order", &[])?;
-    tx.exec(
-        &format!("SET LOCAL hnsw.ef_search = {}", (2 * k).clamp(40, 1000)),
-        &[],
-    )?;
-    let mut params = vec![
-        Val::I(lib.id),
-        Val::I(lib.version),
-        Val::V(query.to_vec()),
-        Val::I(k as i64),
-    ];
-    let only = match allowed {
-        Some(ids) => {
-            params.push(Val::Ints(ids.to_vec()));
-            format!(" AND doc_id {}", tx.in_list(5))
-        }
-        None => String::new(),
-    };
-    let sql = format!(
-        "WITH near AS MATERIALIZED (SELECT doc_id, start_line, end_line, \
-         embedding::vector({dim}) <=> $3::vector({dim}) AS distance FROM chunks \
-         WHERE {predicate} AND library_id = $1 AND {}{only} ORDER BY distance LIMIT $4) \
-         SELECT doc_id, start_line, end_line, distance FROM near ORDER BY distance, doc_id",
-        visible(2)
-    );
-    let rows: Vec<Near> = tx.rows(&sql, &params)?;
-    Ok(rows.into_iter().map(Near::chunk).collect())
-}
-
+/// in relaxed order, and they are then sorted by their exact distance.
 fn nearest_in_postgres(
     tx: &mut Tx<'_>,
     lib: &LibraryState,
@@ -532,26 +491,48 @@ fn nearest_in_postgres(
     query: &[f32],
     k: usize,
     allowed: Option<&[i64]>,
+    hnsw: Option<u32>,
 ) -> Result<Vec<Chunk>> {
     let mut params = vec![
         Val::I(lib.id),
         Val::I(lib.version),
-        Val::T(model.to_string()),
         Val::V(query.to_vec()),
         Val::I(k as i64),
     ];
     let only = match allowed {
         Some(ids) => {
             params.push(Val::Ints(ids.to_vec()));
-            format!(" AND doc_id {}", tx.in_list(6))
+            format!(" AND doc_id {}", tx.in_list(params.len()))
         }
         None => String::new(),
     };
-    let sql = format!(
-        "SELECT doc_id, start_line, end_line, embedding <=> $4 AS distance FROM chunks \
-         WHERE library_id = $1 AND {} AND model = $3{only} ORDER BY distance, doc_id LIMIT $5",
-        visible(2)
-    );
+    let sql = match hnsw {
+        Some(dim) => {
+            tx.exec("SET LOCAL hnsw.iterative_scan = relaxed_order", &[])?;
+            tx.exec(
+                &format!("SET LOCAL hnsw.ef_search = {}", (2 * k).clamp(40, 1000)),
+                &[],
+            )?;
+            let (_, predicate) = hnsw_index(model, dim);
+            format!(
+                "WITH near AS MATERIALIZED (SELECT doc_id, start_line, end_line, \
+                 embedding::vector({dim}) <=> $3::vector({dim}) AS distance FROM chunks \
+                 WHERE {predicate} AND library_id = $1 AND {}{only} ORDER BY distance LIMIT $4) \
+                 SELECT doc_id, start_line, end_line, distance FROM near ORDER BY distance, doc_id",
+                visible(2)
+            )
+        }
+        None => {
+            params.push(Val::T(model.to_string()));
+            format!(
+                "SELECT doc_id, start_line, end_line, embedding <=> $3 AS distance FROM chunks \
+                 WHERE library_id = $1 AND {} AND model = ${}{only} \
+                 ORDER BY distance, doc_id LIMIT $4",
+                visible(2),
+                params.len()
+            )
+        }
+    };
     let rows: Vec<Near> = tx.rows(&sql, &params)?;
     Ok(rows.into_iter().map(Near::chunk).collect())
 }
